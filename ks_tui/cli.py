@@ -1,0 +1,68 @@
+"""Entry point `ks`: parses arguments and hands each subcommand to its module.
+
+Each module in ks_tui/commands/ exposes `register(subparsers)` and sets `func` on its
+parsers; `func(args) -> int` returns the exit code. Modules import heavy libraries (torch,
+textual, anthropic, git) inside their handlers so that `ks --help` and the harness commands
+start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ks_tui import __version__
+from ks_tui.errors import EXIT_BAD_INPUT, KsError
+
+# Order is the order of `ks --help`.
+COMMAND_MODULES = (
+    "ks_tui.commands.tui_cmd",
+    "ks_tui.commands.harness_cmds",
+    "ks_tui.commands.attempt_cmds",
+    "ks_tui.commands.question_cmds",
+    "ks_tui.commands.agent_cmds",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on bad usage already; keep its message to one line plus usage."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ks", description="KernelSeek: pair with an agent to make a GPU kernel faster.")
+    parser.add_argument("--version", action="version", version=f"ks {__version__}")
+    parser.add_argument("--workspace", "-w", metavar="DIR",
+                        help="workspace folder (default: nearest folder upward holding kernels/)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        # Bare `ks` opens the screen on the default task.
+        args = parser.parse_args([*argv, "tui"])
+    try:
+        code = args.func(args)
+    except KsError as e:
+        print(f"ks: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("ks: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(code or 0)
+
+
+def run() -> None:  # pragma: no cover - console-script shim
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

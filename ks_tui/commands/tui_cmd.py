@@ -1,0 +1,5 @@
+"""Subcommands of `ks` (placeholder: registers nothing yet)."""
+
+
+def register(sub) -> None:
+    pass
