@@ -117,6 +117,8 @@ class Usage(Event):
     cost_usd: float
     session_cost_usd: float
     session_tokens: int
+    priced: bool = True  # False: the model has no price in the config; costs read 0
+    turn: int = 0  # model turn number within the session
     kind = "usage"
 
 
@@ -124,6 +126,7 @@ class Usage(Event):
 class RolledBack(Event):
     to_attempt: int
     new_attempt: int
+    conversation_len: int | None = None  # messages kept; None: the conversation was not cut
     kind = "rollback"
 
 
@@ -138,3 +141,55 @@ class ErrorEvent(Event):
 class TurnEnded(Event):
     stop_reason: str
     kind = "turn_end"
+
+
+# ---- added with the engine (issue 6) ----
+
+
+@dataclass
+class ThinkingDelta(Event):
+    """A piece of the model's visible thinking, streamed (not written to the trace)."""
+
+    text: str
+    kind = "thinking_delta"
+
+
+@dataclass
+class AssistantMessage(Event):
+    """The assistant's whole content for one turn, exactly as it goes back to the API.
+
+    The trace keeps it so a resumed session rebuilds the same conversation.
+    """
+
+    content: list[dict[str, Any]]
+    stop_reason: str
+    model: str = ""
+    kind = "assistant_message"
+
+
+@dataclass
+class BashApprovalRequested(Event):
+    """The agent wants to run a shell command; answer with Session.approve_bash(id, ok)."""
+
+    id: str
+    command: str
+    kind = "bash_approval"
+
+
+@dataclass
+class SessionEnded(Event):
+    """The agent loop finished (limit reached, stopped, or a fatal error); a summary."""
+
+    reason: str
+    attempts: int
+    best_attempt: int | None
+    best_speedup: float | None
+    turns: int
+    tokens: int
+    cost_usd: float
+    priced: bool = True
+    kind = "session_end"
+
+
+# Events that only drive the screen; the trace does not keep them.
+EPHEMERAL_KINDS = frozenset({"text_delta", "thinking_delta", "harness_progress"})

@@ -1,5 +1,140 @@
-"""Subcommands of `ks` (placeholder: registers nothing yet)."""
+"""`ks run` (the agent, headless) and `ks report` (what a session did)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+
+from ks_tui.errors import KsError
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("run", help="run the agent on a task (headless: a readable stream, then a summary)",
+                       description="Run the agent on TASK. Without --session/--resume a new session starts.")
+    p.add_argument("task", nargs="?", help="task name under kernels/ or a task folder")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--session", metavar="ID", help="continue this session (its conversation, if any)")
+    which.add_argument("--resume", metavar="ID", help="resume a session from its trace (after a crash or kill)")
+    p.add_argument("--headless", action="store_true", help="no screen: print the session as it runs")
+    p.add_argument("--autonomous", action="store_true",
+                   help="nobody answers: at each decision point the bank's top question is sent at once")
+    p.add_argument("--max-turns", type=int, metavar="N", help="stop after N model turns in this run")
+    p.add_argument("--max-cost", type=float, metavar="USD", help="stop once this run has cost USD")
+    p.add_argument("--model", metavar="M", help="model name (default: config, else the newest the SDK names)")
+    p.add_argument("--enable-bash", action="store_true", help="give the agent a bash tool (headless: no approval)")
+    p.set_defaults(func=cmd_run)
+
+    r = sub.add_parser("report", help="summarize a session: attempts, best speedup, questions, tokens, cost")
+    r.add_argument("session", metavar="SESSION", help="session id")
+    r.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    r.set_defaults(func=cmd_report)
+
+
+def _config(args, workspace):
+    from ks_tui.config import load_config
+
+    if args.max_turns is not None and args.max_turns < 1:
+        raise KsError(f"--max-turns must be at least 1, not {args.max_turns}")
+    if args.max_cost is not None and not args.max_cost > 0:
+        raise KsError(f"--max-cost must be a positive amount in USD, not {args.max_cost}")
+    cfg = load_config(workspace).with_overrides(model=args.model, max_turns=args.max_turns,
+                                                max_cost_usd=args.max_cost,
+                                                enable_bash=True if args.enable_bash else None)
+    if cfg.max_cost_usd is not None and cfg.price_for(cfg.resolved_model()) is None:
+        raise KsError(f"--max-cost needs a price for {cfg.resolved_model()}, and the config has none",
+                      hint=f'add [prices."{cfg.resolved_model()}"] with input, output, cache_write, cache_read '
+                           "(USD per million tokens) to ~/.config/ks/config.toml")
+    return cfg
+
+
+def cmd_run(args) -> int:
+    from ks_tui.agent.client import has_api_key, missing_key_error
+    from ks_tui.paths import find_workspace
+
+    if not args.headless:
+        raise KsError("`ks run` needs --headless", hint="for the screen, use `ks tui TASK`")
+    if not args.task and not (args.session or args.resume):
+        raise KsError("name a TASK, or a session with --session/--resume")
+    workspace = find_workspace(args.workspace)
+    cfg = _config(args, workspace)
+    if not has_api_key():
+        raise missing_key_error()
+
+    from ks_tui.agent.headless import HeadlessPrinter
+    from ks_tui.engine import Session
+
+    human = not args.autonomous and sys.stdin.isatty()
+    kw = dict(autonomous=args.autonomous or not human, human_present=human, use_agent=True)
+    sid = args.session or args.resume
+    if sid:
+        session = Session.open(workspace, sid, cfg, **kw)
+        if args.task and args.task not in (session.task.name, str(session.task.dir)):
+            raise KsError(f"session {sid} works on task {session.task.name}, not {args.task}")
+        if args.resume and not session.resumed:
+            raise KsError(f"session {sid} has no conversation in its trace to resume",
+                          hint=f"start it with `ks run --session {sid} --headless`")
+    else:
+        session = Session.create(workspace, args.task, cfg, **kw)
+
+    printer = HeadlessPrinter(sys.stdout)
+    session.subscribe(printer)
+    mode = "autonomous" if kw["autonomous"] else "you answer questions on stdin (number, text, or empty to skip)"
+    print(f"session {session.id} on {session.task.name} with {cfg.resolved_model()} ({mode})", flush=True)
+    print(f"worktree {session.info.worktree}", flush=True)
+    if human:
+        _read_answers_from_stdin(session)
+    session.start()
+    try:
+        while not session.join(timeout=0.5):
+            pass
+    except KeyboardInterrupt:
+        print("\nks: stopping (the session can be resumed with --resume)", file=sys.stderr)
+        session.stop()
+        session.join(timeout=30)
+        return 130
+    end = session.end
+    if end is not None and end.reason.startswith("error:"):
+        print(f"ks: {end.reason}", file=sys.stderr)
+        return 2
+    if end is not None and end.reason == "internal error":
+        return 1
+    return 0
+
+
+def _read_answers_from_stdin(session) -> None:
+    """A person at the terminal answers decision points: a number picks, text asks, empty skips."""
+    from ks_tui import events as ev
+
+    offered: list[dict] = []
+    session.subscribe(lambda e: offered.__setitem__(slice(None), e.questions)
+                      if isinstance(e, ev.DecisionPointReached) else None)
+
+    def reader() -> None:
+        for line in sys.stdin:
+            s = line.strip()
+            if s.isdigit() and 1 <= int(s) <= len(offered):
+                session.answer_question(offered[int(s) - 1]["id"], None)
+            elif s in ("", "s", "skip"):
+                session.answer_question(None, None)
+            else:
+                session.answer_question(None, s)
+
+    threading.Thread(target=reader, name="ks-stdin", daemon=True).start()
+
+
+def cmd_report(args) -> int:
+    from ks_tui.agent.report import build_report, report_text
+    from ks_tui.attempts import AttemptStore
+    from ks_tui.paths import find_workspace
+    from ks_tui.session import Trace
+
+    store = AttemptStore(find_workspace(args.workspace))
+    info = store.session(args.session)
+    records = Trace.read(store.trace_path(info.id))
+    report = build_report(info.to_dict(), records, [a.to_dict() for a in store.attempts(info.id)])
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print(report_text(report))
+    return 0

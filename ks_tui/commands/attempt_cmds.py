@@ -1,5 +1,244 @@
-"""Subcommands of `ks` (placeholder: registers nothing yet)."""
+"""`ks init`, `ks session new`, `ks sessions`, `ks try`, `ks log`, `ks show`, `ks rollback`.
+
+Thin: parse, call ks_tui.attempts.AttemptStore (and the harness client for `ks try`), print.
+git and the harness are imported inside the handlers so `ks --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ks_tui.errors import EXIT_KERNEL_FAILED, EXIT_OK, InputFileError, KsError
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("init", help="make a workspace: a git repo with the bundled tasks and question bank")
+    p.add_argument("dir", metavar="DIR", help="folder to create (or an empty/existing repo folder)")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("session", help="start a session (its own branch and worktree)")
+    ssub = p.add_subparsers(dest="session_command", metavar="ACTION", required=True, parser_class=type(p))
+    new = ssub.add_parser("new", help="create branch ks/<task>/<id> and a worktree under sessions/<id>/; prints the id")
+    new.add_argument("task", metavar="TASK", help="task name under kernels/")
+    new.add_argument("--json", action="store_true", help="print the session as one JSON document")
+    new.set_defaults(func=cmd_session_new)
+
+    p = sub.add_parser("sessions", help="list sessions: task, attempts, best speedup, last activity")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_sessions)
+
+    p = sub.add_parser("try", help="run the harness on the session's kernel and commit the attempt")
+    _session_arg(p, required=True)
+    p.add_argument("--check", action="store_true", help="correctness only (default: bench)")
+    p.add_argument("--quick", action="store_true", help="the task's quick scenarios only")
+    p.add_argument("--timeout", type=float, metavar="S", help="harness time limit in seconds")
+    p.add_argument("--summary", metavar="TEXT", default="", help="commit summary line")
+    p.add_argument("--question", metavar="QID", help="id of the question that led to this attempt")
+    p.add_argument("--author", choices=("human", "agent"), default="human",
+                   help="who wrote this kernel (default: human)")
+    p.add_argument("--result", metavar="FILE",
+                   help="record a result JSON computed elsewhere instead of running the harness")
+    p.add_argument("--no-run", action="store_true",
+                   help="commit a changed kernel as 'unchecked' without running the harness")
+    p.add_argument("--json", action="store_true", help="print the attempt and result as one JSON document")
+    _stale_arg(p)
+    p.set_defaults(func=cmd_try)
+
+    p = sub.add_parser("log", help="list a session's attempts; * marks the best correct one")
+    _session_arg(p)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_log)
+
+    p = sub.add_parser("show", help="an attempt's diff and per-scenario results")
+    p.add_argument("attempt", metavar="ATTEMPT", help="number, hash prefix, best or latest")
+    _session_arg(p)
+    p.add_argument("--against", metavar="N|best", default="previous",
+                   help="diff against this attempt (default: the previous one)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("rollback", help="new commit whose kernel equals ATTEMPT's (history is kept)")
+    p.add_argument("attempt", metavar="ATTEMPT", help="number, hash prefix or best")
+    _session_arg(p, required=True)
+    p.add_argument("--json", action="store_true", help="print the new attempt as one JSON document")
+    _stale_arg(p)
+    p.set_defaults(func=cmd_rollback)
+
+
+def _session_arg(p, required: bool = False) -> None:
+    p.add_argument("--session", "-s", metavar="ID", required=required,
+                   help="session id" + ("" if required else " (default: the most recently active)"))
+
+
+def _stale_arg(p) -> None:
+    p.add_argument("--remove-stale-lock", action="store_true",
+                   help="delete a git lock file left by a killed git (only when no git process holds it)")
+
+
+def _store(args):
+    from ks_tui.attempts import AttemptStore
+    from ks_tui.paths import find_workspace
+
+    return AttemptStore(find_workspace(args.workspace), remove_stale_locks=getattr(args, "remove_stale_lock", False))
+
+
+def _dump(doc) -> None:
+    print(json.dumps(doc, indent=2, default=str))
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------- handlers
+
+def cmd_init(args) -> int:
+    from ks_tui.workspace import init_workspace
+
+    dest = init_workspace(args.dir)
+    print(f"workspace ready: {dest}")
+    print("next: cd into it and run `ks session new TASK` (tasks: "
+          + ", ".join(sorted(p.name for p in (dest / "kernels").iterdir() if (p / "task.yaml").exists())) + ")")
+    return EXIT_OK
+
+
+def cmd_session_new(args) -> int:
+    store = _store(args)
+    info = store.new_session(args.task)
+    if args.json:
+        _dump(info.to_dict())
+    else:
+        print(info.id)
+        _say(f"branch {info.branch}, worktree {info.worktree}")
+    return EXIT_OK
+
+
+def cmd_sessions(args) -> int:
+    from ks_tui.attempts.render import sessions_table
+
+    found = _store(args).sessions()
+    if args.json:
+        _dump({"sessions": [s.to_dict() for s in found]})
+    elif not found:
+        print("no sessions yet; start one with `ks session new TASK`")
+    else:
+        print(sessions_table(found))
+    return EXIT_OK
+
+
+def _load_result_file(path: str) -> dict:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise KsError(f"result file {p} not found") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputFileError(p, f"not a JSON document ({e})", getattr(e, "lineno", None)) from None
+    if not isinstance(data, dict) or "status" not in data:
+        raise InputFileError(p, "not a harness result (a JSON object with a status)")
+    return data
+
+
+def _progress(event: dict) -> None:
+    prog = event.get("progress", event)
+    if isinstance(prog, dict) and "done" in prog:
+        _say(f"  [{prog.get('done')}/{prog.get('total')}] {prog.get('phase') or ''} {prog.get('scenario') or ''}".rstrip())
+
+
+def cmd_try(args) -> int:
+    from ks_tui.attempts.render import attempt_line
+
+    store = _store(args)
+    info = store.session(args.session)
+    with store.lock(info.id):
+        if args.result:
+            result = _load_result_file(args.result)
+            if result.get("task") not in (None, info.task):
+                raise KsError(f"the result is for task {result.get('task')!r}, session {info.id} works on {info.task!r}")
+        else:
+            same = store.unchanged_since(info.id)
+            if same is not None:
+                print(f"kernel unchanged since attempt {same.number} ({same.short}); nothing recorded")
+                _say(f"hint: edit {store.kernel_path(info.id)} first; to time it again without a commit use "
+                     f"`ks bench {info.task} --source {store.kernel_path(info.id)}`")
+                return EXIT_OK
+            if args.no_run:
+                result = {"status": "unchecked"}
+            else:
+                from ks_tui.harness.client import run_harness
+
+                task = store.task(info.id)
+                _say(f"running the harness ({'check' if args.check else 'bench'}{', quick' if args.quick else ''}) "
+                     f"on {task.kernel}")
+                result = run_harness(task, task.kernel, mode="check" if args.check else "bench", quick=args.quick,
+                                     timeout=args.timeout, on_progress=_progress)
+                if result.get("status") == "cancelled":
+                    raise KsError("the harness run was cancelled; nothing recorded")
+        attempt = store.record(info.id, result, author=args.author, question=args.question, summary=args.summary)
+    if attempt is None:
+        print("kernel unchanged since the latest attempt; nothing recorded")
+        return EXIT_OK
+    compact = {k: result.get(k) for k in ("status", "correct", "geomean_speedup", "mode", "quick", "message")}
+    store.trace(info.id).append("attempt", {"attempt": attempt.to_dict(), "result": compact})
+    if args.json:
+        _dump({"attempt": attempt.to_dict(), "result": result})
+    else:
+        print(attempt_line(attempt).strip())
+        if result.get("message") and attempt.status != "correct":
+            print(f"  {result['message']}")
+    return EXIT_OK if attempt.status in ("correct", "unchecked") else EXIT_KERNEL_FAILED
+
+
+def _session_for(store, args):
+    return store.session(args.session) if args.session else store.latest_session()
+
+
+def cmd_log(args) -> int:
+    from ks_tui.attempts.render import log_table
+
+    store = _store(args)
+    info = _session_for(store, args)
+    attempts = store.attempts(info.id)
+    if args.json:
+        _dump({"session": info.to_dict(), "attempts": [a.to_dict() for a in attempts]})
+    elif not attempts:
+        print(f"session {info.id} ({info.task}): no attempts yet")
+    else:
+        print(f"session {info.id} ({info.task}), branch {info.branch}")
+        print(log_table(attempts))
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from ks_tui.attempts.render import attempt_line, result_text
+
+    store = _store(args)
+    info = _session_for(store, args)
+    attempt = store.resolve(info.id, args.attempt)
+    against = args.against
+    diff = store.diff(info.id, attempt.number, against=against)
+    result = store.result(info.id, attempt.number)
+    if args.json:
+        _dump({"session": info.id, "attempt": attempt.to_dict(), "against": against, "diff": diff, "result": result})
+        return EXIT_OK
+    print(attempt_line(attempt).strip())
+    print(f"commit {attempt.sha}")
+    print()
+    print(diff if diff.strip() else f"(kernel identical to {'the previous attempt' if against == 'previous' else against})")
+    print()
+    print(result_text(result))
+    return EXIT_OK
+
+
+def cmd_rollback(args) -> int:
+    from ks_tui.attempts.render import attempt_line
+
+    store = _store(args)
+    new = store.rollback(args.session, args.attempt, author="human")
+    if args.json:
+        _dump({"attempt": new.to_dict()})
+    else:
+        print(attempt_line(new).strip())
+    return EXIT_OK

@@ -1,5 +1,123 @@
-"""Subcommands of `ks` (placeholder: registers nothing yet)."""
+"""`ks check`, `ks bench`, `ks scenarios`, `ks doctor`: the harness from the command line.
+
+No torch at import time: the harness's heavy work runs in its child process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ks_tui.errors import EXIT_KERNEL_FAILED, EXIT_OK, KsError
 
 
 def register(sub) -> None:
-    pass
+    for mode, text in (("check", "compile the kernel and check it on every scenario"),
+                       ("bench", "check, then time the kernel against the task's baselines")):
+        p = sub.add_parser(mode, help=text, description=text)
+        p.add_argument("task", metavar="TASK", help="task name under kernels/, or a path to a task folder")
+        p.add_argument("--source", metavar="FILE", help="kernel file to use instead of the task's own")
+        p.add_argument("--quick", action="store_true", help="only the task's quick subset")
+        p.add_argument("--scenarios", metavar="ID", nargs="+", action="extend",
+                       help="only these scenario ids (space or comma separated)")
+        p.add_argument("--json", action="store_true", help="print only the result JSON on stdout")
+        p.add_argument("--timeout", type=float, metavar="S", help="kill the run after S seconds")
+        p.add_argument("--seed", type=int, help="input seed (default: a new one each run)")
+        p.add_argument("--remeasure-baselines", action="store_true",
+                       help="time the baselines again instead of using cached timings")
+        p.set_defaults(func=lambda a, m=mode: run_cmd(a, m))
+
+    p = sub.add_parser("scenarios", help="list a task's scenarios", description="list a task's scenarios")
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=scenarios_cmd)
+
+    p = sub.add_parser("doctor", help="what this machine offers: GPU, compilers, baselines, API key",
+                       description="what this machine offers: GPU, compilers, baselines, API key")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=doctor_cmd)
+
+
+def _load(args):
+    from ks_tui.paths import find_workspace
+    from ks_tui.task import load_task
+
+    return load_task(args.task, find_workspace(getattr(args, "workspace", None)))
+
+
+class _Progress:
+    """One updating line on a terminal; a plain line per scenario otherwise."""
+
+    def __init__(self, live: bool, plain: bool):
+        self.live, self.plain, self.last = live, plain, None
+
+    def __call__(self, p: dict) -> None:
+        sid = p.get("scenario")
+        if sid is None and p.get("phase") != "compile":
+            return
+        text = f"[{p['done'] + (1 if sid else 0)}/{p['total']}] {p['phase']} {sid or ''}".rstrip()
+        if self.live:
+            sys.stderr.write("\r\033[K" + text[:120])
+            sys.stderr.flush()
+        elif self.plain and text != self.last:
+            print(text, file=sys.stderr, flush=True)
+        self.last = text
+
+    def close(self) -> None:
+        if self.live and self.last:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def run_cmd(args, mode: str) -> int:
+    from ks_tui.harness.client import run_harness
+    from ks_tui.harness.report import render
+
+    task = _load(args)
+    ids = [x for item in (args.scenarios or []) for x in item.split(",") if x] or None
+    progress = _Progress(live=sys.stderr.isatty(), plain=not args.json)
+    try:
+        result = run_harness(task, args.source, mode=mode, quick=args.quick, scenarios=ids,
+                             timeout=args.timeout, seed=args.seed, on_progress=progress,
+                             remeasure_baselines=args.remeasure_baselines)
+    finally:
+        progress.close()
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(render(result))
+    return EXIT_OK if result["status"] == "correct" else EXIT_KERNEL_FAILED
+
+
+def scenarios_cmd(args) -> int:
+    task = _load(args)
+    quick = set(task.quick)
+    rows = [{"id": s.id, "quick": s.id in quick, "flops": task.flops_of(s), "params": s.params}
+            for s in task.scenarios]
+    if args.json:
+        print(json.dumps({"task": task.name, "scenarios": rows}, indent=1))
+        return EXIT_OK
+    width = max(len(r["id"]) for r in rows)
+    print(f"{task.name}: {len(rows)} scenarios ({len(quick)} in the quick subset, marked *)")
+    for r in rows:
+        params = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r["params"].items())
+        print(f"{'*' if r['quick'] else ' '} {r['id'].ljust(width)}  {r['flops'] / 1e9:9.3f} GFLOP  {params}")
+    return EXIT_OK
+
+
+def doctor_cmd(args) -> int:
+    from ks_tui.harness.doctor import diagnose
+
+    report = diagnose()
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return EXIT_OK
+    width = max(len(k) for k in report)
+    for k, v in report.items():
+        if isinstance(v, dict):
+            v = ", ".join(f"{n}: {x}" for n, x in v.items())
+        print(f"{k.ljust(width)}  {v}")
+    return EXIT_OK
+
+
+__all__ = ["register", "KsError"]

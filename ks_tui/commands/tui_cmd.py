@@ -1,5 +1,63 @@
-"""Subcommands of `ks` (placeholder: registers nothing yet)."""
+"""`ks` and `ks tui [TASK] [--session [ID]]`: open the pair-programming screen.
+
+Everything that can be wrong with the input (no workspace, not a git repository, an unknown
+task or session, a broken config) is checked here, before the screen takes the terminal,
+so it ends as one line and exit code 2. Textual is imported only when the screen opens.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+PICK = "?"  # `--session` without an id: show the sessions picker
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("tui", help="open the pair-programming screen (the default command)",
+                       description="Open the screen on TASK (default: flash_attn_fwd with a GPU, "
+                                   "else attention_cpu) in a new session, or resume one.")
+    p.add_argument("task", nargs="?", metavar="TASK", help="task name under kernels/ or a task folder")
+    p.add_argument("--session", nargs="?", const=PICK, metavar="ID",
+                   help="resume session ID; without ID, pick one from a list")
+    p.add_argument("--human", action="store_true",
+                   help="human mode even when an API key is set (edit, run, history, rollback)")
+    p.set_defaults(func=run_tui)
+
+
+def gpu_present() -> bool:
+    """An NVIDIA driver is loaded; decided without importing torch so start-up stays fast."""
+    return Path("/proc/driver/nvidia/version").exists() or Path("/dev/nvidia0").exists()
+
+
+def default_task(workspace: Path) -> str:
+    if gpu_present() and (workspace / "kernels" / "flash_attn_fwd" / "task.yaml").is_file():
+        return "flash_attn_fwd"
+    return "attention_cpu"
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    from ks_tui.attempts import AttemptStore
+    from ks_tui.config import load_config
+    from ks_tui.paths import find_workspace
+    from ks_tui.task import load_task
+
+    workspace = find_workspace(getattr(args, "workspace", None))
+    store = AttemptStore(workspace)  # KsError when the workspace is not a git repository
+    cfg = load_config(workspace)
+    session = getattr(args, "session", None)
+    task = getattr(args, "task", None)
+    if session and session != PICK:
+        task_name = store.session(session).task  # KsError for an unknown session
+    else:
+        task_name = load_task(task or default_task(workspace), workspace).name
+
+    from ks_tui.app.app import KernelSeekApp
+    from ks_tui.app.connect import SessionOpener
+
+    opener = SessionOpener(workspace, cfg, task_name, use_agent=False if getattr(args, "human", False) else None,
+                           _store=store)
+    app = KernelSeekApp(opener=opener, session_id=None if session in (None, PICK) else session,
+                        pick_session=session == PICK)
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,68 @@
+"""The anthropic client, built from our config, and API errors turned into one clear line."""
+
+from __future__ import annotations
+
+import os
+
+from ks_tui.config import Config
+from ks_tui.errors import KsError
+
+KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def has_api_key(env=None) -> bool:
+    env = os.environ if env is None else env
+    return any(env.get(v) for v in KEY_VARS)
+
+
+def missing_key_error() -> KsError:
+    return KsError("no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to run the agent",
+                   hint="export ANTHROPIC_API_KEY=sk-ant-...  (`ks tui` works without one, in human mode)")
+
+
+def make_client(cfg: Config):
+    """A synchronous Anthropic client. The SDK reads the key and ANTHROPIC_BASE_URL from the
+    environment and retries 408/409/429/5xx and connection errors with backoff itself."""
+    import anthropic
+
+    if not has_api_key():
+        raise missing_key_error()
+    return anthropic.Anthropic(max_retries=cfg.api_max_retries, timeout=cfg.api_timeout_s)
+
+
+class FatalApiError(KsError):
+    """An API answer that retrying cannot fix (bad key, unknown model, bad request)."""
+
+
+def describe_api_error(err: Exception, model: str) -> tuple[str, bool]:
+    """(one-line message, retryable) for an exception raised by the SDK."""
+    import anthropic
+
+    if isinstance(err, anthropic.AuthenticationError):
+        return "the API key was rejected (401): check ANTHROPIC_API_KEY", False
+    if isinstance(err, anthropic.PermissionDeniedError):
+        return f"the API key may not use this model or feature (403): {_detail(err)}", False
+    if isinstance(err, anthropic.NotFoundError):
+        return f"unknown model {model!r} (404): choose another with --model or `model` in config.toml", False
+    if isinstance(err, anthropic.BadRequestError):
+        return f"the API refused the request (400): {_detail(err)}", False
+    if isinstance(err, anthropic.APIStatusError):
+        # 429/529/5xx after the SDK's own retries, or an `event: error` in the middle of a stream.
+        return f"API error {_status(err)}: {_detail(err)}", True
+    if isinstance(err, anthropic.APIConnectionError):
+        return f"cannot reach the API: {err}", True
+    return f"{type(err).__name__}: {err}", True
+
+
+def _status(err) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"].get("type", str(err.status_code))
+    return str(getattr(err, "status_code", "?"))
+
+
+def _detail(err) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"].get("message", "") or str(err)
+    return str(getattr(err, "message", err))

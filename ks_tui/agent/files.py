@@ -1,0 +1,85 @@
+"""File access for the agent, confined to the task folder of the session worktree.
+
+Paths are relative to the task folder. `..` is refused outright, absolute paths must lie in
+the folder, and symlinks are resolved before the check, so a link cannot lead outside.
+Only the kernel file may be written: the kernel is one self-contained source file, and the
+reference, scenarios and harness files must stay as the task defines them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePath
+
+MAX_READ_CHARS = 200_000
+
+
+class ToolRefused(Exception):
+    """The agent asked for something it may not do; becomes an is_error tool_result."""
+
+
+class TaskFiles:
+    def __init__(self, task_dir: Path, kernel: Path, readonly: list[Path] = ()):
+        self.root = Path(task_dir).resolve()
+        self.kernel = Path(kernel).resolve()
+        self.readonly = {Path(p).resolve() for p in readonly}
+
+    def resolve(self, path: str) -> Path:
+        if not isinstance(path, str) or not path.strip():
+            raise ToolRefused("path must be a non-empty string, relative to the task folder")
+        p = PurePath(path)
+        if ".." in p.parts:
+            raise ToolRefused(f"{path}: '..' is not allowed; paths are relative to the task folder")
+        full = (Path(p) if p.is_absolute() else self.root / p).resolve()
+        if full != self.root and self.root not in full.parents:
+            raise ToolRefused(f"{path}: outside the task folder; only files under it can be used")
+        return full
+
+    def rel(self, full: Path) -> str:
+        return full.relative_to(self.root).as_posix() if full != self.root else "."
+
+    def read(self, path: str) -> str:
+        full = self.resolve(path)
+        if full.is_dir():
+            names = sorted(c.name + ("/" if c.is_dir() else "") for c in full.iterdir() if not c.name.startswith("."))
+            return f"{self.rel(full)} is a folder: " + ", ".join(names)
+        if not full.is_file():
+            raise ToolRefused(f"{path}: no such file in the task folder")
+        data = full.read_bytes()
+        try:
+            txt = data.decode()
+        except UnicodeDecodeError:
+            raise ToolRefused(f"{path}: not a text file") from None
+        if len(txt) > MAX_READ_CHARS:
+            return txt[:MAX_READ_CHARS] + f"\n[... cut at {MAX_READ_CHARS} of {len(txt)} characters]"
+        return txt
+
+    def check_writable(self, path: str) -> Path:
+        full = self.resolve(path)
+        if full in self.readonly:
+            raise ToolRefused(f"{path}: read-only (part of the task definition)")
+        if full != self.kernel:
+            raise ToolRefused(f"{path}: only the kernel file {self.rel(self.kernel)} may be written")
+        return full
+
+    def write(self, path: str, content: str) -> str:
+        if not isinstance(content, str):
+            raise ToolRefused("content must be a string")
+        full = self.check_writable(path)
+        full.write_text(content)
+        return f"wrote {self.rel(full)} ({content.count(chr(10)) + 1} lines, {len(content)} characters)"
+
+    def edit(self, path: str, old: str, new: str) -> str:
+        if not isinstance(old, str) or not isinstance(new, str):
+            raise ToolRefused("old_string and new_string must be strings")
+        full = self.check_writable(path)
+        text = full.read_text()
+        if not old:
+            raise ToolRefused("old_string is empty; use write_file to replace the whole file")
+        n = text.count(old)
+        if n == 0:
+            raise ToolRefused(f"old_string not found in {self.rel(full)}; read the file again and copy it exactly")
+        if n > 1:
+            raise ToolRefused(f"old_string occurs {n} times in {self.rel(full)}; include more context so it is unique")
+        full.write_text(text.replace(old, new, 1))
+        line = text[:text.index(old)].count("\n") + 1
+        return f"edited {self.rel(full)} at line {line} (-{old.count(chr(10)) + 1} +{new.count(chr(10)) + 1} lines)"

@@ -1,0 +1,117 @@
+"""One model turn: a streaming Messages API call, retried as a whole when the stream fails.
+
+The SDK retries 429/529/5xx and connection errors that happen before a stream starts. An
+`event: error` (or a dropped connection) after the stream has started is raised to us
+instead; the partial reply is thrown away and the same request is sent again.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ks_tui.agent.client import describe_api_error
+from ks_tui.agent.usage import TokenCount
+from ks_tui.config import Config
+
+
+@dataclass
+class Turn:
+    content: list[dict]
+    stop_reason: str
+    tokens: TokenCount
+    model: str
+    retries: int = 0
+
+
+class TurnFailed(Exception):
+    def __init__(self, message: str, fatal: bool):
+        super().__init__(message)
+        self.fatal = fatal  # True: retrying cannot help (bad key, unknown model, bad request)
+
+
+class TurnStopped(Exception):
+    """The user stopped the session while the model was answering."""
+
+
+@dataclass
+class TurnCallbacks:
+    on_text: Callable[[str], None] = lambda s: None
+    on_thinking: Callable[[str], None] = lambda s: None
+    on_retry: Callable[[str, int, float], None] = lambda msg, n, delay: None  # message, retry number, delay
+
+
+@dataclass
+class ModelCaller:
+    client: object
+    cfg: Config
+    system: list[dict]
+    tools: list[dict]
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    _stream: object = None
+
+    def params(self, messages: list[dict]) -> dict:
+        p = {"model": self.cfg.resolved_model(), "max_tokens": self.cfg.max_tokens, "system": self.system,
+             "tools": self.tools, "messages": messages,
+             # The automatic breakpoint caches the conversation prefix as it grows.
+             "cache_control": {"type": "ephemeral"}}
+        thinking = self.cfg.thinking_param()
+        if thinking:
+            p["thinking"] = thinking
+        return p
+
+    def abort(self) -> None:
+        """Stop the stream in flight (from another thread)."""
+        self.stop_event.set()
+        stream = self._stream
+        if stream is not None:
+            try:
+                stream.close()
+            except Exception:  # closing a half-read response may raise; the reader sees the stop
+                pass
+
+    def call(self, messages: list[dict], cb: TurnCallbacks) -> Turn:
+        params = self.params(messages)
+        retries = 0
+        while True:
+            if self.stop_event.is_set():
+                raise TurnStopped()
+            try:
+                turn = self._stream_once(params, cb)
+                turn.retries = retries
+                return turn
+            except TurnStopped:
+                raise
+            except Exception as err:  # SDK errors; classified below
+                if self.stop_event.is_set():
+                    raise TurnStopped() from None
+                msg, retryable = describe_api_error(err, params["model"])
+                if not retryable:
+                    raise TurnFailed(msg, fatal=True) from None
+                if retries >= self.cfg.turn_retries:
+                    raise TurnFailed(f"{msg} (gave up after {retries} retries of the turn)", fatal=False) from None
+                retries += 1
+                delay = self.cfg.turn_retry_delay_s * 2 ** (retries - 1)
+                cb.on_retry(msg, retries, delay)
+                if self.stop_event.wait(delay):
+                    raise TurnStopped() from None
+
+    def _stream_once(self, params: dict, cb: TurnCallbacks) -> Turn:
+        with self.client.messages.stream(**params) as stream:
+            self._stream = stream
+            try:
+                for ev in stream:
+                    if self.stop_event.is_set():
+                        raise TurnStopped()
+                    if ev.type == "text":
+                        cb.on_text(ev.text)
+                    elif ev.type == "thinking":
+                        cb.on_thinking(ev.thinking)
+                msg = stream.get_final_message()
+            finally:
+                self._stream = None
+        content = [b.to_dict(mode="json", exclude_none=True) for b in msg.content]
+        return Turn(content, msg.stop_reason or "end_turn", TokenCount.from_sdk(msg.usage), msg.model)
+
+

@@ -1,0 +1,64 @@
+"""`ks report SESSION`: what a session did, from its trace and its attempts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+
+def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[str, Any]:
+    tokens = Counter()
+    cost, priced, turns, models = 0.0, True, 0, Counter()
+    questions, errors, points = [], 0, Counter()
+    stop_reasons = Counter()
+    ended = None
+    for rec in records:
+        kind, p = rec.get("kind"), rec.get("payload", {})
+        if kind == "usage":
+            for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+                tokens[k] += p.get(k, 0)
+            cost = p.get("session_cost_usd", cost)
+            priced = priced and p.get("priced", True)
+            turns = max(turns, p.get("turn", 0))
+        elif kind == "assistant_message":
+            models[p.get("model", "")] += 1
+            stop_reasons[p.get("stop_reason", "")] += 1
+        elif kind == "question":
+            questions.append({"id": p.get("question_id"), "chosen_by": p.get("chosen_by"), "text": p.get("text")})
+        elif kind == "decision_point":
+            points[p.get("point")] += 1
+        elif kind == "error":
+            errors += 1
+        elif kind == "session_end":
+            ended = p.get("reason")
+    correct = [a for a in attempts if a.get("status") == "correct" and a.get("speedup") is not None]
+    best = max(correct, key=lambda a: a["speedup"], default=None)
+    return {"session": info, "model_turns": turns, "models": dict(models), "stop_reasons": dict(stop_reasons),
+            "tokens": dict(tokens), "cost_usd": round(cost, 6), "priced": priced,
+            "attempts": attempts, "best_attempt": best["number"] if best else None,
+            "best_speedup": best["speedup"] if best else None, "questions": questions,
+            "decision_points": dict(points), "errors": errors, "last_end": ended, "events": len(records)}
+
+
+def report_text(r: dict) -> str:
+    s = r["session"]
+    t = r["tokens"]
+    lines = [f"session {s.get('id')}  task {s.get('task')}  branch {s.get('branch')}",
+             f"model turns: {r['model_turns']}  models: {', '.join(m for m in r['models'] if m) or '-'}",
+             f"tokens: {t.get('input_tokens', 0)} in, {t.get('output_tokens', 0)} out, "
+             f"{t.get('cache_read_tokens', 0)} cache read, {t.get('cache_write_tokens', 0)} cache write",
+             f"cost: ${r['cost_usd']:.4f}" + ("" if r["priced"] else " (some turns had no price in the config)"),
+             f"best: " + (f"{r['best_speedup']:.3f}x (attempt {r['best_attempt']})" if r["best_attempt"] else "-"),
+             f"attempts ({len(r['attempts'])}):"]
+    for a in r["attempts"]:
+        sp = "-" if a.get("speedup") is None else f"{a['speedup']:.3f}x"
+        q = f"  after {a['question']}" if a.get("question") else ""
+        lines.append(f"  {a['number']:>3} {a.get('author', ''):5} {a.get('status', ''):13} {a.get('correct') or '':>7} "
+                     f"{sp:>8}  {a.get('summary', '')}{q}")
+    lines.append(f"questions asked ({len(r['questions'])}):")
+    lines += [f"  [{q['id']}] ({q['chosen_by']}) {q['text']}" for q in r["questions"]]
+    if r["errors"]:
+        lines.append(f"errors logged: {r['errors']}")
+    if r["last_end"]:
+        lines.append(f"last run ended: {r['last_end']}")
+    return "\n".join(lines)

@@ -1,0 +1,125 @@
+"""The agent's tools: their schemas (names are part of the trace format) and a dispatcher.
+
+File tools run here against TaskFiles; the tools that touch the harness, the attempt store
+or a shell are delegated to a host (the engine's Session), which owns those parts.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol
+
+from ks_tui.agent.files import TaskFiles, ToolRefused
+from ks_tui.errors import KsError
+
+_PATH = {"type": "string", "description": "path relative to the task folder, e.g. kernel.cpp"}
+_ATTEMPT = {"type": ["integer", "string"],
+            "description": "attempt number, commit hash prefix, \"best\" or \"latest\""}
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    {"name": "read_file", "description": "Read a text file (or list a folder) in the task folder.",
+     "input_schema": {"type": "object", "properties": {"path": _PATH}, "required": ["path"]}},
+    {"name": "write_file", "description": "Replace the whole content of the kernel file.",
+     "input_schema": {"type": "object", "properties": {"path": _PATH, "content": {"type": "string"}},
+                      "required": ["path", "content"]}},
+    {"name": "edit_file",
+     "description": "Replace one exact, unique occurrence of old_string by new_string in the kernel file.",
+     "input_schema": {"type": "object", "properties": {"path": _PATH, "old_string": {"type": "string"},
+                                                       "new_string": {"type": "string"}},
+                      "required": ["path", "old_string", "new_string"]}},
+    {"name": "run_harness",
+     "description": ("Compile the kernel, check it on every scenario (mode check) or also time it against "
+                     "the baselines (mode bench). A changed kernel is recorded as a new attempt. "
+                     "quick=true runs only the task's quick scenarios."),
+     "input_schema": {"type": "object", "properties": {"mode": {"type": "string", "enum": ["check", "bench"]},
+                                                       "quick": {"type": "boolean"}},
+                      "required": ["mode"]}},
+    {"name": "list_attempts", "description": "List this session's attempts: status, correctness, speedup.",
+     "input_schema": {"type": "object", "properties": {}}},
+    {"name": "show_attempt", "description": "Show one attempt: its result summary and its diff against the previous attempt.",
+     "input_schema": {"type": "object", "properties": {"attempt": _ATTEMPT}, "required": ["attempt"]}},
+    {"name": "rollback", "description": "Restore the kernel of an earlier attempt (recorded as a new attempt).",
+     "input_schema": {"type": "object", "properties": {"attempt": _ATTEMPT}, "required": ["attempt"]}},
+]
+
+BASH_SCHEMA = {"name": "bash",
+               "description": "Run a shell command in the session worktree (the user approves each command).",
+               "input_schema": {"type": "object", "properties": {"command": {"type": "string"}},
+                                "required": ["command"]}}
+
+TOOL_NAMES = [t["name"] for t in TOOL_SCHEMAS] + ["bash"]
+
+
+def tool_schemas(enable_bash: bool) -> list[dict]:
+    """The tools list sent to the API; the last one carries the cache breakpoint, so the
+    (stable) tools and system prompt are cached together."""
+    tools = copy.deepcopy(TOOL_SCHEMAS) + ([copy.deepcopy(BASH_SCHEMA)] if enable_bash else [])
+    tools[-1]["cache_control"] = {"type": "ephemeral"}
+    return tools
+
+
+class ToolHost(Protocol):
+    """What the tools need from the engine."""
+
+    def tool_run_harness(self, mode: str, quick: bool) -> str: ...
+    def tool_list_attempts(self) -> str: ...
+    def tool_show_attempt(self, ref: str | int) -> str: ...
+    def tool_rollback(self, ref: str | int) -> str: ...
+    def tool_bash(self, command: str) -> str: ...
+    def before_edit(self) -> None: ...
+    def after_edit(self) -> None: ...
+
+
+class ToolBox:
+    def __init__(self, files: TaskFiles, host: ToolHost, enable_bash: bool = False):
+        self.files = files
+        self.host = host
+        self.enable_bash = enable_bash
+
+    def execute(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+        """(output, is_error). Refusals and failures are errors the model can read and fix."""
+        try:
+            return self._dispatch(name, args if isinstance(args, dict) else {}), False
+        except ToolRefused as e:
+            return f"refused: {e}", True
+        except KsError as e:  # e.g. an unknown attempt reference
+            return f"{name} failed: {e.message}", True
+        except KeyError as e:
+            return f"missing argument {e}", True
+        except OSError as e:
+            return f"{name} failed: {e}", True
+
+    def _dispatch(self, name: str, a: dict[str, Any]) -> str:
+        if name == "read_file":
+            return self.files.read(a["path"])
+        if name == "write_file":
+            self.files.check_writable(a["path"])
+            self.host.before_edit()
+            out = self.files.write(a["path"], a["content"])
+            self.host.after_edit()
+            return out
+        if name == "edit_file":
+            self.files.check_writable(a["path"])
+            self.host.before_edit()
+            out = self.files.edit(a["path"], a["old_string"], a["new_string"])
+            self.host.after_edit()
+            return out
+        if name == "run_harness":
+            mode = a.get("mode", "check")
+            if mode not in ("check", "bench"):
+                raise ToolRefused(f"mode must be check or bench, not {mode!r}")
+            return self.host.tool_run_harness(mode, bool(a.get("quick", False)))
+        if name == "list_attempts":
+            return self.host.tool_list_attempts()
+        if name == "show_attempt":
+            return self.host.tool_show_attempt(a["attempt"])
+        if name == "rollback":
+            return self.host.tool_rollback(a["attempt"])
+        if name == "bash":
+            if not self.enable_bash:
+                raise ToolRefused("bash is disabled in this session")
+            cmd = a["command"]
+            if not isinstance(cmd, str) or not cmd.strip():
+                raise ToolRefused("command must be a non-empty string")
+            return self.host.tool_bash(cmd)
+        raise ToolRefused(f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}")

@@ -1,0 +1,82 @@
+"""What the screens drive: one session's attempt store and, when running, its engine.
+
+Every method here may block (git, the harness, the engine's locks), so the app only calls
+them from thread workers. The engine does the deciding; this is a thin pass-through that
+keeps the screens free of store and engine details.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Backend:
+    store: Any                 # ks_tui.attempts.AttemptStore
+    session_id: str
+    task_name: str
+    engine: Any = None         # ks_tui.engine.Session, or None for browsing only
+
+    # ---- reading -------------------------------------------------------------------------
+    def attempts(self) -> list[dict[str, Any]]:
+        return [a.to_dict() for a in self.store.attempts(self.session_id)]
+
+    def result(self, ref: str | int) -> dict[str, Any]:
+        return self.store.result(self.session_id, ref)
+
+    def latest_result(self) -> dict[str, Any] | None:
+        if not self.store.attempts(self.session_id):
+            return None
+        return self.result("latest")
+
+    def diff(self, ref: str | int, against: str | int) -> str:
+        return self.store.diff(self.session_id, ref, against=against)
+
+    def kernel_path(self) -> Path:
+        return self.store.kernel_path(self.session_id)
+
+    def sessions(self) -> list[Any]:
+        return self.store.sessions()
+
+    # ---- commands ------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.engine is not None:
+            self.engine.start()
+
+    def join(self, timeout: float) -> None:
+        if self.engine is not None:
+            self.engine.join(timeout)
+
+    def approve_bash(self, request_id: str, ok: bool) -> None:
+        if self.engine is not None:
+            self.engine.approve_bash(request_id, ok)
+
+    def rollback(self, ref: str | int) -> None:
+        # Through the engine when there is one, so the conversation rolls back with the code.
+        if self.engine is not None:
+            self.engine.rollback(ref)
+        else:
+            self.store.rollback(self.session_id, ref)
+
+    def run_harness_now(self, quick: bool = False) -> None:
+        """A bench run of the worktree kernel (a human edit is committed first by the engine)."""
+        if self.engine is not None:
+            self.engine.run_harness_now("bench", quick)
+
+    def answer(self, question_id: str | None, text: str | None) -> None:
+        if self.engine is not None:
+            self.engine.answer_question(question_id, text)
+
+    def pause(self) -> None:
+        if self.engine is not None:
+            self.engine.pause()
+
+    def resume(self) -> None:
+        if self.engine is not None:
+            self.engine.resume()
+
+    def stop(self) -> None:
+        if self.engine is not None:
+            self.engine.stop()

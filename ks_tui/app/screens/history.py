@@ -1,0 +1,220 @@
+"""The history screen: every attempt of the session, its diff and per-scenario results.
+
+Enter or moving the cursor shows an attempt; `r` rolls back to it after a confirmation
+(a new attempt, history kept); `c` marks one attempt and, pressed again on another, shows
+the diff between the two; `d` switches the diff base between previous and best.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+from textual.worker import get_current_worker
+
+from ks_tui.app import formatting as fmt
+from ks_tui.app.screens.confirm import ConfirmScreen
+from ks_tui.app.widgets.bench.bench_panel import headline
+from ks_tui.app.widgets.bench.bench_table import BenchTable
+from ks_tui.app.widgets.diff.diff_view import DiffView
+
+NARROW_WIDTH = 100
+
+
+class AttemptList(Message):
+    def __init__(self, attempts: list[dict[str, Any]]):
+        super().__init__()
+        self.attempts = attempts
+
+
+class AttemptDetail(Message):
+    def __init__(self, number: int, title: str, diff: str, result: dict[str, Any] | None):
+        super().__init__()
+        self.number, self.title, self.diff, self.result = number, title, diff, result
+
+
+def attempt_cells(a: dict[str, Any]) -> list[Text]:
+    status = a.get("status", "?")
+    best = bool(a.get("best"))
+    sp = a.get("speedup")
+    question = a.get("question") or ""
+    if a.get("rollback_of"):
+        question = f"rollback of #{a['rollback_of']}"
+    return [
+        Text(f"{'★' if best else ' '}{a.get('number')}", style="bold magenta" if best else "bold"),
+        Text(fmt.clock(a.get("time"))),
+        Text(a.get("author", "?"), style="cyan" if a.get("author") == "human" else ""),
+        Text(status, style=fmt.STATUS_STYLE.get(status, "")),
+        Text(a.get("correct", "") or "—"),
+        Text(fmt.speedup(sp), justify="right",
+             style="bold magenta" if best else ("red" if sp is not None and sp < 1 else "")),
+        Text(question or "—", style="dim" if not question else ""),
+        Text(fmt.one_line(a.get("summary", "") or "", 60), style="dim"),
+    ]
+
+
+class HistoryScreen(Screen):
+    CSS_PATH = Path(__file__).with_name("history.tcss")
+    BINDINGS = [
+        Binding("escape,h", "app.pop_screen", "Back"),
+        Binding("r", "rollback", "Roll back"),
+        Binding("c", "compare", "Compare"),
+        Binding("d", "toggle_base", "Diff base"),
+        Binding("t", "toggle_detail", "Diff/results"),
+    ]
+
+    def __init__(self, backend, **kwargs):
+        super().__init__(**kwargs)
+        self.backend = backend
+        self.attempts: list[dict[str, Any]] = []
+        self.base: str = "previous"
+        self.compare_from: int | None = None
+        self.selected: int | None = None
+
+    def compose(self):
+        yield Static(self._title(), id="history-title")
+        table = DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
+        yield table
+        with Horizontal(id="history-detail"):
+            with Vertical(id="history-diff-panel", classes="panel -current"):
+                yield DiffView("Select an attempt.", id="history-diff")
+            with Vertical(id="history-results-panel", classes="panel"):
+                yield Static("", id="history-headline")
+                yield BenchTable(id="history-results")
+        yield Footer(compact=True)
+
+    def _title(self) -> Text:
+        t = Text()
+        t.append("History", "bold")
+        t.append(f" · {self.backend.task_name} · session {self.backend.session_id}")
+        if self.compare_from is not None:
+            t.append(f" · comparing from #{self.compare_from}: pick another and press c", "yellow")
+        return t
+
+    def on_mount(self) -> None:
+        table = self.query_one("#attempts", DataTable)
+        for label in ("#", "time", "author", "status", "correct", "speedup", "question", "summary"):
+            table.add_column(label, key=label)
+        self.query_one("#history-diff-panel").border_title = "Diff"
+        self.query_one("#history-results-panel").border_title = "Results"
+        self.set_class(self.size.width < NARROW_WIDTH, "-narrow")
+        table.focus()
+        self.reload()
+
+    def on_resize(self, event) -> None:
+        narrow = event.size.width < NARROW_WIDTH
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "toggle_detail":
+            return self.has_class("-narrow")  # both are on screen when wide
+        return True
+
+    # ---- loading ---------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="history-list", exit_on_error=False,
+          description="reading attempts")
+    def reload(self) -> None:
+        self.post_message(AttemptList(self.backend.attempts()))
+
+    @on(AttemptList)
+    def _show_list(self, message: AttemptList) -> None:
+        self.attempts = message.attempts
+        table = self.query_one("#attempts", DataTable)
+        keep = self.selected
+        table.clear()
+        for a in self.attempts:
+            table.add_row(*attempt_cells(a), key=str(a.get("number")))
+        if not self.attempts:
+            self.query_one("#history-diff", DiffView).show_message("No attempts in this session yet.")
+            return
+        numbers = [a.get("number") for a in self.attempts]
+        row = numbers.index(keep) if keep in numbers else len(numbers) - 1
+        table.move_cursor(row=row)
+        self._select(numbers[row])
+
+    @on(DataTable.RowHighlighted, "#attempts")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and event.row_key.value is not None:
+            self._select(int(event.row_key.value))
+
+    def _select(self, number: int, against: str | int | None = None) -> None:
+        self.selected = number
+        self._load_detail(number, self.base if against is None else against)
+
+    @work(thread=True, exclusive=True, group="history-detail", exit_on_error=False,
+          description="reading an attempt")
+    def _load_detail(self, number: int, against: str | int) -> None:
+        diff = self.backend.diff(number, against)
+        result = self.backend.result(number)
+        if get_current_worker().is_cancelled:
+            return
+        base = f"#{against}" if isinstance(against, int) else against
+        self.post_message(AttemptDetail(number, f"Diff · #{number} vs {base}", diff, result))
+
+    @on(AttemptDetail)
+    def _show_detail(self, message: AttemptDetail) -> None:
+        if message.number != self.selected:
+            return  # the cursor moved on while this was loading
+        self.query_one("#history-diff-panel").border_title = message.title
+        self.query_one("#history-diff", DiffView).show_diff(message.diff)
+        result = message.result or {}
+        self.query_one("#history-results-panel").border_title = f"Results · #{message.number}"
+        self.query_one("#history-headline", Static).update(headline(result) if result else "")
+        self.query_one("#history-results", BenchTable).show_scenarios(result.get("scenarios") or [])
+
+    # ---- actions -----------------------------------------------------------------------
+
+    def action_toggle_base(self) -> None:
+        self.base = "best" if self.base == "previous" else "previous"
+        if self.selected is not None:
+            self._select(self.selected)
+
+    def action_toggle_detail(self) -> None:
+        for panel in self.query(".panel"):
+            panel.toggle_class("-current")
+
+    def action_compare(self) -> None:
+        if self.selected is None:
+            return
+        if self.compare_from is None or self.compare_from == self.selected:
+            self.compare_from = self.selected
+            self.notify(f"attempt #{self.selected} marked; move to another and press c", timeout=3)
+        else:
+            first, self.compare_from = self.compare_from, None
+            self._select(self.selected, against=first)
+        self.query_one("#history-title", Static).update(self._title())
+
+    def action_rollback(self) -> None:
+        number = self.selected
+        if number is None:
+            return
+        latest = self.attempts[-1].get("number") if self.attempts else None
+        if number == latest:
+            self.notify("that is already the latest attempt", severity="warning")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._rollback(number)
+
+        self.app.push_screen(ConfirmScreen(
+            f"Roll back to attempt #{number}?\nA new attempt will hold its kernel; nothing is deleted.",
+            yes="Roll back"), confirmed)
+
+    @work(thread=True, exclusive=True, group="history-rollback", exit_on_error=False,
+          description="rollback")
+    def _rollback(self, number: int) -> None:
+        self.backend.rollback(number)
+        self.app.call_from_thread(self.app.notify, f"rolled back to attempt #{number}")
+        self.selected = None
+        self.reload()

@@ -1,0 +1,228 @@
+"""The main screen: Diff, Compile, Benchmark, Questions and Agent panels under a status bar.
+
+At 120x36 and larger the panels sit in a grid; below 100 columns or 30 rows the screen
+switches to a narrow layout that shows one of Diff/Compile/Benchmark at a time (`v` cycles)
+above the Questions (when a decision point is open) and the Agent panels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.binding import Binding
+from textual.containers import Container, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList
+from textual.worker import get_current_worker
+
+from ks_tui import events as ev
+from ks_tui.app.messages import AttemptsLoaded, DiffLoaded
+from ks_tui.app.widgets.agent.conversation import Conversation
+from ks_tui.app.widgets.bench.bench_panel import BenchPanel
+from ks_tui.app.widgets.compile.compile_panel import CompilePanel
+from ks_tui.app.widgets.diff.diff_view import DiffView
+from ks_tui.app.widgets.questions.question_pane import QuestionPane
+from ks_tui.app.widgets.status.status_bar import StatusBar
+
+NARROW_WIDTH = 100
+NARROW_HEIGHT = 30
+TOP_PANELS = ("diff-panel", "compile-panel", "bench-panel")
+
+
+def best_attempt(attempts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The attempt the store marked best (the store decides what best means)."""
+    return next((a for a in reversed(attempts) if a.get("best")), None)
+
+
+class MainScreen(Screen):
+    CSS_PATH = Path(__file__).with_name("main.tcss")
+    BINDINGS = [
+        Binding("v", "cycle_panel", "View", show=True),
+    ]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.attempts: list[dict[str, Any]] = []
+        self.diff_base = "previous"  # or "best"
+        self._top_panel = 0
+
+    def compose(self):
+        yield StatusBar(id="status")
+        with Container(id="panels"):
+            with Vertical(id="diff-panel", classes="panel -current"):
+                yield DiffView(id="diff")
+            with Vertical(id="bench-panel", classes="panel"):
+                yield BenchPanel(id="bench")
+            with Vertical(id="questions-panel", classes="panel"):
+                yield QuestionPane(id="questions")
+            with Vertical(id="compile-panel", classes="panel"):
+                yield CompilePanel(id="compile")
+            with Vertical(id="agent-panel", classes="panel"):
+                yield Conversation(id="conversation")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#diff-panel").border_title = "Diff"
+        self.query_one("#compile-panel").border_title = "Compile"
+        self.query_one("#bench-panel").border_title = "Benchmark"
+        self.query_one("#questions-panel").border_title = "Questions"
+        self.query_one("#agent-panel").border_title = "Agent"
+        self._set_diff_title()
+        self._apply_size(self.size.width, self.size.height)
+        self.query_one(Conversation).focus()
+
+    def on_resize(self, event) -> None:
+        self._apply_size(event.size.width, event.size.height)
+
+    def _apply_size(self, width: int, height: int) -> None:
+        narrow = width < NARROW_WIDTH or height < NARROW_HEIGHT
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            self.refresh_bindings()
+
+    def action_cycle_panel(self) -> None:
+        self._top_panel = (self._top_panel + 1) % len(TOP_PANELS)
+        for i, panel_id in enumerate(TOP_PANELS):
+            self.query_one(f"#{panel_id}").set_class(i == self._top_panel, "-current")
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "cycle_panel":
+            return self.has_class("-narrow")  # in the footer only when it does something
+        return True
+
+    # ---- events from the engine -------------------------------------------------------
+
+    def apply(self, batch: list[ev.Event]) -> None:
+        for event in batch:
+            handler = getattr(self, f"_on_{event.kind}", None)
+            if handler is not None:
+                handler(event)
+
+    def _on_state(self, e: ev.StateChanged) -> None:
+        self.query_one(StatusBar).update_info(state=e.state)
+        if e.detail and e.state in ("paused", "human", "stopped"):
+            self.query_one(Conversation).note(e.detail)
+
+    def _on_user_message(self, e: ev.UserMessage) -> None:
+        self.query_one(Conversation).user(e.text, e.source)
+
+    def _on_text_delta(self, e: ev.TextDelta) -> None:
+        self.query_one(Conversation).delta(e.text)
+
+    def _on_assistant_text(self, e: ev.AssistantText) -> None:
+        self.query_one(Conversation).assistant(e.text)
+
+    def _on_tool_call(self, e: ev.ToolCall) -> None:
+        self.query_one(Conversation).tool_call(e.name, e.input)
+
+    def _on_tool_result(self, e: ev.ToolResult) -> None:
+        self.query_one(Conversation).tool_result(e.name, e.output, e.is_error)
+
+    def _on_harness_started(self, e: ev.HarnessStarted) -> None:
+        self.query_one(BenchPanel).harness_started(e.mode, e.quick, e.total)
+        self.query_one(StatusBar).update_info(harness=f"{e.mode} 0/{e.total}")
+
+    def _on_harness_progress(self, e: ev.HarnessProgress) -> None:
+        self.query_one(BenchPanel).harness_progress(e.done, e.total, e.scenario, e.phase)
+        self.query_one(StatusBar).update_info(harness=f"{e.phase} {e.done}/{e.total}")
+
+    def _on_attempt(self, e: ev.AttemptRecorded) -> None:
+        number = e.attempt.get("number")
+        self.attempts = [a for a in self.attempts if a.get("number") != number] + [e.attempt]
+        if e.attempt.get("best"):  # the store moved "best"; only one attempt carries it
+            for a in self.attempts[:-1]:
+                a["best"] = False
+        self.show_attempts(self.attempts)
+        if e.result:
+            self.show_result(e.result)
+        self.query_one(StatusBar).update_info(harness="")
+
+    def _on_decision_point(self, e: ev.DecisionPointReached) -> None:
+        self.query_one(QuestionPane).offer(e.point, e.reason, e.questions)
+        self.query_one("#questions-panel").add_class("-pending")
+        if not isinstance(self.focused, type(None)) and self.focused.id == "question-input":
+            return  # do not yank the cursor away from someone typing
+        self.query_one("#question-list", OptionList).focus()
+
+    def _on_question(self, e: ev.QuestionAsked) -> None:
+        self.query_one(QuestionPane).settle(f"asked ({e.chosen_by}): {e.text}")
+        self.query_one("#questions-panel").remove_class("-pending")
+
+    def _on_usage(self, e: ev.Usage) -> None:
+        self.query_one(StatusBar).update_info(tokens=e.session_tokens, cost_usd=e.session_cost_usd)
+
+    def _on_rollback(self, e: ev.RolledBack) -> None:
+        self.query_one(Conversation).note(f"rolled back to attempt {e.to_attempt} (new attempt {e.new_attempt})")
+
+    def _on_error(self, e: ev.ErrorEvent) -> None:
+        self.query_one(Conversation).note(f"error: {e.message}", error=True)
+        self.notify(e.message, title="engine error", severity="error" if not e.recoverable else "warning")
+
+    def _on_turn_end(self, e: ev.TurnEnded) -> None:
+        self.query_one(BenchPanel).harness_finished()
+
+    def _on_thinking_delta(self, e: ev.ThinkingDelta) -> None:
+        self.query_one(Conversation).thinking(e.text)
+
+    def _on_bash_approval(self, e: ev.BashApprovalRequested) -> None:
+        self.query_one(Conversation).note(f"asks to run: {e.command}")
+
+    def _on_session_end(self, e: ev.SessionEnded) -> None:
+        self.query_one(BenchPanel).harness_finished()
+        self.query_one(StatusBar).update_info(harness="")
+        self.query_one(Conversation).note(f"session ended: {e.reason}")
+
+    # ---- data loaded by workers ---------------------------------------------------------
+
+    def show_attempts(self, attempts: list[dict[str, Any]]) -> None:
+        self.attempts = list(attempts)
+        best = best_attempt(self.attempts)
+        self.query_one(StatusBar).update_info(
+            attempts=len(self.attempts),
+            best_speedup=best.get("speedup") if best else None,
+            best_correct=best.get("correct", "") if best else "",
+        )
+        self.query_one(BenchPanel).show_attempts(self.attempts)
+        self.refresh_diff()
+
+    def show_result(self, result: dict[str, Any]) -> None:
+        self.query_one(BenchPanel).show_result(result)
+        self.query_one(CompilePanel).show_result(result)
+
+    @on(AttemptsLoaded)
+    def _attempts_loaded(self, message: AttemptsLoaded) -> None:
+        self.show_attempts(message.attempts)
+        if message.latest_result:
+            self.show_result(message.latest_result)
+
+    @on(DiffLoaded)
+    def _diff_loaded(self, message: DiffLoaded) -> None:
+        if not message.text.strip() and len(self.attempts) == 1:
+            self.query_one(DiffView).show_message("The first attempt: nothing earlier to compare with.")
+        else:
+            self.query_one(DiffView).show_diff(message.text)
+        self.query_one("#diff-panel").border_title = message.title
+
+    def toggle_diff_base(self) -> None:
+        self.diff_base = "best" if self.diff_base == "previous" else "previous"
+        self.refresh_diff()
+
+    def _set_diff_title(self) -> str:
+        title = f"Diff · latest vs {self.diff_base} (d toggles)"
+        self.query_one("#diff-panel").border_title = title
+        return title
+
+    def refresh_diff(self) -> None:
+        backend = getattr(self.app, "backend", None)
+        title = self._set_diff_title()
+        if backend is None or not self.attempts:
+            return
+        self._load_diff(backend, self.diff_base, title)
+
+    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
+    def _load_diff(self, backend, base: str, title: str) -> None:
+        text = backend.diff("latest", base)
+        if not get_current_worker().is_cancelled:
+            self.post_message(DiffLoaded(text, title))

@@ -1,0 +1,74 @@
+"""The Benchmark panel: headline numbers, a progress bar while the harness runs, the
+per-scenario table and the speedup-over-attempts chart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, ProgressBar, Static
+
+from ks_tui.app import formatting as fmt
+from ks_tui.app.widgets.bench.bench_table import BenchTable
+from ks_tui.app.widgets.bench.speedup_chart import SpeedupChart, points_from_attempts
+
+
+def headline(result: dict[str, Any]) -> Text:
+    """'correct 18/18 · geomean 1.234x vs best baseline · torch_sdpa 1.234x · bench'."""
+    status = result.get("status", "?")
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(status, fmt.STATUS_STYLE.get(status, ""))
+    if result.get("correct"):
+        text.append(f" {result['correct']}")
+    gm = result.get("geomean_speedup")
+    if gm is not None:
+        text.append(" · geomean ")
+        text.append(fmt.speedup(gm), "bold green" if gm >= 1 else "bold red")
+    for name, value in sorted((result.get("geomean_by_baseline") or {}).items()):
+        text.append(f" · {name} {fmt.speedup(value)}", "dim")
+    mode = result.get("mode")
+    if mode:
+        text.append(f" · {mode}{' quick' if result.get('quick') else ''}", "dim")
+    return text
+
+
+class BenchPanel(Vertical):
+    DEFAULT_CSS = """
+    BenchPanel { height: 1fr; }
+    BenchPanel #bench-headline { height: 1; }
+    BenchPanel #bench-progress-row { height: 1; display: none; }
+    BenchPanel.-running #bench-progress-row { display: block; }
+    BenchPanel #bench-progress-label { width: 1fr; padding-left: 1; }
+    BenchPanel #bench-chart { height: auto; max-height: 5; }
+    """
+
+    def compose(self):
+        yield Static(Text("No benchmark yet.", style="dim"), id="bench-headline")
+        with Horizontal(id="bench-progress-row"):
+            yield ProgressBar(total=None, show_eta=False, id="bench-progress")
+            yield Label("", id="bench-progress-label")
+        yield BenchTable(id="bench-table")
+        yield Static("", id="bench-chart")
+
+    def harness_started(self, mode: str, quick: bool, total: int) -> None:
+        self.add_class("-running")
+        bar = self.query_one(ProgressBar)
+        bar.update(total=total or None, progress=0)
+        self.query_one("#bench-progress-label", Label).update(f"{mode}{' quick' if quick else ''} 0/{total}")
+
+    def harness_progress(self, done: int, total: int, scenario: str, phase: str) -> None:
+        self.add_class("-running")
+        self.query_one(ProgressBar).update(total=total or None, progress=done)
+        self.query_one("#bench-progress-label", Label).update(f"{phase} {done}/{total} {scenario}")
+
+    def harness_finished(self) -> None:
+        self.remove_class("-running")
+
+    def show_result(self, result: dict[str, Any]) -> None:
+        self.harness_finished()
+        self.query_one("#bench-headline", Static).update(headline(result))
+        self.query_one(BenchTable).show_scenarios(result.get("scenarios") or [])
+
+    def show_attempts(self, attempts: list[dict[str, Any]]) -> None:
+        self.query_one("#bench-chart", Static).update(SpeedupChart(points_from_attempts(attempts), height=3))

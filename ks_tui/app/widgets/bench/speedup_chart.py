@@ -1,0 +1,105 @@
+"""A small block chart of speedup over attempts, drawn with Unicode blocks.
+
+One column per attempt (the newest that fit): a bar for that attempt's speedup, a line for
+the best correct speedup so far, a dotted rule at 1.0x, and a cross for attempts that did
+not produce a correct timing. Rendered by Rich at whatever width the panel gives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.text import Text
+
+EIGHTHS = " ▁▂▃▄▅▆▇█"
+LABEL_WIDTH = 7
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    number: int
+    speedup: float | None  # None or a failed status: drawn as a cross
+    correct: bool
+
+
+def points_from_attempts(attempts: list[dict]) -> list[ChartPoint]:
+    return [ChartPoint(int(a.get("number", i + 1)), a.get("speedup"), a.get("status") == "correct")
+            for i, a in enumerate(attempts)]
+
+
+def best_so_far(points: list[ChartPoint]) -> list[float | None]:
+    best: float | None = None
+    out = []
+    for p in points:
+        if p.correct and p.speedup is not None and (best is None or p.speedup > best):
+            best = p.speedup
+        out.append(best)
+    return out
+
+
+class SpeedupChart:
+    def __init__(self, points: list[ChartPoint], height: int = 4):
+        self.points = points
+        self.height = max(2, height)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines(options.max_width):
+            yield line
+
+    def lines(self, width: int) -> list[Text]:
+        if not self.points:
+            return [Text("no attempts yet", style="dim")]
+        cols = max(1, width - LABEL_WIDTH)
+        shown = self.points[-cols:]
+        best = best_so_far(self.points)[-cols:]
+        values = [p.speedup for p in shown if p.speedup is not None] + [1.0]
+        top = max(values) * 1.1
+        rows = self.height
+        cells = rows * 8  # vertical resolution in eighths of a row
+
+        def level(x: float) -> int:
+            return max(0, min(cells, round(x / top * cells)))
+
+        one = level(1.0)
+        grid: list[Text] = []
+        for r in range(rows):
+            row_floor = (rows - 1 - r) * 8  # eighths below this row
+            text = Text(no_wrap=True)
+            text.append(_label(r, rows, top, one), "dim")
+            for p, b in zip(shown, best):
+                text.append(*_cell(p, b, row_floor, level, one, r == rows - 1))
+            grid.append(text)
+        legend = Text(no_wrap=True, overflow="ellipsis")
+        legend.append(" " * LABEL_WIDTH)
+        legend.append(f"#{shown[0].number}", "dim")
+        legend.append("  █ attempt ", "green")
+        legend.append("━ best ", "magenta")
+        legend.append("┈ 1.0x ", "dim")
+        legend.append("× failed", "red")
+        grid.append(legend)
+        return grid
+
+
+def _label(r: int, rows: int, top: float, one: int) -> str:
+    if r == 0:
+        return f"{top:5.2f}x ".rjust(LABEL_WIDTH)
+    if r == rows - 1 - one // 8 and r != rows - 1:
+        return " 1.00x "
+    return " " * LABEL_WIDTH
+
+
+def _cell(p: ChartPoint, best: float | None, row_floor: int, level, one: int, bottom: bool):
+    if p.speedup is None or not p.correct:
+        return ("×", "bold red") if bottom else (" ", "")
+    bar = level(p.speedup) - row_floor
+    best_level = level(best) if best is not None else -1
+    if 0 <= best_level - row_floor < 8 and best_level > level(p.speedup):
+        return ("━", "magenta")  # the best so far sits above this bar, in this row
+    if bar >= 8:
+        return ("█", "green" if p.speedup >= 1.0 else "yellow")
+    if bar > 0:
+        return (EIGHTHS[bar], "green" if p.speedup >= 1.0 else "yellow")
+    if 0 <= one - row_floor < 8:
+        return ("┈", "dim")
+    return (" ", "")

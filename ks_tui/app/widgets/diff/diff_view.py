@@ -1,0 +1,35 @@
+"""The Diff panel: a unified diff of the kernel, highlighted, in a scrollable view."""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+
+class DiffView(VerticalScroll, can_focus=True):
+    DEFAULT_CSS = """
+    DiffView { height: 1fr; }
+    DiffView > Static { width: auto; }
+    """
+
+    def __init__(self, placeholder: str = "No attempt yet.", **kwargs):
+        super().__init__(**kwargs)
+        self._placeholder = placeholder
+        self._body = Static(Text(placeholder, style="dim"))
+
+    def compose(self):
+        yield self._body
+
+    def show_diff(self, diff: str) -> None:
+        if not diff.strip():
+            self._body.update(Text("No change in the kernel.", style="dim"))
+        else:
+            # The diff lexer colours +/- lines and hunk headers; a fixed theme keeps snapshots stable.
+            self._body.update(Syntax(diff, "diff", theme="monokai", background_color="default",
+                                     word_wrap=False))
+        self.scroll_home(animate=False)
+
+    def show_message(self, message: str, style: str = "dim") -> None:
+        self._body.update(Text(message, style=style))

@@ -1,0 +1,81 @@
+"""One line at the top: task, session, attempts, best speedup, agent state, tokens, cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ks_tui.app import formatting as fmt
+
+STATE_LABEL = {
+    "idle": ("idle", "dim"),
+    "running": ("agent running", "bold green"),
+    "waiting_question": ("waiting for a question", "bold yellow"),
+    "paused": ("paused", "yellow"),
+    "human": ("human mode", "bold cyan"),
+    "stopped": ("stopped", "dim"),
+}
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    task: str = "—"
+    session: str = "—"
+    attempts: int = 0
+    best_speedup: float | None = None
+    best_correct: str = ""
+    state: str = "idle"
+    tokens: int = 0
+    cost_usd: float = 0.0
+    harness: str = ""  # "bench 3/18" while a run is in flight
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = """
+    StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__("", **kwargs)
+        self.info = StatusInfo()
+
+    def on_mount(self) -> None:
+        self.show(self.info)
+
+    def update_info(self, **changes) -> None:
+        self.show(replace(self.info, **changes))
+
+    def show(self, info: StatusInfo) -> None:
+        self.info = info
+        label, style = STATE_LABEL.get(info.state, (info.state, ""))
+        best = "best —"
+        if info.best_speedup is not None:
+            best = f"best {fmt.speedup(info.best_speedup)}"
+            if info.best_correct:
+                best += f" ({info.best_correct})"
+        parts: list[tuple[str, str]] = [
+            (info.task, "bold"),
+            (f"session {info.session}", ""),
+            (f"{info.attempts} attempt{'' if info.attempts == 1 else 's'}", ""),
+            (best, "bold magenta" if info.best_speedup else ""),
+            (label, style),
+        ]
+        if info.harness:
+            parts.append((info.harness, "cyan"))
+        parts.append((f"{_tokens(info.tokens)} tok ${info.cost_usd:.2f}", "dim"))
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, (chunk, chunk_style) in enumerate(parts):
+            if i:
+                text.append(" │ ", "dim")
+            text.append(chunk, chunk_style)
+        self.update(text)
+
+
+def _tokens(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f}M"
+    if n >= 1000:
+        return f"{n / 1e3:.1f}k"
+    return str(n)

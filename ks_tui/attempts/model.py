@@ -1,0 +1,71 @@
+"""Plain records the attempt store hands out: sessions and attempts (no git objects)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+# Statuses a harness run can end in, plus "unchecked" for a human edit committed without a run.
+FAILED_STATUSES = ("compile_error", "crashed", "timeout", "incorrect")
+STATUSES = ("correct", *FAILED_STATUSES, "unchecked")
+
+
+@dataclass
+class Attempt:
+    session: str
+    number: int
+    sha: str
+    time: datetime
+    author: str              # agent | human
+    status: str              # one of STATUSES
+    correct: str             # "n/total", or "" when not measured
+    speedup: float | None    # geomean vs the best baseline; None when not measured
+    baseline: str | None
+    question: str | None     # id of the question that preceded this attempt
+    summary: str
+    rollback_of: int | None
+    best: bool = False
+    mode: str = ""           # check | bench | bench-quick | check-quick ("" if unknown)
+
+    @property
+    def short(self) -> str:
+        return self.sha[:8]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["time"] = self.time.isoformat()
+        return d
+
+
+@dataclass
+class SessionInfo:
+    id: str
+    task: str
+    branch: str
+    worktree: Path
+    created: datetime
+    base: str = ""           # the commit the session branch started from
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "task": self.task, "branch": self.branch,
+                "worktree": str(self.worktree), "created": self.created.isoformat(),
+                "base": self.base}
+
+
+@dataclass
+class SessionSummary:
+    id: str
+    task: str
+    branch: str
+    attempts: int
+    best_speedup: float | None
+    best_attempt: int | None
+    last_activity: datetime
+    worktree_ok: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["last_activity"] = self.last_activity.isoformat()
+        return d

@@ -1,0 +1,77 @@
+"""Plain-text views of sessions and attempts for the CLI (the TUI draws its own)."""
+
+from __future__ import annotations
+
+from ks_tui.attempts.model import Attempt, SessionSummary
+
+
+def _speed(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}x"
+
+
+def _when(a_time) -> str:
+    return a_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def attempt_line(a: Attempt) -> str:
+    mark = "*" if a.best else " "
+    extra = []
+    if a.question:
+        extra.append(f"q:{a.question}")
+    if a.rollback_of is not None:
+        extra.append(f"rollback of {a.rollback_of}")
+    tail = f" [{', '.join(extra)}]" if extra else ""
+    return (f"{mark}{a.number:>4}  {a.short}  {_when(a.time)}  {a.author:<5}  {a.status:<13}  "
+            f"{a.correct or '-':>9}  {_speed(a.speedup):>8}  {a.summary}{tail}")
+
+
+def log_table(attempts: list[Attempt]) -> str:
+    head = f" {'#':>4}  {'commit':<8}  {'time':<19}  {'by':<5}  {'status':<13}  {'correct':>9}  {'speedup':>8}  summary"
+    lines = [head] + [attempt_line(a) for a in attempts]
+    if any(a.best for a in attempts):
+        lines.append("(* best correct attempt)")
+    return "\n".join(lines)
+
+
+def sessions_table(sessions: list[SessionSummary]) -> str:
+    head = f"{'session':<22}  {'task':<18}  {'attempts':>8}  {'best':>12}  last activity"
+    lines = [head]
+    for s in sessions:
+        best = "-" if s.best_speedup is None else f"{s.best_speedup:.3f}x (#{s.best_attempt})"
+        note = "" if s.worktree_ok else "  (worktree missing)"
+        lines.append(f"{s.id:<22}  {s.task:<18}  {s.attempts:>8}  {best:>12}  {_when(s.last_activity)}{note}")
+    return "\n".join(lines)
+
+
+def _num(x, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def result_text(result: dict) -> str:
+    """Per-scenario results and compile problems of a harness result."""
+    if not result:
+        return "no harness result stored for this attempt"
+    lines = [f"status {result.get('status')}  correct {result.get('correct', '-')}  "
+             f"geomean {_speed(result.get('geomean_speedup'))}  mode {result.get('mode', '-')}"
+             f"{' quick' if result.get('quick') else ''}  device {result.get('device', '-')}"]
+    if result.get("message"):
+        lines.append(f"message: {result['message']}")
+    comp = result.get("compile") or {}
+    for err in (comp.get("errors") or [])[:10]:
+        lines.append(f"  {err.get('file', '?')}:{err.get('line', '?')}: {err.get('message', '')}")
+    for k in comp.get("kernels") or []:
+        lines.append(f"  kernel {k.get('name')}: {k.get('registers')} registers, {k.get('spills_bytes')} B spills, "
+                     f"{k.get('smem_bytes')} B smem")
+    scen = result.get("scenarios") or []
+    if scen:
+        lines.append(f"{'scenario':<36} {'ok':<4} {'max err':>10} {'bound':>10} {'ms':>10} {'TFLOP/s':>8} "
+                     f"{'baseline':<14} {'base ms':>10} {'speedup':>8}")
+        for s in scen:
+            err = s.get("error") or {}
+            base = s.get("baseline") or {}
+            lines.append(f"{str(s.get('id'))[:36]:<36} {'yes' if s.get('ok') else 'NO':<4} "
+                         f"{_num(err.get('max_abs'), '.2e'):>10} {_num(err.get('bound'), '.2e'):>10} "
+                         f"{_num(s.get('time_ms'), '.4f'):>10} {_num(s.get('tflops'), '.2f'):>8} "
+                         f"{str(base.get('name') or '-')[:14]:<14} {_num(base.get('time_ms'), '.4f'):>10} "
+                         f"{_speed(s.get('speedup')):>8}")
+    return "\n".join(lines)

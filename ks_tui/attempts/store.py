@@ -1,0 +1,531 @@
+"""AttemptStore: sessions as branches + worktrees, attempts as commits, results as notes.
+
+Layout in the workspace's git repository:
+  branch   ks/<task>/<id>                 one per session, started from HEAD
+  worktree sessions/<id>/worktree/        the session's own checkout and index
+  notes    refs/notes/ks                  the full harness JSON of each attempt commit
+  files    sessions/<id>/session.json     id, task, branch, base commit
+           sessions/<id>/trace.jsonl      the event trace (ks_tui.session.Trace)
+           sessions/<id>/.lock            one writer per session
+The user's own checkout, branch and index are never read for writing: every commit
+happens inside the session worktree, with its own index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import json
+import os
+import re
+import secrets
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ks_tui.attempts import trailers as tr
+from ks_tui.attempts.locks import check_git_locks, session_lock
+from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary
+from ks_tui.errors import InputFileError, KsError
+from ks_tui.session import Trace
+
+NOTES_REF = "refs/notes/ks"
+BRANCH_PREFIX = "ks"
+DEFAULT_NAME = "KernelSeek"
+DEFAULT_EMAIL = "ks@localhost"
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_HEX_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
+
+
+def kernel_sha256(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _first_line(err: Exception) -> str:
+    text = getattr(err, "stderr", "") or str(err)
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    lines = [ln[len("stderr: "):] if ln.startswith("stderr: ") else ln for ln in lines]
+    return lines[-1].strip("'") if lines else str(err)
+
+
+class AttemptStore:
+    def __init__(self, workspace: str | os.PathLike, *, remove_stale_locks: bool = False):
+        import git
+
+        self._git_errors = (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError)
+        workspace = Path(workspace).resolve()
+        try:
+            repo = git.Repo(workspace, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise KsError(f"{workspace} is not inside a git repository; attempts are kept as git commits",
+                          hint="make a workspace with `ks init DIR`, or run `git init` there and commit kernels/") from None
+        if repo.bare or repo.working_tree_dir is None:
+            raise KsError(f"{workspace} is a bare git repository", hint="use a checkout (`ks init DIR`)")
+        top = Path(repo.working_tree_dir).resolve()
+        prefix = workspace.relative_to(top) if workspace.is_relative_to(top) else Path()
+        common = Path(repo.common_dir).resolve()
+        if Path(repo.git_dir).resolve() != common and common.name == ".git":
+            # Run from inside a session worktree: work on the main checkout's workspace.
+            main_top = common.parent
+            repo = git.Repo(main_top)
+            top = main_top
+        self.repo = repo
+        self.top = top
+        self.prefix = prefix
+        self.workspace = top / prefix
+        self.sessions_dir = self.workspace / "sessions"
+        self.common_dir = common
+        self.remove_stale_locks = remove_stale_locks
+        self._env = self._identity_env()
+        self._tasks: dict[str, Any] = {}
+        self._worktrees: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ git plumbing
+
+    def _identity_env(self) -> dict[str, str]:
+        """A default identity for our commits when git has none, without touching config."""
+        reader = self.repo.config_reader()
+
+        def configured(key: str) -> str | None:
+            try:
+                return reader.get_value("user", key) or None
+            except Exception:  # missing section/option
+                return None
+
+        env: dict[str, str] = {}
+        if not configured("name"):
+            for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+                env[var] = os.environ.get(var) or DEFAULT_NAME
+        if not configured("email"):
+            for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+                env[var] = os.environ.get(var) or DEFAULT_EMAIL
+        return env
+
+    def _run(self, repo, *args: str, what: str, **kw) -> str:
+        try:
+            return repo.git.execute(["git", *args], env=self._env, **kw)
+        except self._git_errors as e:
+            raise KsError(f"{what} failed: {_first_line(e)}") from None
+
+    def _wt(self, info: SessionInfo):
+        import git
+
+        repo = self._worktrees.get(info.id)
+        if repo is None:
+            try:
+                repo = git.Repo(info.worktree)
+            except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+                raise KsError(f"session {info.id} has no worktree at {info.worktree}",
+                              hint=f"recreate it with `git worktree prune && git worktree add {info.worktree} "
+                                   f"{info.branch}` (its commits are safe on the branch)") from None
+            self._worktrees[info.id] = repo
+        return repo
+
+    # ------------------------------------------------------------------ sessions
+
+    def _session_dir(self, sid: str) -> Path:
+        return self.sessions_dir / sid
+
+    def trace_path(self, sid: str) -> Path:
+        return self._session_dir(sid) / "trace.jsonl"
+
+    def trace(self, sid: str) -> Trace:
+        return Trace(self.trace_path(self.session(sid).id))
+
+    def _ensure_sessions_ignored(self) -> None:
+        """sessions/ must not show up in the user's `git status`: add it to the repo-local
+        exclude file (never to a tracked file) when no ignore rule covers it yet."""
+        rel = (self.prefix / "sessions" / "x").as_posix()
+        try:
+            self.repo.git.check_ignore("-q", rel)
+            return
+        except self._git_errors:
+            pass
+        exclude = self.common_dir / "info" / "exclude"
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with open(exclude, "a") as f:
+            f.write(f"\n# KernelSeek sessions (worktrees, traces)\n/{(self.prefix / 'sessions').as_posix()}/\n")
+
+    def new_session(self, task_name: str) -> SessionInfo:
+        from ks_tui.task import load_task
+
+        task = load_task(task_name, self.workspace)
+        kernels = (self.workspace / "kernels").resolve()
+        if not task.dir.is_relative_to(kernels):
+            raise KsError(f"task {task.dir} is outside {kernels}", hint="sessions work on tasks under the workspace's kernels/")
+        if not self.repo.head.is_valid():
+            raise KsError(f"{self.top} has no commits yet", hint="commit kernels/ first (git add kernels && git commit)")
+        task_rel = (self.prefix / task.dir.relative_to(self.workspace.resolve())).as_posix()
+        kernel_rel = (self.prefix / task.kernel.relative_to(self.workspace.resolve())).as_posix()
+        tracked = self.repo.git.ls_tree("--name-only", "HEAD", "--", f"{task_rel}/task.yaml", kernel_rel).split()
+        if len(tracked) < 2:
+            raise KsError(f"task {task.name} is not committed in HEAD ({task_rel})",
+                          hint=f"a session starts from HEAD: git add {task_rel} && git commit")
+        self._ensure_sessions_ignored()
+        sid = datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+        branch = f"{BRANCH_PREFIX}/{task.name}/{sid}"
+        sdir = self._session_dir(sid)
+        worktree = sdir / "worktree"
+        base = self.repo.head.commit.hexsha
+        sdir.mkdir(parents=True, exist_ok=False)
+        try:
+            self._run(self.repo, "worktree", "add", "--quiet", "-b", branch, str(worktree), base,
+                      what="creating the session worktree")
+        except KsError:
+            with contextlib.suppress(OSError):
+                sdir.rmdir()
+            raise
+        created = datetime.now(timezone.utc)
+        info = SessionInfo(id=sid, task=task.name, branch=branch, worktree=worktree, created=created, base=base)
+        (sdir / "session.json").write_text(json.dumps(info.to_dict(), indent=2) + "\n")
+        Trace(self.trace_path(sid)).append("session_created", {"task": task.name, "branch": branch, "base": base})
+        return info
+
+    def session(self, sid: str) -> SessionInfo:
+        sid = str(sid).strip()
+        if not _ID_RE.match(sid):
+            raise KsError(f"{sid!r} is not a session id", hint="list sessions with `ks sessions`")
+        meta = self._session_dir(sid) / "session.json"
+        if meta.is_file():
+            try:
+                d = json.loads(meta.read_text())
+                return SessionInfo(id=d["id"], task=d["task"], branch=d["branch"],
+                                   worktree=self._session_dir(sid) / "worktree",
+                                   created=datetime.fromisoformat(d["created"]), base=d.get("base", ""))
+            except (ValueError, KeyError, TypeError) as e:
+                raise InputFileError(meta, f"unreadable session file ({e})") from None
+        # No session.json (folder removed): the branch alone still identifies the session.
+        for ref, when in self._session_refs():
+            parts = ref.split("/")
+            if parts[-1] == sid:
+                return SessionInfo(id=sid, task=parts[1], branch=ref, worktree=self._session_dir(sid) / "worktree",
+                                   created=datetime.fromisoformat(when), base="")
+        known = [r.split("/")[-1] for r, _ in self._session_refs()][-5:]
+        raise KsError(f"no session {sid!r} in {self.workspace}",
+                      hint="sessions here: " + (", ".join(known) if known else "none (start one with `ks session new TASK`)"))
+
+    def _session_refs(self) -> list[tuple[str, str]]:
+        out = self.repo.git.for_each_ref("--format=%(refname:short)%09%(creatordate:iso-strict)",
+                                         f"refs/heads/{BRANCH_PREFIX}/")
+        refs = []
+        for line in out.splitlines():
+            ref, _, when = line.partition("\t")
+            if ref.count("/") == 2:
+                refs.append((ref, when))
+        return refs
+
+    def sessions(self) -> list[SessionSummary]:
+        summaries = []
+        for ref, _ in self._session_refs():
+            sid = ref.split("/")[-1]
+            info = self.session(sid)
+            attempts = self.attempts(sid)
+            best = next((a for a in attempts if a.best), None)
+            last = attempts[-1].time if attempts else info.created
+            summaries.append(SessionSummary(
+                id=sid, task=info.task, branch=info.branch, attempts=len(attempts),
+                best_speedup=best.speedup if best else None, best_attempt=best.number if best else None,
+                last_activity=last, worktree_ok=(info.worktree / ".git").exists()))
+        summaries.sort(key=lambda s: s.last_activity.timestamp())
+        return summaries
+
+    def latest_session(self) -> SessionInfo:
+        found = self.sessions()
+        if not found:
+            raise KsError(f"no sessions in {self.workspace}", hint="start one with `ks session new TASK`")
+        return self.session(found[-1].id)
+
+    # ------------------------------------------------------------------ task and kernel
+
+    def _task(self, info: SessionInfo):
+        from ks_tui.task import load_task
+
+        task = self._tasks.get(info.id)
+        if task is None:
+            ws = info.worktree / self.prefix
+            task = load_task(ws / "kernels" / info.task, ws)
+            self._tasks[info.id] = task
+        return task
+
+    def task(self, sid: str):
+        """The session's Task, loaded from its worktree (ks_tui.task.Task)."""
+        return self._task(self.session(sid))
+
+    def task_dir(self, sid: str) -> Path:
+        return self._task(self.session(sid)).dir
+
+    def kernel_path(self, sid: str) -> Path:
+        return self._task(self.session(sid)).kernel
+
+    def _kernel_rel(self, info: SessionInfo) -> str:
+        return self._task(info).kernel.relative_to(info.worktree.resolve()).as_posix()
+
+    # ------------------------------------------------------------------ reading attempts
+
+    def attempts(self, sid: str) -> list[Attempt]:
+        info = self.session(sid)
+        rng = f"{info.base}..{info.branch}" if info.base else info.branch
+        out = self._run(self.repo, "log", "-z", "--reverse", f"--format={tr.LOG_FORMAT}", rng, "--",
+                        what=f"reading the history of session {info.id}", strip_newline_in_stdout=False)
+        attempts = tr.parse_log(out, info.id)
+        best = None
+        for a in attempts:
+            if a.status == "correct" and a.speedup is not None and (best is None or a.speedup > best.speedup):
+                best = a
+        if best is not None:
+            best.best = True
+        return attempts
+
+    def resolve(self, sid: str, ref: str | int) -> Attempt:
+        attempts = self.attempts(sid)
+        text = str(ref).strip().lstrip("#")
+        if not attempts:
+            raise KsError(f"session {sid} has no attempts yet", hint="record one with `ks try --session ID`")
+        if text == "latest":
+            return attempts[-1]
+        if text == "best":
+            best = next((a for a in attempts if a.best), None)
+            if best is None:
+                raise KsError(f"session {sid} has no correct attempt with a measured speedup yet")
+            return best
+        if text.isdigit():
+            n = int(text)
+            for a in attempts:
+                if a.number == n:
+                    return a
+            raise KsError(f"session {sid} has no attempt {n}", hint=f"attempts are 1..{attempts[-1].number}")
+        if _HEX_RE.match(text):
+            hits = [a for a in attempts if a.sha.startswith(text.lower())]
+            if len(hits) == 1:
+                return hits[0]
+            if len(hits) > 1:
+                raise KsError(f"{text} matches {len(hits)} attempts of session {sid}", hint="give more hash digits")
+        raise KsError(f"no attempt {text!r} in session {sid}",
+                      hint="name an attempt by number, hash prefix, `best` or `latest`")
+
+    def diff(self, sid: str, ref: str | int, against: str | int = "previous") -> str:
+        info = self.session(sid)
+        target = self.resolve(sid, ref)
+        if against == "previous":
+            earlier = [a for a in self.attempts(sid) if a.number < target.number]
+            base = earlier[-1].sha if earlier else (info.base or f"{target.sha}~1")
+        else:
+            base = self.resolve(sid, against).sha
+        return self._run(self.repo, "diff", "--no-color", base, target.sha, "--", self._kernel_rel(info),
+                         what="computing the diff")
+
+    def result(self, sid: str, ref: str | int) -> dict:
+        target = self.resolve(sid, ref)
+        return self._note(target.sha)
+
+    def _note(self, sha: str) -> dict:
+        try:
+            text = self.repo.git.notes(f"--ref={NOTES_REF}", "show", sha)
+        except self._git_errors:
+            return {}
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def kernel_at(self, sid: str, ref: str | int) -> bytes:
+        """The kernel file's bytes as committed in that attempt."""
+        info = self.session(sid)
+        target = self.resolve(sid, ref)
+        blob = self.repo.commit(target.sha).tree / self._kernel_rel(info)
+        return blob.data_stream.read()
+
+    # ------------------------------------------------------------------ writing attempts
+
+    @contextlib.contextmanager
+    def lock(self, sid: str):
+        info = self.session(sid)
+        with session_lock(self._session_dir(info.id) / ".lock", info.id):
+            yield
+
+    def _check_worktree(self, info: SessionInfo) -> None:
+        """Refuse states we cannot commit from safely; the message says how to get out."""
+        wt = self._wt(info)
+        gitdir = Path(wt.git_dir)
+        locks = [gitdir / "index.lock", gitdir / "HEAD.lock",
+                 self.common_dir / "refs" / "heads" / f"{info.branch}.lock",
+                 self.common_dir / f"{NOTES_REF}.lock", self.common_dir / "packed-refs.lock"]
+        check_git_locks(locks, [self.top, info.worktree.resolve()], remove_stale=self.remove_stale_locks)
+        if wt.head.is_detached:
+            raise KsError(f"session {info.id}'s worktree has a detached HEAD ({wt.head.commit.hexsha[:8]})",
+                          hint=f"reattach it: git -C {info.worktree} switch {info.branch} "
+                               "(first `git branch save-mine` there if you made commits you want)")
+        if wt.head.ref.path != f"refs/heads/{info.branch}":
+            raise KsError(f"session {info.id}'s worktree is on {wt.head.ref.name}, not {info.branch}",
+                          hint=f"git -C {info.worktree} switch {info.branch}")
+        for marker in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply"):
+            if (gitdir / marker).exists():
+                raise KsError(f"session {info.id}'s worktree is in the middle of a git operation ({marker})",
+                              hint=f"finish or abort it in {info.worktree} first")
+        kernel = self._task(info).kernel
+        if not kernel.is_file():
+            raise KsError(f"the kernel {kernel} is missing from the session worktree",
+                          hint=f"restore the latest attempt: git -C {info.worktree} checkout -- {self._kernel_rel(info)}")
+        task_rel = self._task(info).dir.relative_to(info.worktree.resolve()).as_posix()
+        changed = self._run(wt, "status", "--porcelain", "-uno", "-z", "--", task_rel,
+                            what="reading the worktree state", strip_newline_in_stdout=False)
+        others = [e[3:] for e in changed.split("\0") if len(e) > 3 and e[3:] != self._kernel_rel(info)]
+        if others:
+            raise KsError(f"files of the task other than the kernel were changed in session {info.id}'s worktree: "
+                          + ", ".join(others),
+                          hint=f"KernelSeek commits only the kernel; restore them (git -C {info.worktree} restore "
+                               "FILE) or commit them yourself")
+
+    def unchanged_since(self, sid: str) -> Attempt | None:
+        """The latest attempt if the worktree kernel still equals it (nothing new to record)."""
+        info = self.session(sid)
+        attempts = self.attempts(info.id)
+        if attempts and self._blob_of_worktree(info) == self._blob_at(info, attempts[-1].sha):
+            return attempts[-1]
+        return None
+
+    def _blob_of_worktree(self, info: SessionInfo) -> str:
+        return self._run(self._wt(info), "hash-object", "--", self._kernel_rel(info), what="hashing the kernel")
+
+    def _blob_at(self, info: SessionInfo, commit: str) -> str:
+        return self._run(self.repo, "rev-parse", f"{commit}:{self._kernel_rel(info)}", what="reading the kernel blob")
+
+    def _commit(self, info: SessionInfo, message: str, *, allow_empty: bool) -> str:
+        wt = self._wt(info)
+        rel = self._kernel_rel(info)
+        # --only: commit just the kernel even if other files are staged in this worktree.
+        # No hooks or signing: an attempt is a record of what ran, and must not be lost to
+        # a failing hook or a missing gpg agent.
+        args = ["commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=verbatim", "-m", message]
+        if allow_empty:
+            args.append("--allow-empty")
+        self._run(wt, *args, "--only", "--", rel, what=f"committing the attempt in session {info.id}")
+        return self._run(wt, "rev-parse", "HEAD", what="reading the new commit")
+
+    def _write_note(self, sha: str, result: dict) -> None:
+        from gitdb import IStream
+
+        data = json.dumps(result, indent=1, sort_keys=True, default=str).encode()
+        blob = self.repo.odb.store(IStream("blob", len(data), io.BytesIO(data))).hexsha
+        blob = blob.decode() if isinstance(blob, bytes) else blob
+        # Sessions share refs/notes/ks: serialize writers across processes, retry a lost race.
+        guard = self.common_dir / "ks-notes.lock"
+        with open(guard, "a+") as g:
+            fcntl.flock(g.fileno(), fcntl.LOCK_EX)
+            for tries in range(5):
+                try:
+                    self._run(self.repo, "notes", f"--ref={NOTES_REF}", "add", "-f", "-C", blob, sha,
+                              what="storing the result as a git note")
+                    return
+                except KsError:
+                    if tries == 4:
+                        raise
+                    time.sleep(0.1 * (tries + 1))
+
+    def _trailers(self, info, number, author, status, result, question, rollback_of=None) -> dict:
+        mode = result.get("mode")
+        if mode and result.get("quick"):
+            mode = f"{mode}-quick"
+        return {
+            "KS-Session": info.id, "KS-Attempt": number, "KS-Author": author, "KS-Status": status,
+            "KS-Correct": result.get("correct") or tr.NONE,
+            "KS-Speedup": tr.format_speedup(result.get("geomean_speedup")),
+            "KS-Baseline": baseline_label(result), "KS-Mode": mode or tr.NONE,
+            "KS-Question": question, "KS-Rollback-Of": rollback_of,
+        }
+
+    def record(self, sid: str, result: dict | None, author: str = "agent", question: str | None = None,
+               summary: str = "") -> Attempt | None:
+        """Commit the session's kernel with the result's trailers; None if it did not change."""
+        if author not in ("agent", "human"):
+            raise KsError(f"author must be agent or human, not {author!r}")
+        result = dict(result or {})
+        status = result.get("status", "unchecked")
+        if status == "cancelled":
+            raise KsError("the harness run was cancelled; nothing recorded")
+        if status not in STATUSES:
+            raise KsError(f"unknown result status {status!r}", hint="one of " + ", ".join(STATUSES))
+        info = self.session(sid)
+        with self.lock(info.id):
+            self._check_worktree(info)
+            kernel = self._task(info).kernel
+            claimed = result.get("kernel_sha256")
+            if claimed and claimed != kernel_sha256(kernel):
+                raise KsError(f"the result is for a different kernel (sha256 {claimed[:12]}…) than the one in "
+                              f"session {info.id}'s worktree ({kernel_sha256(kernel)[:12]}…); nothing recorded",
+                              hint="the kernel changed after the harness ran; run it again")
+            attempts = self.attempts(info.id)
+            now_blob = self._blob_of_worktree(info)
+            if attempts and now_blob == self._blob_at(info, attempts[-1].sha):
+                return None
+            number = (attempts[-1].number if attempts else 0) + 1
+            head_blob = self._blob_at(info, "HEAD")
+            summary = summary or default_summary(number, author, status, result)
+            message = tr.build_message(summary, self._trailers(info, number, author, status, result, question))
+            sha = self._commit(info, message, allow_empty=(now_blob == head_blob))
+            if status != "unchecked" and result:
+                self._write_note(sha, result)
+            return self.attempts(info.id)[-1]
+
+    def commit_human_edit(self, sid: str, result: dict | None = None) -> Attempt | None:
+        """Commit a person's edit of the kernel as its own attempt (KS-Author: human) before
+        anyone else writes to it. Status "unchecked" unless a harness result is given."""
+        info = self.session(sid)
+        with self.lock(info.id):
+            self._check_worktree(info)
+            attempts = self.attempts(info.id)
+            last = attempts[-1].sha if attempts else (info.base or "HEAD")
+            if self._blob_of_worktree(info) == self._blob_at(info, last):
+                return None
+            return self.record(info.id, result or {"status": "unchecked"}, author="human",
+                               summary="human edit" if result is None else "")
+
+    def rollback(self, sid: str, ref: str | int, author: str = "human") -> Attempt:
+        info = self.session(sid)
+        with self.lock(info.id):
+            self._check_worktree(info)
+            target = self.resolve(info.id, ref)
+            self.commit_human_edit(info.id)  # a person's unsaved edit becomes history first
+            attempts = self.attempts(info.id)
+            latest = attempts[-1]
+            if self._blob_at(info, latest.sha) == self._blob_at(info, target.sha):
+                raise KsError(f"the latest attempt ({latest.number}) already has attempt {target.number}'s kernel; "
+                              "nothing to roll back")
+            rel = self._kernel_rel(info)
+            self._run(self._wt(info), "checkout", target.sha, "--", rel, what="restoring the kernel")
+            result = self._note(target.sha)
+            fields = self._trailers(info, latest.number + 1, author, target.status, result, None,
+                                    rollback_of=target.number)
+            # Without a stored result, carry the target's trailers as they were.
+            fields.update({"KS-Correct": target.correct or tr.NONE, "KS-Speedup": tr.format_speedup(target.speedup),
+                           "KS-Baseline": target.baseline or tr.NONE, "KS-Mode": target.mode or tr.NONE})
+            message = tr.build_message(f"rollback to attempt {target.number}: {target.summary}", fields)
+            sha = self._commit(info, message, allow_empty=False)
+            if result:
+                self._write_note(sha, result)
+            new = self.attempts(info.id)[-1]
+            Trace(self.trace_path(info.id)).append("rollback", {
+                "to_attempt": target.number, "new_attempt": new.number, "to_sha": target.sha, "sha": new.sha})
+            return new
+
+
+def baseline_label(result: dict) -> str:
+    """Which baseline the speedup is against: one name, or the set when scenarios differ."""
+    names = sorted({(s.get("baseline") or {}).get("name") for s in result.get("scenarios") or []
+                    if isinstance(s, dict) and s.get("baseline")} - {None})
+    if not names:
+        return tr.NONE
+    return names[0] if len(names) == 1 else "best-of " + "+".join(names)
+
+
+def default_summary(number: int, author: str, status: str, result: dict) -> str:
+    parts = [f"attempt {number} ({author}): {status}"]
+    if result.get("correct"):
+        parts.append(str(result["correct"]))
+    if result.get("geomean_speedup") is not None:
+        parts.append(f"{result['geomean_speedup']:.3f}x")
+    return ", ".join(parts)

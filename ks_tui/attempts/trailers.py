@@ -1,0 +1,100 @@
+"""Commit messages of attempts: a summary line plus `KS-*` trailers, and reading them back.
+
+The message is what `git interpret-trailers` expects: subject, blank line, then one final
+paragraph of `Key: value` lines. Reading goes through git itself
+(`%(trailers:only,unfold)` in `git log --format`), so one `git log` call yields every
+attempt of a session without opening commits one by one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ks_tui.attempts.model import Attempt
+
+# Order in which trailers are written (and shown by `git log`).
+KEYS = ("KS-Session", "KS-Attempt", "KS-Author", "KS-Status", "KS-Correct", "KS-Speedup",
+        "KS-Baseline", "KS-Mode", "KS-Question", "KS-Rollback-Of")
+NONE = "n/a"
+
+# Field and record separators for the log format; control characters never appear in
+# subjects we write, and git prints them verbatim.
+FIELD = "\x1f"
+TRAILER = "\x1d"
+LOG_FORMAT = f"%H{FIELD}%cI{FIELD}%s{FIELD}%(trailers:only,unfold,separator=%x1d)"
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """Collapse whitespace so a value cannot break the trailer block or the subject."""
+    flat = " ".join(str(text).split())
+    flat = flat.replace(FIELD, " ").replace(TRAILER, " ")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def format_speedup(x: float | None) -> str:
+    return NONE if x is None else f"{x:.4f}"
+
+
+def build_message(summary: str, trailers: dict[str, object]) -> str:
+    subject = one_line(summary, 120) or "attempt"
+    lines = []
+    for key in KEYS:
+        if key in trailers and trailers[key] is not None:
+            lines.append(f"{key}: {one_line(str(trailers[key])) or NONE}")
+    return subject + "\n\n" + "\n".join(lines) + "\n"
+
+
+def parse_trailers(block: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in block.split(TRAILER):
+        key, sep, value = item.strip().partition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _opt(value: str | None) -> str | None:
+    return None if value in (None, "", NONE) else value
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if _opt(value) is not None else None
+    except ValueError:
+        return None
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if _opt(value) is not None else None
+    except ValueError:
+        return None
+
+
+def parse_log(output: str, session: str) -> list[Attempt]:
+    """Attempts of `session` from `git log -z --format=LOG_FORMAT` output, in log order.
+
+    Commits without our trailers (someone committed by hand on the branch) are not attempts.
+    """
+    attempts = []
+    for record in output.split("\0"):
+        record = record.strip("\n")
+        if not record:
+            continue
+        parts = record.split(FIELD, 3)
+        if len(parts) < 4:
+            continue
+        sha, when, subject, block = parts
+        t = parse_trailers(block)
+        number = _int(t.get("KS-Attempt"))
+        if t.get("KS-Session") != session or number is None:
+            continue
+        attempts.append(Attempt(
+            session=session, number=number, sha=sha, time=datetime.fromisoformat(when),
+            author=t.get("KS-Author", "agent"), status=t.get("KS-Status", "unchecked"),
+            correct=_opt(t.get("KS-Correct")) or "", speedup=_float(t.get("KS-Speedup")),
+            baseline=_opt(t.get("KS-Baseline")), question=_opt(t.get("KS-Question")),
+            summary=subject, rollback_of=_int(t.get("KS-Rollback-Of")),
+            mode=_opt(t.get("KS-Mode")) or "",
+        ))
+    return attempts

@@ -1,0 +1,182 @@
+"""Settings for the agent: model, token limits, thinking, prices, session limits.
+
+Layered like other terminal agents: built-in defaults, then ~/.config/ks/config.toml
+(`$XDG_CONFIG_HOME` honoured), then <workspace>/.ks/config.toml, then environment variables
+(KS_MODEL, KS_MAX_TOKENS, KS_THINKING, KS_API_MAX_RETRIES, KS_API_TIMEOUT, KS_TURN_RETRIES,
+KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT), then command-line flags (applied by the caller).
+The API key is never read from these files: the SDK takes it from ANTHROPIC_API_KEY.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ks_tui.errors import InputFileError, KsError
+
+# USD per million tokens. Keys are model-name prefixes; the longest matching prefix wins.
+# Cache writes are the 5-minute rate (1.25x input), cache reads 0.1x input.
+DEFAULT_PRICES: dict[str, dict[str, float]] = {
+    "claude-opus-4-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+    "claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+    "claude-sonnet-4": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.30},
+    "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10},
+}
+PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
+FALLBACK_MODEL = "claude-opus-4-6"
+
+
+def sdk_newest_model() -> str:
+    """The newest model the installed anthropic SDK names (its list is newest first),
+    skipping deprecated ones; imports anthropic, so call it only when a model is needed."""
+    try:
+        import typing
+
+        from anthropic._data import DEPRECATED_MODELS  # type: ignore[attr-defined]
+        from anthropic.types import Model
+
+        for arg in typing.get_args(Model):
+            for name in typing.get_args(arg):
+                if isinstance(name, str) and name.startswith("claude-") and name not in DEPRECATED_MODELS:
+                    return name
+    except Exception:  # an SDK without these internals: fall back to a known model
+        pass
+    return FALLBACK_MODEL
+
+
+@dataclass
+class Config:
+    model: str = ""  # empty: sdk_newest_model()
+    max_tokens: int = 16000
+    thinking: str = "adaptive"  # "adaptive", "off", or a token budget such as "8000"
+    api_max_retries: int = 4  # SDK retries for 429/529/5xx/connection errors
+    api_timeout_s: float = 600.0
+    turn_retries: int = 3  # our retries of a turn whose stream failed mid-way
+    turn_retry_delay_s: float = 2.0
+    max_turns: int | None = None
+    max_cost_usd: float | None = None
+    question_timeout_s: float = 300.0  # human mode: the bank picks when nobody answers
+    bash_timeout_s: float = 120.0
+    enable_bash: bool = False
+    prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    sources: list[str] = field(default_factory=list)  # files that were read, for `ks doctor`
+
+    def resolved_model(self) -> str:
+        return self.model or sdk_newest_model()
+
+    def price_for(self, model: str) -> dict[str, float] | None:
+        best = max((p for p in self.prices if model.startswith(p)), key=len, default=None)
+        return self.prices[best] if best else None
+
+    def thinking_param(self) -> dict | None:
+        t = self.thinking.strip().lower()
+        if t in ("off", "none", "disabled", ""):
+            return None
+        if t == "adaptive":
+            return {"type": "adaptive"}
+        return {"type": "enabled", "budget_tokens": int(t)}
+
+    def with_overrides(self, **kw) -> "Config":
+        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+
+_SCALARS = {f.name: f.type for f in fields(Config) if f.name not in ("prices", "sources")}
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "ks" / "config.toml"
+
+
+def load_config(workspace: Path | None = None, env: dict[str, str] | None = None) -> Config:
+    """Defaults <- user file <- workspace file <- environment. Bad files raise InputFileError."""
+    cfg = Config()
+    paths = [user_config_path()]
+    if workspace is not None:
+        paths.append(Path(workspace) / ".ks" / "config.toml")
+    for path in paths:
+        if path.is_file():
+            cfg = _apply_file(cfg, path)
+    return _apply_env(cfg, os.environ if env is None else env)
+
+
+def _apply_file(cfg: Config, path: Path) -> Config:
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        line = getattr(e, "lineno", None)
+        raise InputFileError(path, f"not valid TOML: {e}", line) from None
+    except OSError as e:
+        raise InputFileError(path, f"cannot read: {e.strerror}") from None
+    updates: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "prices":
+            updates["prices"] = {**cfg.prices, **_check_prices(path, value)}
+        elif key in _SCALARS:
+            updates[key] = _coerce(path, key, value)
+        else:
+            known = ", ".join(sorted([*_SCALARS, "prices"]))
+            raise InputFileError(path, f"unknown setting {key!r} (known: {known})")
+    return replace(cfg, sources=[*cfg.sources, str(path)], **updates)
+
+
+def _check_prices(path: Path, value: Any) -> dict[str, dict[str, float]]:
+    if not isinstance(value, dict):
+        raise InputFileError(path, "[prices] must be a table of model prefixes")
+    out = {}
+    for model, row in value.items():
+        if not isinstance(row, dict) or set(row) != set(PRICE_KEYS):
+            raise InputFileError(path, f"[prices.{model!r}] needs exactly {', '.join(PRICE_KEYS)} (USD per million tokens)")
+        try:
+            out[model] = {k: float(row[k]) for k in PRICE_KEYS}
+        except (TypeError, ValueError):
+            raise InputFileError(path, f"[prices.{model!r}] values must be numbers") from None
+    return out
+
+
+def _coerce(path: Path | str, key: str, value: Any) -> Any:
+    kind = _SCALARS[key]
+    try:
+        if kind == "bool":
+            if isinstance(value, str):
+                if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                    raise ValueError
+                return value.lower() in ("1", "true", "yes")
+            return bool(value)
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        if kind == "int | None":
+            return None if value in ("", None) else int(value)
+        if kind == "float | None":
+            return None if value in ("", None) else float(value)
+        if key == "thinking":
+            s = str(value).strip().lower()
+            if s not in ("adaptive", "off") and not (s.isdigit() and int(s) >= 1024):
+                raise ValueError
+            return s
+        return str(value)
+    except (TypeError, ValueError):
+        msg = f"{key} = {value!r} is not a valid {kind}"
+        if key == "thinking":
+            msg = f"thinking = {value!r}: use \"adaptive\", \"off\" or a budget of at least 1024 tokens"
+        if isinstance(path, Path):
+            raise InputFileError(path, msg) from None
+        raise KsError(f"{path}: {msg}") from None
+
+
+_ENV = {
+    "KS_MODEL": "model", "KS_MAX_TOKENS": "max_tokens", "KS_THINKING": "thinking",
+    "KS_API_MAX_RETRIES": "api_max_retries", "KS_API_TIMEOUT": "api_timeout_s",
+    "KS_TURN_RETRIES": "turn_retries", "KS_TURN_RETRY_DELAY": "turn_retry_delay_s",
+    "KS_QUESTION_TIMEOUT": "question_timeout_s", "KS_BASH_TIMEOUT": "bash_timeout_s",
+}
+
+
+def _apply_env(cfg: Config, env) -> Config:
+    updates = {key: _coerce(var, key, env[var]) for var, key in _ENV.items() if env.get(var)}
+    return replace(cfg, **updates)

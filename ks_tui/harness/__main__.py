@@ -1,0 +1,76 @@
+"""Child entry: `python -m ks_tui.harness run --task DIR --source FILE --mode check|bench ...`.
+
+Writes one result JSON to --out (or stdout). Exit 0 when a result was written (whatever the
+kernel's verdict), 2 when the task itself is bad input. Progress goes to stderr as JSON lines.
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED_AT = time.time()  # before the heavier imports: the parent measures process start-up with it
+
+import argparse  # noqa: E402
+import faulthandler  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ks_tui.harness")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="compile, check (and time) one kernel; write one JSON result")
+    r.add_argument("--task", required=True, help="task folder (holding task.yaml)")
+    r.add_argument("--source", help="kernel file to use instead of the task's own")
+    r.add_argument("--mode", choices=("check", "bench"), default="check")
+    r.add_argument("--quick", action="store_true")
+    r.add_argument("--scenarios", help="comma-separated scenario ids")
+    r.add_argument("--out", help="write the result here instead of stdout")
+    r.add_argument("--seed", type=int)
+    r.add_argument("--remeasure-baselines", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    faulthandler.enable()  # a segfault prints the Python stack: which scenario, which call
+
+    from ks_tui.errors import KsError
+    from ks_tui.harness.runner import BadTaskInput, Runner, emit
+    from ks_tui.task import load_task
+
+    try:
+        task_dir = Path(args.task).resolve()
+        task = load_task(task_dir, task_dir.parent.parent)
+        source = Path(args.source).resolve() if args.source else task.kernel
+        if not source.is_file():
+            raise KsError(f"kernel source not found: {source}")
+        ids = [s for s in args.scenarios.split(",") if s] if args.scenarios else None
+        runner = Runner(task, source, args.mode, args.quick, ids, args.seed, args.remeasure_baselines)
+    except KsError as e:
+        emit("bad_input", str(e))
+        return 2
+    result = runner.result
+    result["timings"]["started_at"] = STARTED_AT
+    try:
+        runner.run()
+    except BadTaskInput as e:
+        emit("bad_input", str(e))
+        return 2
+    except Exception as e:  # the kernel broke the process state (e.g. a CUDA illegal address)
+        traceback.print_exc()
+        result["status"] = "crashed"
+        result["message"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+    text = json.dumps(result, indent=1, default=str)
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""Parent side: run the harness child, watch it, and always come back with a result dict.
+
+No torch here. The child runs in its own process group so a timeout or a cancel kills the
+kernel and anything it spawned; a signal death becomes `crashed` with the stderr tail.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from ks_tui.errors import KsError
+from ks_tui.harness.result import skeleton, summarize
+
+TAIL_LINES = 60
+POLL_S = 0.05
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+class _StderrReader(threading.Thread):
+    """Drains the child's merged stdout/stderr: JSON progress lines vs. everything else."""
+
+    def __init__(self, stream, on_progress):
+        super().__init__(daemon=True)
+        self.stream, self.on_progress = stream, on_progress
+        self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self.compile: dict | None = None
+        self.scenarios: dict[str, dict] = {}
+        self.last_progress: dict | None = None
+        self.bad_input: str | None = None
+
+    def run(self) -> None:
+        for raw in iter(self.stream.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            msg = None
+            if line.startswith("{"):
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    msg = None
+            if not isinstance(msg, dict) or not msg.keys() & {"progress", "partial", "bad_input"}:
+                self.tail.append(line)
+                continue
+            if "progress" in msg:
+                self.last_progress = msg["progress"]
+                if self.on_progress:
+                    try:
+                        self.on_progress(msg["progress"])
+                    except Exception:  # a UI callback must not kill the watcher
+                        pass
+            elif "partial" in msg:
+                part = msg["partial"]
+                if "compile" in part:
+                    self.compile = part["compile"]
+                if "scenario" in part:
+                    self.scenarios[part["scenario"]["id"]] = part["scenario"]
+            else:
+                self.bad_input = msg["bad_input"]
+        self.stream.close()
+
+
+def child_command(task, source: Path, mode: str, quick: bool, scenarios, seed, out: Path,
+                  remeasure_baselines: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "ks_tui.harness", "run", "--task", str(task.dir),
+           "--source", str(source), "--mode", mode, "--out", str(out)]
+    if quick:
+        cmd.append("--quick")
+    if scenarios:
+        cmd += ["--scenarios", ",".join(scenarios)]
+    if seed is not None:
+        cmd += ["--seed", str(seed)]
+    if remeasure_baselines:
+        cmd.append("--remeasure-baselines")
+    return cmd
+
+
+def run_harness(task, source: Path | None = None, *, mode: str = "check", quick: bool = False,
+                scenarios: list[str] | None = None, timeout: float | None = None, seed: int | None = None,
+                on_progress: Callable[[dict], None] | None = None,
+                cancel: threading.Event | None = None, remeasure_baselines: bool = False) -> dict:
+    """Compile, check (and for mode="bench" time) one kernel in a child process.
+
+    Kernel failures are statuses in the returned dict; KsError only for bad input.
+    """
+    if mode not in ("check", "bench"):
+        raise KsError(f"mode must be check or bench, not {mode!r}")
+    source = Path(source).resolve() if source else task.kernel
+    if not source.is_file():
+        raise KsError(f"kernel source not found: {source}")
+    if scenarios:
+        for sid in scenarios:
+            task.scenario(sid)  # KsError naming the unknown id
+    timeout = float(timeout if timeout is not None else task.timeout_s)
+    if timeout <= 0:
+        raise KsError("--timeout must be a positive number of seconds")
+
+    with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = child_command(task, source, mode, quick, scenarios, seed, out, remeasure_baselines)
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        spawned = time.time()
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        reader = _StderrReader(proc.stdout, on_progress)
+        reader.start()
+        ended_by = None
+        try:
+            while proc.poll() is None:
+                if cancel is not None and cancel.is_set():
+                    ended_by = "cancelled"
+                elif time.monotonic() - t0 > timeout:
+                    ended_by = "timeout"
+                if ended_by:
+                    _kill_group(proc)
+                    break
+                time.sleep(POLL_S)
+        except BaseException:  # KeyboardInterrupt in the parent: never leave the child running
+            _kill_group(proc)
+            raise
+        proc.wait()
+        reader.join(timeout=5)
+        wall = time.monotonic() - t0
+
+        if reader.bad_input is not None and proc.returncode == 2:
+            raise KsError(reader.bad_input)
+        result = None
+        if ended_by is None and out.is_file():
+            try:
+                result = json.loads(out.read_text())
+            except ValueError:
+                result = None
+        if result is None:
+            total = len(task.select(quick=quick, ids=scenarios))
+            result = _result_without_child(task, source, mode, quick, seed, reader, proc.returncode,
+                                           ended_by, timeout, total)
+
+    tail = "\n".join(reader.tail)
+    result["stderr_tail"] = tail[-8000:]
+    timings = result.setdefault("timings", {})
+    started = timings.pop("started_at", None)
+    if started:
+        timings["startup_s"] = round(max(0.0, started - spawned), 4)
+    timings["wall_s"] = round(wall, 4)
+    return result
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _result_without_child(task, source, mode, quick, seed, reader: _StderrReader, code: int | None,
+                          ended_by: str | None, timeout: float, total: int) -> dict:
+    """The child died or was killed before writing its result: build one from what it streamed."""
+    result = skeleton(task, source, mode, quick, seed)
+    result["compile"] = reader.compile
+    result["scenarios"] = list(reader.scenarios.values())
+    where = reader.last_progress or {}
+    at = f" during {where.get('phase')}" + (f" of {where['scenario']}" if where.get("scenario") else "")
+    if ended_by == "timeout":
+        result["status"] = "timeout"
+        result["message"] = f"killed after {timeout:g}s{at}"
+    elif ended_by == "cancelled":
+        result["status"] = "cancelled"
+        result["message"] = f"cancelled{at}"
+    else:
+        result["status"] = "crashed"
+        how = _signal_name(code) if code is not None and code < 0 else f"exit code {code}"
+        last = next((ln for ln in reversed(reader.tail) if ln.strip()), "")
+        result["message"] = f"harness child died ({how}){at}" + (f": {last.strip()[:200]}" if last else "")
+    summarize(result, total=total)
+    return result

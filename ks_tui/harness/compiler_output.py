@@ -1,0 +1,86 @@
+"""Reading what compilers print: diagnostics, ptxas resource usage, SASS opcode counts.
+
+Pure text parsing (standard library), so it is tested on real compiler output without a GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+# g++/clang:  kernel.cpp:12:5: error: 'x' was not declared in this scope
+_GCC = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:(?P<column>\d+):)?\s*(?:fatal )?error:\s*(?P<message>.*)$")
+# nvcc front end:  kernel.cu(12): error: identifier "x" is undefined
+_NVCC = re.compile(r"^(?P<file>[^()\n]+?)\((?P<line>\d+)\):\s*(?:catastrophic )?error:\s*(?P<message>.*)$")
+# ptxas:  ptxas fatal   : ... / ptxas error   : ...
+_PTXAS_ERR = re.compile(r"^ptxas (?:fatal|error)\s*:\s*(?P<message>.*)$")
+_LINK_ERR = re.compile(r"(undefined reference to .*|ld returned \d+ exit status|cannot find -l\S+)")
+
+
+def parse_errors(log: str, shown_name: str | None = None) -> list[dict]:
+    """Compiler errors as {file, line, column, message}; `shown_name` replaces the file path."""
+    errors = []
+    for raw in log.splitlines():
+        line = raw.rstrip()
+        m = _GCC.match(line) or _NVCC.match(line)
+        if m:
+            gd = m.groupdict()
+            errors.append({"file": shown_name or gd["file"], "line": int(gd["line"]),
+                           "column": int(gd["column"]) if gd.get("column") else None,
+                           "message": gd["message"].strip()})
+            continue
+        m = _PTXAS_ERR.match(line) or _LINK_ERR.search(line)
+        if m:
+            msg = m.groupdict().get("message") or m.group(0)
+            errors.append({"file": shown_name, "line": None, "column": None, "message": msg.strip()})
+    return errors
+
+
+_ENTRY = re.compile(r"ptxas info\s*: (?:Compiling entry function|Function properties for) '?(?P<name>[\w$.]+)'?")
+_FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<stores>\d+) bytes spill stores, (?P<loads>\d+) bytes spill loads")
+_USED = re.compile(r"ptxas info\s*: Used (?P<regs>\d+) registers(?P<rest>.*)")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas(log: str) -> list[dict]:
+    """Per-kernel registers, spills, shared memory and stack from `-Xptxas -v` output."""
+    kernels: dict[str, dict] = {}
+    current = None
+    for line in log.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            current = m.group("name")
+            kernels.setdefault(current, {"name": current, "registers": None, "spills_bytes": 0,
+                                         "smem_bytes": 0, "stack_bytes": 0})
+            continue
+        if current is None:
+            continue
+        k = kernels[current]
+        m = _FRAME.search(line)
+        if m:
+            k["stack_bytes"] = int(m.group("stack"))
+            k["spills_bytes"] = int(m.group("stores")) + int(m.group("loads"))
+        m = _USED.search(line)
+        if m:
+            k["registers"] = int(m.group("regs"))
+            s = _SMEM.search(m.group("rest"))
+            k["smem_bytes"] = int(s.group(1)) if s else 0
+    return [k for k in kernels.values() if k["registers"] is not None]
+
+
+# Opcodes worth a headline: tensor cores, local memory (spills), barriers, memory traffic.
+SASS_HEADLINE = ("HGMMA", "HMMA", "IMMA", "LDL", "STL", "BAR", "LDS", "STS", "LDG", "STG",
+                 "LDGSTS", "UTMALDG", "UTMASTG", "SYNCS", "WARPGROUP", "MUFU", "FFMA")
+_SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*)")
+
+
+def summarize_sass(dump: str) -> dict:
+    """Counts of headline opcodes (and the total) in `cuobjdump --dump-sass` output."""
+    counts: Counter = Counter()
+    for line in dump.splitlines():
+        m = _SASS_LINE.search(line)
+        if m:
+            counts[m.group("op")] += 1
+    summary = {op: counts.get(op, 0) for op in SASS_HEADLINE}
+    summary["total"] = sum(counts.values())
+    return summary

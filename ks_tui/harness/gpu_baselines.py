@@ -1,0 +1,216 @@
+"""Library baselines for GPU attention: what a user would call to get the same answer.
+
+Each factory takes the scenario's inputs ({"q", "k", "v"} in [batch, seq, heads, head_dim],
+contiguous) and params, and returns a zero-argument callable that the harness times; it
+raises Unavailable("why") when that library cannot run the scenario here.
+
+Fairness: SDPA wants [batch, heads, seq, head_dim]; we hand it transposed *views* of the
+same memory, made once outside the timed call, which is what a user holding [b, s, h, d]
+tensors does. SDPA's fused backends read strided views directly (no copy), so nothing
+extra is timed. FlashAttention's own functions take [b, s, h, d] as is.
+
+Before a baseline is used for a kind of scenario it is run once on a small probe of the same
+kind (heads, head_dim, dtype, mask, s_q vs s_k) and compared with an fp32 reference; a
+library that silently computes a different mask (e.g. top-left instead of bottom-right
+causal) is reported unavailable rather than timed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from typing import Callable
+
+from ks_tui.harness.reference_api import Unavailable
+
+
+# Probe results, keyed by (baseline, scenario kind): None when it passed, else the reason.
+_probe_cache: dict[tuple, str | None] = {}
+
+
+def _scale(p: dict) -> float:
+    return float(p["scale"]) if "scale" in p else 1.0 / float(p["d"]) ** 0.5
+
+
+def _bhsd(t):
+    """[b, s, h, d] -> [b, h, s, d] as a view (no copy)."""
+    return t.transpose(1, 2)
+
+
+def _masked_reference(q, k, v, causal: bool, scale: float):
+    """fp32 attention with a bottom-right causal mask; small shapes only (probe)."""
+    import torch
+
+    qf, kf, vf = (_bhsd(t).float() for t in (q, k, v))
+    group = qf.shape[1] // kf.shape[1]
+    kf = kf.repeat_interleave(group, dim=1)
+    vf = vf.repeat_interleave(group, dim=1)
+    scores = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+    if causal:
+        s_q, s_k = qf.shape[2], kf.shape[2]
+        i = torch.arange(s_q, device=q.device)[:, None]
+        j = torch.arange(s_k, device=q.device)[None, :]
+        scores = scores.masked_fill(j > i + (s_k - s_q), float("-inf"))
+    probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return torch.matmul(probs, vf).transpose(1, 2)
+
+
+def _probe_shape(p: dict) -> tuple[int, int]:
+    """Small lengths of the same kind as the scenario: equal, or s_q < s_k; not tile multiples."""
+    if p["s_q"] == p["s_k"]:
+        return 203, 203
+    if p["s_q"] < p["s_k"]:
+        return 77, 203
+    return 203, 77
+
+
+def _verified(name: str, factory: Callable, inputs: dict, p: dict) -> Callable:
+    """Build the timed callable, after checking the library on a probe of the same kind."""
+    import torch
+
+    q = inputs["q"]
+    key = (name, q.dtype, p["h_q"], p["h_kv"], p["d"], bool(p["causal"]),
+           (p["s_q"] > p["s_k"]) - (p["s_q"] < p["s_k"]))
+    if key not in _probe_cache:
+        s_q, s_k = _probe_shape(p)
+        gen = torch.Generator(device=q.device).manual_seed(1234)
+        shape_q = (1, s_q, p["h_q"], p["d"])
+        shape_kv = (1, s_k, p["h_kv"], p["d"])
+        pq = torch.randn(shape_q, generator=gen, device=q.device).to(q.dtype)
+        pk = torch.randn(shape_kv, generator=gen, device=q.device).to(q.dtype)
+        pv = torch.randn(shape_kv, generator=gen, device=q.device).to(q.dtype)
+        probe_p = dict(p, b=1, s_q=s_q, s_k=s_k)
+        try:
+            out = factory({"q": pq, "k": pk, "v": pv}, probe_p)()
+            ref = _masked_reference(pq, pk, pv, bool(p["causal"]), _scale(p))
+            err = (out.float() - ref).abs().max().item()
+            # bf16/fp16 attention of N(0,1) inputs is off by ~1e-2 at most; a wrong mask is
+            # off by ~1e-1 or more.
+            mask = "causal" if p["causal"] else "no mask"
+            _probe_cache[key] = None if err < 5e-2 else (
+                f"wrong answer on a probe (s_q={s_q}, s_k={s_k}, {mask}): max error {err:.3g}")
+        except Unavailable as exc:
+            _probe_cache[key] = str(exc)
+        except Exception as exc:  # the library refused this shape: say what it said
+            _probe_cache[key] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+    reason = _probe_cache[key]
+    if reason is not None:
+        raise Unavailable(reason)
+    return factory(inputs, p)
+
+
+# ---- torch SDPA --------------------------------------------------------------------------
+
+def _sdpa(backend_name: str, inputs: dict, p: dict, lower_right_bias: bool) -> Callable:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if not torch.cuda.is_available():
+        raise Unavailable("no CUDA device")
+    backend = getattr(SDPBackend, backend_name)
+    q, k, v = (_bhsd(inputs[n]) for n in ("q", "k", "v"))
+    causal = bool(p["causal"])
+    kwargs = dict(scale=_scale(p), enable_gqa=p["h_q"] != p["h_kv"])
+    if causal and p["s_q"] != p["s_k"] and lower_right_bias:
+        from torch.nn.attention.bias import causal_lower_right
+
+        kwargs["attn_mask"] = causal_lower_right(p["s_q"], p["s_k"])
+    else:
+        kwargs["is_causal"] = causal
+
+    def call():
+        with sdpa_kernel([backend]):
+            return F.scaled_dot_product_attention(q, k, v, **kwargs)
+
+    return call
+
+
+def sdpa_cudnn(inputs: dict, p: dict) -> Callable:
+    # torch sends causal_lower_right with s_q != s_k straight to its flash (or efficient)
+    # kernel whatever backend is selected, which would time flash under cuDNN's name. So
+    # cuDNN gets plain is_causal, and the probe decides whether cuDNN aligns it bottom-right.
+    return _verified("sdpa_cudnn",
+                     lambda i, pp: _sdpa("CUDNN_ATTENTION", i, pp, lower_right_bias=False),
+                     inputs, p)
+
+
+def sdpa_flash(inputs: dict, p: dict) -> Callable:
+    return _verified("sdpa_flash",
+                     lambda i, pp: _sdpa("FLASH_ATTENTION", i, pp, lower_right_bias=True),
+                     inputs, p)
+
+
+# ---- FlashAttention packages (optional) ---------------------------------------------------
+
+def _import(module: str, what: str):
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:  # ImportError, or a binary built for another torch/CUDA
+        raise Unavailable(f"{what} not importable ({type(exc).__name__})") from None
+
+
+def _first(out):
+    """Some versions return (out, softmax_lse); we time the call and keep the output."""
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def _fa_call(fn, inputs: dict, p: dict) -> Callable:
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]
+    scale, causal = _scale(p), bool(p["causal"])
+    return lambda: _first(fn(q, k, v, softmax_scale=scale, causal=causal))
+
+
+def fa2(inputs: dict, p: dict) -> Callable:
+    mod = _import("flash_attn", "flash_attn (FA2)")
+    return _verified("fa2", lambda i, pp: _fa_call(mod.flash_attn_func, i, pp), inputs, p)
+
+
+def fa3(inputs: dict, p: dict) -> Callable:
+    mod = _import("flash_attn_interface", "flash_attn_interface (FA3)")
+    return _verified("fa3", lambda i, pp: _fa_call(mod.flash_attn_func, i, pp), inputs, p)
+
+
+def fa4(inputs: dict, p: dict) -> Callable:
+    mod = _import("flash_attn.cute", "flash_attn.cute (FA4)")
+    fn = getattr(mod, "flash_attn_func", None)
+    if fn is None:
+        fn = getattr(_import("flash_attn.cute.interface", "flash_attn.cute (FA4)"),
+                     "flash_attn_func")
+    return _verified("fa4", lambda i, pp: _fa_call(fn, i, pp), inputs, p)
+
+
+BASELINES: dict[str, Callable[[dict, dict], Callable]] = {
+    "sdpa_cudnn": sdpa_cudnn,
+    "sdpa_flash": sdpa_flash,
+    "fa2": fa2,
+    "fa3": fa3,
+    "fa4": fa4,
+}
+
+# Distribution names, for reporting which optional libraries are installed (ks doctor).
+_DISTRIBUTIONS = {"fa2": "flash-attn", "fa3": "flash-attn-3", "fa4": "flash-attn-cute"}
+_MODULES = {"fa2": "flash_attn", "fa3": "flash_attn_interface", "fa4": "flash_attn.cute"}
+
+
+def availability() -> dict[str, str]:
+    """Name -> one line: version or why it is missing. Imports torch; no GPU work."""
+    import torch
+
+    found: dict[str, str] = {}
+    cuda = torch.cuda.is_available()
+    cudnn = torch.backends.cudnn.version() if cuda else None
+    found["sdpa_cudnn"] = (f"torch {torch.__version__}, cuDNN {cudnn}" if cuda and cudnn
+                           else "no CUDA device" if not cuda else "torch built without cuDNN")
+    found["sdpa_flash"] = f"torch {torch.__version__}" if cuda else "no CUDA device"
+    for name, module in _MODULES.items():
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            found[name] = f"not importable ({type(exc).__name__})"
+            continue
+        try:
+            found[name] = importlib.metadata.version(_DISTRIBUTIONS[name])
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "importable"
+    return found

@@ -1,0 +1,103 @@
+"""Human-readable rendering of a result dict: the scenario table and one summary line.
+
+Standard library only; used by `ks check`/`ks bench` and reusable by the TUI and the agent's
+tool result.
+"""
+
+from __future__ import annotations
+
+
+def _num(x, fmt: str, missing: str = "-") -> str:
+    return missing if x is None else format(x, fmt)
+
+
+def _error_cell(s: dict) -> str:
+    e = s.get("error") or {}
+    if e.get("nonfinite"):
+        return f"{e['nonfinite']} NaN/Inf"
+    if e.get("max_abs") is None:
+        return "-" if s.get("ok") or not e else "see below"
+    return f"{e['max_abs']:.1e}/{e['bound']:.0e}"
+
+
+def _status_cell(s: dict) -> str:
+    return "ok" if s.get("ok") else "FAIL"
+
+
+def scenario_table(result: dict) -> str:
+    header = ["scenario", "status", "err/bound", "time ms", "TFLOP/s", "baseline", "base ms", "speedup"]
+    rows = []
+    for s in result.get("scenarios") or []:
+        base = s.get("baseline") or {}
+        rows.append([s["id"], _status_cell(s), _error_cell(s), _num(s.get("time_ms"), ".3f"),
+                     _num(s.get("tflops"), ".4f" if (s.get("tflops") or 0) < 1 else ".1f"),
+                     base.get("name", "-"), _num(base.get("time_ms"), ".3f"),
+                     _num(s.get("speedup"), ".2f") + ("x" if s.get("speedup") is not None else "")])
+    if not rows:
+        return ""
+    if result.get("mode") == "check":  # no timing columns in a check
+        header, rows = header[:3], [r[:3] for r in rows]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    right = {3, 4, 6, 7}
+
+    def fmt(r):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
+    lines = [fmt(header), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows)]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def failures(result: dict) -> list[str]:
+    out = []
+    for s in result.get("scenarios") or []:
+        if not s.get("ok") and s.get("error"):
+            out.append(f"  {s['id']}: {s['error'].get('what') or 'incorrect'}")
+    return out
+
+
+def compile_errors(result: dict) -> list[str]:
+    comp = result.get("compile") or {}
+    out = []
+    for e in comp.get("errors") or []:
+        where = e.get("file") or "?"
+        if e.get("line"):
+            where += f":{e['line']}" + (f":{e['column']}" if e.get("column") else "")
+        out.append(f"  {where}: {e.get('message')}")
+    return out
+
+
+def summary_line(result: dict) -> str:
+    t = result.get("timings") or {}
+    comp = result.get("compile") or {}
+    parts = [f"status {result.get('status')}", f"correct {result.get('correct') or '-'}"]
+    g = result.get("geomean_speedup")
+    if g is not None:
+        by = ", ".join(f"{n} {v:.2f}x" for n, v in (result.get("geomean_by_baseline") or {}).items() if v)
+        parts.append(f"geomean {g:.3f}x vs best baseline" + (f" ({by})" if by else ""))
+    split = [f"compile {t['compile_s']:.2f}s{' cached' if comp.get('cached') else ''}"] if "compile_s" in t else []
+    split += [f"{k[:-2]} {t[k]:.2f}s" for k in ("startup_s", "import_s", "check_s", "bench_s") if k in t]
+    wall = t.get("wall_s", t.get("total_s"))
+    if wall is not None:
+        parts.append(f"{wall:.1f}s" + (f" ({', '.join(split)})" if split else ""))
+    line = " | ".join(parts)
+    if result.get("message") and result.get("status") != "correct":
+        line += f"\n{result['message']}"
+    return line
+
+
+def render(result: dict) -> str:
+    blocks = []
+    table = scenario_table(result)
+    if table:
+        blocks.append(table)
+    errs = compile_errors(result) if result.get("status") == "compile_error" else []
+    if errs:
+        blocks.append("compile errors:\n" + "\n".join(errs[:20]))
+    fails = failures(result)
+    if fails:
+        blocks.append("failures:\n" + "\n".join(fails[:20]))
+    if result.get("status") in ("crashed", "timeout") and result.get("stderr_tail"):
+        tail = result["stderr_tail"].strip().splitlines()[-15:]
+        blocks.append("stderr (last lines):\n" + "\n".join("  " + ln for ln in tail))
+    blocks.append(summary_line(result))
+    return "\n\n".join(blocks)

@@ -1,0 +1,62 @@
+"""The result JSON: its skeleton, the summary fields, and the one-line message.
+
+Standard library only: the parent builds crash/timeout results with the same code the child
+uses for normal ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+SCHEMA = 1
+STATUSES = ("compile_error", "crashed", "timeout", "incorrect", "correct", "cancelled")
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def skeleton(task, source: Path, mode: str, quick: bool, seed: int | None) -> dict:
+    return {
+        "schema": SCHEMA, "task": task.name, "kernel_sha256": sha256_file(source),
+        "source": str(source), "mode": mode, "quick": quick, "seed": seed,
+        "device": None, "torch": None, "cuda": None, "threads": None,
+        "status": None, "message": "",
+        "compile": None, "scenarios": [], "correct": None,
+        "geomean_speedup": None, "geomean_by_baseline": {},
+        "stderr_tail": "", "timings": {},
+    }
+
+
+def geomean(values: list[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def summarize(result: dict, total: int | None = None) -> dict:
+    """Fill `correct`, `geomean_speedup` and `geomean_by_baseline` from the scenarios."""
+    scen = result["scenarios"]
+    total = len(scen) if total is None else total
+    result["correct"] = f"{sum(1 for s in scen if s.get('ok'))}/{total}"
+    result["geomean_speedup"] = geomean([s.get("speedup") for s in scen])
+    by_name: dict[str, list[float]] = {}
+    for s in scen:
+        t = s.get("time_ms")
+        for name, bt in (s.get("baselines") or {}).items():
+            if t and bt:
+                by_name.setdefault(name, []).append(bt / t)
+    result["geomean_by_baseline"] = {n: geomean(v) for n, v in sorted(by_name.items())}
+    return result
+
+
+def failure_message(result: dict) -> str:
+    bad = [s for s in result["scenarios"] if s.get("ok") is False]
+    if not bad:
+        return ""
+    first = bad[0]
+    what = (first.get("error") or {}).get("what") or "incorrect"
+    return f"{len(bad)}/{len(result['scenarios'])} scenarios incorrect; first {first['id']}: {what}"

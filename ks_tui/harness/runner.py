@@ -1,0 +1,330 @@
+"""The child process's work: compile, check every scenario, time, re-check, one result.
+
+Runs inside `python -m ks_tui.harness run ...`, never in the UI's process, so a kernel that
+segfaults or spins takes only this process down. Progress and partial results go to stderr
+as JSON lines so the parent can report what finished before a crash.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+from ks_tui.harness import build as build_mod
+from ks_tui.harness.reference_api import REQUIRED, Unavailable
+from ks_tui.harness.result import failure_message, skeleton, summarize
+
+
+class BadTaskInput(Exception):
+    """The task's own files (reference.py) are broken: bad input, not a kernel failure."""
+
+
+def emit(kind: str, payload) -> None:
+    sys.stderr.write(json.dumps({kind: payload}) + "\n")
+    sys.stderr.flush()
+
+
+def thread_count(task) -> int:
+    if task.timing.threads:
+        return task.timing.threads
+    env = os.environ.get("KS_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def load_reference(task):
+    spec = importlib.util.spec_from_file_location(f"ks_reference_{task.name}", task.reference)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise BadTaskInput(f"{task.reference}: cannot import: {type(e).__name__}: {e}") from None
+    missing = [n for n in REQUIRED if not callable(getattr(module, n, None))]
+    if missing:
+        raise BadTaskInput(f"{task.reference}: missing {', '.join(missing)} (see docs/task-format.md)")
+    return module
+
+
+def _draw_seed(seed: int, index: int, draw: int) -> int:
+    return (seed * 1_000_003 + index * 7919 + draw) % (1 << 62)
+
+
+class Runner:
+    def __init__(self, task, source: Path, mode: str, quick: bool, scenario_ids, seed: int | None,
+                 remeasure_baselines: bool):
+        self.task, self.source, self.mode = task, Path(source), mode
+        self.scenarios = task.select(quick=quick, ids=scenario_ids)
+        self.seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
+        self.remeasure = remeasure_baselines
+        self.result = skeleton(task, self.source, mode, quick, self.seed)
+        self.timings = self.result["timings"]
+
+    # ------------------------------------------------------------ phases
+
+    def run(self) -> dict:
+        t_all = time.monotonic()
+        try:
+            self._run()
+        finally:
+            self.timings["total_s"] = round(time.monotonic() - t_all, 4)
+        return self.result
+
+    def _run(self) -> None:
+        task, res = self.task, self.result
+        emit("progress", {"done": 0, "total": len(self.scenarios), "scenario": None, "phase": "compile"})
+        t0 = time.monotonic()
+        record, lib_path = build_mod.build(
+            self.source, language=task.language, compiler=task.build.compiler, flags=task.build.flags,
+            arch=task.build.arch, shown_name=task.kernel.name, timeout=task.timeout_s)
+        self.timings["compile_s"] = round(time.monotonic() - t0, 4)
+        res["compile"] = record
+        emit("partial", {"compile": record})
+        if lib_path is None:
+            e = record["errors"][0] if record["errors"] else {}
+            where = f"{e.get('file')}:{e['line']}: " if e.get("line") else ""
+            res["status"], res["message"] = "compile_error", f"{where}{e.get('message', 'compile failed')}"
+            return
+
+        t0 = time.monotonic()
+        threads = thread_count(task)
+        if task.device == "cpu":
+            # Same thread count for the kernel's OpenMP and torch's baseline; set before either loads.
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+        import torch
+
+        self.torch = torch
+        if task.device == "cpu":
+            torch.set_num_threads(threads)
+            res["threads"] = threads
+        ref = load_reference(task)
+        self._describe_device()
+        self.timings["import_s"] = round(time.monotonic() - t0, 4)
+
+        try:
+            lib = ctypes.CDLL(str(lib_path))
+            fn = getattr(lib, task.entry)
+        except (OSError, AttributeError) as e:
+            res["status"], res["message"] = "compile_error", f"cannot load {task.entry} from the library: {e}"
+            return
+
+        stream = torch.cuda.Stream() if task.device == "cuda" else None
+        self.stream_ptr = stream.cuda_stream if stream is not None else 0
+        ctx = torch.cuda.stream(stream) if stream is not None else _Null()
+        with ctx:
+            self._check_all(ref, fn)
+            if all(s["ok"] for s in res["scenarios"]) and self.mode == "bench":
+                self._bench_all(ref, fn, stream)
+        summarize(res)
+        res["status"] = "correct" if all(s["ok"] for s in res["scenarios"]) else "incorrect"
+        res["message"] = failure_message(res)
+
+    def _describe_device(self) -> None:
+        torch, res = self.torch, self.result
+        res["torch"] = torch.__version__
+        res["cuda"] = torch.version.cuda
+        if self.task.device == "cuda":
+            if not torch.cuda.is_available():
+                raise BadTaskInput("this task needs a CUDA device and none is visible")
+            res["device"] = torch.cuda.get_device_name()
+        else:
+            res["device"] = _cpu_name()
+
+    def _sync(self) -> None:
+        if self.task.device == "cuda":
+            self.torch.cuda.synchronize()
+
+    # ------------------------------------------------------------ correctness
+
+    def _new_inputs(self, ref, p, index: int, draw: int) -> dict:
+        gen = self.torch.Generator(device=self.task.device)
+        gen.manual_seed(_draw_seed(self.seed, index, draw))
+        return ref.make_inputs(p, gen, self.task.device)
+
+    def _call_and_judge(self, ref, fn, inputs: dict, out, p: dict) -> dict:
+        """Poison the output, call once, and judge; inputs must come back untouched."""
+        torch = self.torch
+        before = {k: v.clone() for k, v in inputs.items()}
+        out.fill_(float("nan"))
+        self._sync()
+        rc = ref.call_kernel(fn, inputs, out, p, self.stream_ptr)
+        self._sync()
+        if rc != 0:
+            return {"ok": False, "max_abs": None, "bound": None, "where": "",
+                    "what": f"kernel returned {rc} (unsupported shape?)"}
+        for name, t in inputs.items():
+            if not torch.equal(t, before[name]):
+                return {"ok": False, "max_abs": None, "bound": None, "where": name,
+                        "what": f"kernel wrote into its input {name!r}"}
+        from ks_tui.harness.correctness import judge
+
+        return judge(out, ref, inputs, p, self.task.tolerance)
+
+    def _check_one(self, ref, fn, index: int, sc) -> dict:
+        p = sc.params
+        entry = {"id": sc.id, "shape": _shape(ref, p), "ok": False, "error": None, "draws": 0,
+                 "time_ms": None, "tflops": None, "baseline": None, "baselines": {},
+                 "skipped_baselines": {}, "speedup": None}
+        inputs = self._new_inputs(ref, p, index, 0)
+        out = ref.make_output(p, inputs)
+        worst = None
+        for draw in range(self.task.timing.draws):
+            if draw:
+                # Later draws refill the SAME buffers: a kernel caching results by pointer fails.
+                for k, v in self._new_inputs(ref, p, index, draw).items():
+                    inputs[k].copy_(v)
+            verdict = self._call_and_judge(ref, fn, inputs, out, p)
+            verdict["draw"] = draw
+            entry["draws"] = draw + 1
+            if not verdict["ok"]:
+                worst = verdict
+                break
+            if worst is None or (verdict["max_abs"] or 0) > (worst["max_abs"] or 0):
+                worst = verdict
+        entry["ok"], entry["error"] = worst["ok"], worst
+        return entry
+
+    def _check_all(self, ref, fn) -> None:
+        t0 = time.monotonic()
+        n = len(self.scenarios)
+        for i, sc in enumerate(self.scenarios):
+            emit("progress", {"done": i, "total": n, "scenario": sc.id, "phase": "check"})
+            entry = self._check_one(ref, fn, i, sc)
+            self.result["scenarios"].append(entry)
+            emit("partial", {"scenario": entry})
+        emit("progress", {"done": n, "total": n, "scenario": None, "phase": "check"})
+        self.timings["check_s"] = round(time.monotonic() - t0, 4)
+
+    # ------------------------------------------------------------ timing
+
+    def _bench_all(self, ref, fn, stream) -> None:
+        from ks_tui.harness.baseline_cache import BaselineCache
+        from ks_tui.harness.timing import GpuTimer, time_cpu
+
+        torch, task = self.torch, self.task
+        t0 = time.monotonic()
+        gpu = GpuTimer(torch, stream) if task.device == "cuda" else None
+        use_cache = task.device == "cuda"
+        cache = BaselineCache(build_mod.cache_root(), _environment(torch, self.result)) if use_cache else None
+        factories = getattr(ref, "BASELINES", {}) or {}
+        n = len(self.scenarios)
+        for i, (sc, entry) in enumerate(zip(self.scenarios, self.result["scenarios"])):
+            emit("progress", {"done": i, "total": n, "scenario": sc.id, "phase": "bench"})
+            p = sc.params
+            sets = self._input_sets(ref, p, i, gpu)
+
+            def timer(calls):
+                return gpu.time(calls, task.timing) if gpu else time_cpu(calls, task.timing)
+
+            kernel_calls = [(lambda s=s: ref.call_kernel(fn, s[0], s[1], p, self.stream_ptr)) for s in sets]
+            kt = timer(kernel_calls)
+            entry["time_ms"] = kt["median_ms"]
+            entry["timing"] = kt
+            entry["tflops"] = task.flops_of(sc) / (kt["median_ms"] * 1e-3) / 1e12
+            for name in task.baselines:
+                if name not in factories:
+                    entry["skipped_baselines"][name] = "not provided by the task's reference.py"
+                    continue
+                cached = None if (self.remeasure or not use_cache) else cache.get(name, p)
+                if cached:
+                    entry["baselines"][name] = cached["median_ms"]
+                    entry.setdefault("cached_baselines", []).append(name)
+                    continue
+                try:
+                    calls = [factories[name](s[0], p) for s in sets]
+                    bt = timer(calls)
+                except Unavailable as e:
+                    entry["skipped_baselines"][name] = str(e) or "unavailable"
+                    continue
+                except Exception as e:  # a library failing must not fail the kernel
+                    entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
+                    self._sync_quietly()
+                    continue
+                entry["baselines"][name] = bt["median_ms"]
+                if cache is not None:
+                    cache.put(name, p, bt)
+            if entry["baselines"]:
+                best = min(entry["baselines"], key=entry["baselines"].get)
+                entry["baseline"] = {"name": best, "time_ms": entry["baselines"][best]}
+                entry["speedup"] = entry["baselines"][best] / entry["time_ms"]
+            # Re-check after timing: fresh data in the same buffers the timed calls used.
+            inputs, out = sets[0]
+            for k, v in self._new_inputs(ref, p, i, 1000).items():
+                inputs[k].copy_(v)
+            verdict = self._call_and_judge(ref, fn, inputs, out, p)
+            verdict["draw"] = "after-timing"
+            if not verdict["ok"]:
+                verdict["what"] = "re-check after timing failed: " + verdict["what"]
+                entry["ok"], entry["error"] = False, verdict
+            emit("partial", {"scenario": entry})
+        emit("progress", {"done": n, "total": n, "scenario": None, "phase": "bench"})
+        if use_cache:
+            cache.save()
+        self.timings["bench_s"] = round(time.monotonic() - t0, 4)
+
+    def _input_sets(self, ref, p, index: int, gpu) -> list[tuple]:
+        inputs, out = self._fresh_set(ref, p, index, 500)
+        sets = [(inputs, out)]
+        if gpu is not None:
+            nbytes = sum(t.numel() * t.element_size() for t in inputs.values()) + out.numel() * out.element_size()
+            for extra in range(1, gpu.rotation_sets(nbytes)):
+                sets.append(self._fresh_set(ref, p, index, 500 + extra))
+        return sets
+
+    def _fresh_set(self, ref, p, index: int, draw: int) -> tuple:
+        inputs = self._new_inputs(ref, p, index, draw)
+        return inputs, ref.make_output(p, inputs)
+
+    def _sync_quietly(self) -> None:
+        try:
+            self._sync()
+        except Exception:
+            pass
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _shape(ref, p: dict) -> dict:
+    shape_of = getattr(ref, "shape_of", None)
+    return shape_of(p) if callable(shape_of) else dict(p)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _environment(torch, result: dict) -> dict:
+    env = {"device": result["device"], "torch": torch.__version__, "cuda": torch.version.cuda,
+           "threads": result.get("threads")}
+    try:
+        env["cudnn"] = torch.backends.cudnn.version() if torch.cuda.is_available() else None
+    except Exception:
+        env["cudnn"] = None
+    for mod in ("flash_attn", "flash_attn_interface"):
+        try:
+            env[mod] = __import__(mod).__version__
+        except Exception:
+            env[mod] = None
+    return env

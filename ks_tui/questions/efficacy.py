@@ -1,0 +1,218 @@
+"""Which questions paid off: an append-only record per workspace, and statistics over it.
+
+For every question asked we write an `asked` record with the best correct speedup so far;
+once the next K attempts exist (or the session ends) an `outcome` record with the best
+after them. The file lives at <workspace>/sessions/question_efficacy.jsonl (git-ignored,
+shared by all sessions); each record is one line written under an exclusive lock, so
+several sessions can append at once, and a torn line is skipped rather than fatal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import statistics
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ks_tui.questions.bank import Question
+from ks_tui.questions.history import AttemptView, best_speedup
+
+EFFICACY_FILE = "question_efficacy.jsonl"
+
+
+@dataclass
+class Tally:
+    """What followed the asks of one question (or of one category)."""
+
+    asked: int = 0
+    settled: int = 0       # asks whose K attempts have been seen
+    new_best: int = 0      # settled asks after which the best speedup rose
+    gains: list[float] = field(default_factory=list)  # best_after / best_before - 1, when both exist
+    text: str = ""
+    category: str = ""
+
+    @property
+    def median_gain(self) -> float | None:
+        return statistics.median(self.gains) if self.gains else None
+
+    @property
+    def new_best_rate(self) -> float | None:
+        return self.new_best / self.settled if self.settled else None
+
+    def expected_rate(self, prior_rate: float, prior_weight: float) -> float:
+        """New-best rate shrunk toward a prior, so an unseen question still ranks."""
+        return (self.new_best + prior_rate * prior_weight) / (self.settled + prior_weight)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "asked": self.asked, "settled": self.settled,
+                "new_best": self.new_best, "new_best_rate": self.new_best_rate,
+                "median_gain": self.median_gain, "text": self.text}
+
+
+@dataclass
+class EfficacyStats:
+    questions: dict[str, Tally] = field(default_factory=dict)
+    categories: dict[str, Tally] = field(default_factory=dict)
+    skipped_lines: int = 0
+
+    def tally(self, question_id: str) -> Tally:
+        return self.questions.get(question_id) or Tally()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"questions": {k: v.to_dict() for k, v in sorted(self.questions.items())},
+                "categories": {k: {**v.to_dict(), "text": None} for k, v in sorted(self.categories.items())},
+                "skipped_lines": self.skipped_lines}
+
+
+def outcome_is_new_best(before: float | None, after: float | None, noise: float = 0.0) -> bool:
+    if after is None:
+        return False
+    return before is None or after > before * (1 + noise)
+
+
+def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped: int = 0) -> EfficacyStats:
+    """Statistics from asked/outcome records; the first outcome of an ask counts."""
+    asks: dict[str, dict] = {}
+    outcomes: dict[str, dict] = {}
+    for r in records:
+        if r.get("kind") == "asked" and r.get("ask"):
+            asks.setdefault(r["ask"], r)
+        elif r.get("kind") == "outcome" and r.get("ask"):
+            outcomes.setdefault(r["ask"], r)
+    stats = EfficacyStats(skipped_lines=skipped)
+    for ask_id, a in asks.items():
+        qid, cat = str(a.get("question")), str(a.get("category") or "")
+        per_q = stats.questions.setdefault(qid, Tally(text=a.get("text") or "", category=cat))
+        per_c = stats.categories.setdefault(cat, Tally(category=cat))
+        for t in (per_q, per_c):
+            t.asked += 1
+        o = outcomes.get(ask_id)
+        if o is None:
+            continue
+        before, after = o.get("best_before"), o.get("best_after")
+        for t in (per_q, per_c):
+            t.settled += 1
+            t.new_best += outcome_is_new_best(before, after, noise)
+            if before and after is not None:
+                t.gains.append(after / before - 1)
+    return stats
+
+
+class EfficacyStore:
+    def __init__(self, workspace: Path | str, k: int = 3):
+        self.path = Path(workspace) / "sessions" / EFFICACY_FILE
+        self.k = k
+
+    @contextmanager
+    def _locked(self) -> Iterator[int]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
+        finally:
+            os.close(fd)  # closing drops the lock
+
+    def _read_unlocked(self) -> tuple[list[dict[str, Any]], int]:
+        records, skipped = [], 0
+        try:
+            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
+            return [], 0
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                skipped += 1
+                continue
+            if isinstance(r, dict):
+                records.append(r)
+            else:
+                skipped += 1
+        return records, skipped
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with self._locked():
+            return self._read_unlocked()[0]
+
+    @staticmethod
+    def _append(fd: int, record: dict[str, Any]) -> None:
+        os.write(fd, (json.dumps(record, sort_keys=True) + "\n").encode())
+
+    def record_asked(self, session: str, question: Question, *, point: str | None,
+                     history: Sequence[AttemptView], chosen_by: str = "bank") -> str:
+        """Note that `question` was asked now; returns the ask id its outcome will carry."""
+        ask_id = f"{session}:{uuid.uuid4().hex[:12]}"
+        record = {"kind": "asked", "ask": ask_id, "time": _now(), "session": session,
+                  "question": question.id, "category": question.category, "text": question.text,
+                  "point": point, "chosen_by": chosen_by,
+                  "after_attempt": history[-1].number if history else 0,
+                  "best_before": best_speedup(history)}
+        with self._locked() as fd:
+            self._append(fd, record)
+        return ask_id
+
+    def record_outcome(self, ask_id: str, *, best_after: float | None, attempts: int) -> None:
+        """The best correct speedup seen once `attempts` attempts followed the ask."""
+        with self._locked() as fd:
+            records, _ = self._read_unlocked()
+            asked = next((r for r in records if r.get("kind") == "asked" and r.get("ask") == ask_id), None)
+            if asked is None:
+                raise KeyError(f"no question was asked with id {ask_id!r}")
+            if any(r.get("kind") == "outcome" and r.get("ask") == ask_id for r in records):
+                return
+            self._append(fd, self._outcome(asked, best_after, attempts))
+
+    @staticmethod
+    def _outcome(asked: dict, best_after: float | None, attempts: int) -> dict[str, Any]:
+        return {"kind": "outcome", "ask": asked["ask"], "time": _now(), "session": asked.get("session"),
+                "question": asked.get("question"), "category": asked.get("category"),
+                "best_before": asked.get("best_before"), "best_after": best_after, "attempts": attempts}
+
+    def settle(self, session: str, history: Sequence[AttemptView], *, final: bool = False) -> int:
+        """Write outcomes for this session's asks that have K attempts after them.
+
+        With `final` (the session is over) an ask with fewer but at least one attempt after
+        it settles too; one with none stays pending. Returns how many outcomes were written.
+        """
+        written = 0
+        with self._locked() as fd:
+            records, _ = self._read_unlocked()
+            done = {r.get("ask") for r in records if r.get("kind") == "outcome"}
+            for a in records:
+                if a.get("kind") != "asked" or a.get("session") != session or a.get("ask") in done:
+                    continue
+                start = int(a.get("after_attempt") or 0)
+                after = sorted((h for h in history if h.number > start), key=lambda h: h.number)[: self.k]
+                if len(after) < self.k and not (final and after):
+                    continue
+                best_after = best_speedup(history, upto=after[-1].number)
+                self._append(fd, self._outcome(a, best_after, len(after)))
+                written += 1
+        return written
+
+    def asked_ids(self, session: str) -> list[str]:
+        """Question ids asked in a session, oldest first."""
+        return [str(r["question"]) for r in self.records()
+                if r.get("kind") == "asked" and r.get("session") == session]
+
+    def stats(self, noise: float = 0.0) -> EfficacyStats:
+        if not self.path.exists():
+            return EfficacyStats()
+        with self._locked():
+            records, skipped = self._read_unlocked()
+        return compute_stats(records, noise=noise, skipped=skipped)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

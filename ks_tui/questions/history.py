@@ -1,0 +1,90 @@
+"""A plain view of one attempt: what the decision points and efficacy need, nothing more.
+
+Built from `Attempt.to_dict()` (ks_tui.attempts) and, when at hand, that attempt's harness
+result, so this package never imports git or the harness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ks_tui.questions.vocab import FAILURE_STATUSES, UNMEASURED_STATUSES
+
+
+@dataclass(frozen=True)
+class AttemptView:
+    number: int
+    status: str                      # harness status: correct, incorrect, compile_error, ...
+    speedup: float | None = None     # geomean vs the best baseline; None when not timed
+    correct: str = ""                # "n/total" as in the KS-Correct trailer
+    max_tflops: float | None = None  # highest TFLOP/s over the scenarios of this run
+    device: str = ""                 # device name from the harness result
+    kernel_sha256: str = ""          # lets repeated runs of one kernel measure the noise
+    question: str | None = None      # id of the question that preceded the attempt
+    author: str = "agent"
+    rollback_of: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "correct"
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILURE_STATUSES
+
+    @property
+    def measured(self) -> bool:
+        return self.status not in UNMEASURED_STATUSES
+
+    @property
+    def timed_speedup(self) -> float | None:
+        """The speedup when it counts: only a correct, timed run has one worth comparing."""
+        return self.speedup if self.passed and self.speedup is not None else None
+
+
+def max_tflops_of(result: dict[str, Any] | None) -> float | None:
+    values = [s.get("tflops") for s in (result or {}).get("scenarios") or []]
+    values = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return max(values) if values else None
+
+
+def _float_or_none(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -> AttemptView:
+    """An AttemptView from `Attempt.to_dict()`, plus its harness result JSON if given.
+
+    `max_tflops`, `device` and `kernel_sha256` come from the dict when present (a caller may
+    have added them), else from the result.
+    """
+    result = result or {}
+    max_tflops = _float_or_none(d.get("max_tflops"))
+    if max_tflops is None:
+        max_tflops = max_tflops_of(result)
+    rollback_of = d.get("rollback_of")
+    return AttemptView(
+        number=int(d["number"]),
+        status=str(d.get("status") or result.get("status") or ""),
+        speedup=_float_or_none(d.get("speedup", result.get("geomean_speedup"))),
+        correct=str(d.get("correct") or result.get("correct") or ""),
+        max_tflops=max_tflops,
+        device=str(d.get("device") or result.get("device") or ""),
+        kernel_sha256=str(d.get("kernel_sha256") or result.get("kernel_sha256") or ""),
+        question=d.get("question") or None,
+        author=str(d.get("author") or "agent"),
+        rollback_of=int(rollback_of) if rollback_of is not None else None,
+    )
+
+
+def best_speedup(history: Iterable[AttemptView], upto: int | None = None) -> float | None:
+    """Best correct speedup among attempts numbered <= upto (all when upto is None)."""
+    values = [a.timed_speedup for a in history
+              if a.timed_speedup is not None and (upto is None or a.number <= upto)]
+    return max(values) if values else None

@@ -1,0 +1,122 @@
+"""Decision points: moments in a session when a question is worth asking.
+
+`detect` looks at the attempts so far (oldest first) and the event that just happened:
+"attempt" (or None) after an attempt was recorded, "session_start", or "agent_stop".
+History-based points are only evaluated after an attempt, so a history is judged once.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Sequence
+
+from ks_tui.questions.config import DecisionConfig
+from ks_tui.questions.history import AttemptView
+from ks_tui.questions.vocab import POINTS
+
+EVENTS = (None, "attempt", "session_start", "agent_stop")
+
+
+@dataclass(frozen=True)
+class DecisionPoint:
+    point: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"point": self.point, "reason": self.reason}
+
+
+def measured_noise(history: Sequence[AttemptView]) -> float:
+    """Relative spread of speedups measured more than once for the same kernel source.
+
+    A rollback or a re-run of an unchanged kernel is a free repeat measurement; the largest
+    (max - min) / median over such groups is the noise the session has actually seen.
+    """
+    groups: dict[str, list[float]] = {}
+    for a in history:
+        if a.kernel_sha256 and a.timed_speedup is not None:
+            groups.setdefault(a.kernel_sha256, []).append(a.timed_speedup)
+    spreads = [(max(v) - min(v)) / statistics.median(v)
+               for v in groups.values() if len(v) > 1 and statistics.median(v) > 0]
+    return max(spreads, default=0.0)
+
+
+def effective_noise(history: Sequence[AttemptView], config: DecisionConfig) -> float:
+    return max(config.noise, measured_noise(history))
+
+
+def attempts_since_gain(history: Sequence[AttemptView], noise: float) -> int | None:
+    """Attempts after the last real gain; None before the first correct timed attempt.
+
+    A gain is a correct attempt whose speedup beats the best so far by more than `noise`
+    (relative). A rise inside the noise is not a gain and does not move the best.
+    """
+    best: float | None = None
+    since: int | None = None
+    for a in history:
+        if not a.measured:
+            continue
+        s = a.timed_speedup
+        if s is not None and (best is None or s > best * (1 + noise)):
+            best, since = s, 0
+        elif since is not None:
+            since += 1
+    return since
+
+
+def failure_streak(history: Sequence[AttemptView]) -> int:
+    """Failed attempts in a row at the end of the history (unmeasured ones are skipped)."""
+    n = 0
+    for a in reversed(history):
+        if a.failed:
+            n += 1
+        elif not a.measured:
+            continue
+        else:
+            break
+    return n
+
+
+def _suspicious(history: Sequence[AttemptView], config: DecisionConfig) -> str | None:
+    last = history[-1]
+    if not last.passed:
+        return None
+    peak = config.peak_for(last.device)
+    if peak is not None and last.max_tflops is not None and last.max_tflops > peak:
+        return (f"attempt {last.number} reports {last.max_tflops:.0f} TFLOP/s, above the "
+                f"{peak:.0f} TFLOP/s peak of {last.device}")
+    previous = [a.timed_speedup for a in history[:-1] if a.timed_speedup is not None]
+    if last.timed_speedup is not None and previous and max(previous) > 0:
+        jump = last.timed_speedup / max(previous)
+        if jump > config.suspicious_factor:
+            return (f"attempt {last.number} is {jump:.2f}x the previous best "
+                    f"({last.timed_speedup:.3f} vs {max(previous):.3f}), more than "
+                    f"{config.suspicious_factor:g}x")
+    return None
+
+
+def detect(history: Sequence[AttemptView], event: str | None, config: DecisionConfig) -> list[DecisionPoint]:
+    """The decision points that fire now, most urgent first (the order of vocab.POINTS)."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown event {event!r} (expected one of: {', '.join(map(str, EVENTS))})")
+    found: dict[str, str] = {}
+    if event == "session_start":
+        found["session_start"] = "the session starts"
+    elif event == "agent_stop":
+        found["agent_stop"] = "the agent ended its turn"
+    elif history:
+        last = history[-1]
+        reason = _suspicious(history, config)
+        if reason:
+            found["suspicious_gain"] = reason
+        streak = failure_streak(history)
+        if streak and streak % config.failure_n == 0:
+            found["failure_streak"] = f"{streak} failed attempts in a row (latest: {last.status})"
+        noise = effective_noise(history, config)
+        since = attempts_since_gain(history, noise)
+        if since and since % config.plateau_n == 0:
+            found["plateau"] = (f"no gain above the {noise:.1%} noise in the last {since} attempts")
+        if last.number % config.every_n == 0:
+            found["every_n_steps"] = f"attempt {last.number} (every {config.every_n})"
+    return [DecisionPoint(p, found[p]) for p in POINTS if p in found]

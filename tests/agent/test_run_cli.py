@@ -1,0 +1,94 @@
+"""`ks run --headless` and `ks report` as real child processes against the scripted server,
+including a session killed with SIGKILL and resumed from its trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from ks_tui.session import Trace
+from tests.support.fake_messages_api import hang, reply, text, tool_use
+
+OLD = "std::vector<float> acc(d);"
+
+
+def ks(ws, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ks_tui", "--workspace", str(ws), *args],
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def only_session(ws) -> str:
+    [sid] = [p.name for p in (ws / "sessions").iterdir() if p.is_dir()]
+    return sid
+
+
+def test_killed_session_resumes_with_the_same_conversation(workspace, api_env):
+    api = api_env([reply(text("Reading."), tool_use("read_file", {"path": "kernel.cpp"})),
+                   reply(tool_use("edit_file", {"path": "kernel.cpp", "old_string": OLD,
+                                                "new_string": OLD + "  // row"})),
+                   hang()])  # the third request never gets an answer: the process is killed meanwhile
+    child = subprocess.Popen([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "run", "attention_cpu",
+                              "--headless", "--autonomous", "--max-turns", "10"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert api.wait_for_requests(3, timeout=90), child.stderr.read() if child.poll() is not None else "no request"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    before_kill = api.requests[2]
+    sid = only_session(workspace)
+
+    api2 = api_env([reply(text("Carrying on."))])
+    out = ks(workspace, "run", "--resume", sid, "--headless", "--autonomous", "--max-turns", "1")
+    assert out.returncode == 0, out.stderr
+    resumed = api2.requests[0]
+    for key in ("system", "tools", "messages", "model", "max_tokens"):
+        assert resumed[key] == before_kill[key], key
+    assert "Carrying on." in out.stdout and "session ended: max turns reached (1)" in out.stdout
+    kinds = [r["kind"] for r in Trace.read(workspace / "sessions" / sid / "trace.jsonl")]
+    assert kinds.count("session_end") == 1 and kinds.count("assistant_message") == 3
+
+    report = ks(workspace, "report", sid, "--json")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    assert data["model_turns"] == 3 and data["session"]["id"] == sid
+    assert [q["id"] for q in data["questions"]] == ["start-where"]
+
+
+def test_missing_api_key_says_what_to_set(workspace, api_env, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous")
+    assert out.returncode == 2
+    assert "ANTHROPIC_API_KEY" in out.stderr and "Traceback" not in out.stderr
+    assert not (workspace / "sessions").exists()  # nothing was started
+
+
+def test_invalid_key_and_unknown_model_give_one_clear_line(workspace, api_env, monkeypatch):
+    api_env([reply(text("never"))], api_key="sk-the-right-one", models={"claude-opus-4-6"})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-wrong")
+    out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "1")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1] == "ks: error: the API key was rejected (401): check ANTHROPIC_API_KEY"
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-the-right-one")
+    out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--model", "claude-nope")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "unknown model 'claude-nope' (404)" in out.stderr.strip().splitlines()[-1]
+
+
+def test_bad_arguments_are_exit_2(workspace, api_env):
+    assert ks(workspace, "run", "attention_cpu", "--autonomous").returncode == 2  # no --headless
+    out = ks(workspace, "run", "attention_cpu", "--headless", "--max-turns", "0")
+    assert out.returncode == 2 and "--max-turns" in out.stderr
+    out = ks(workspace, "run", "--resume", "20990101-000000-abcd", "--headless")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    bad = workspace / ".ks" / "config.toml"
+    bad.parent.mkdir()
+    bad.write_text("model = \n")
+    out = ks(workspace, "run", "attention_cpu", "--headless")
+    assert out.returncode == 2 and "config.toml:1" in out.stderr
+    os.unlink(bad)

@@ -1,0 +1,167 @@
+"""End to end, in process: a Session drives the real SDK against the scripted server, the
+real harness (g++) on attention_cpu, and real git commits in a tmp workspace."""
+
+from __future__ import annotations
+
+import json
+
+from ks_tui import events as ev
+from ks_tui.agent.tools import TOOL_NAMES
+from ks_tui.config import load_config
+from ks_tui.engine import Session
+from ks_tui.session import Trace
+from tests.agent.conftest import git
+from tests.support.fake_messages_api import overloaded, reply, stream_error, text, tool_use
+
+OLD = "std::vector<float> acc(d);"
+NEW = "std::vector<float> acc(d);  // one output row"
+
+
+def start(ws, max_turns: int, **kw) -> tuple[Session, list[ev.Event]]:
+    cfg = load_config(ws).with_overrides(max_turns=max_turns)
+    kw.setdefault("autonomous", True)
+    kw.setdefault("human_present", False)
+    session = Session.create(ws, "attention_cpu", cfg, **kw)
+    seen: list[ev.Event] = []
+    session.subscribe(seen.append)
+    return session, seen
+
+
+def trailers(ws, branch: str) -> list[dict[str, str]]:
+    out = git(ws, "log", "--format=%H%x00%(trailers:only,unfold)%x01", branch)
+    commits = []
+    for chunk in out.split("\x01"):
+        if "\x00" not in chunk:
+            continue
+        sha, body = chunk.strip().split("\x00")
+        fields = dict(line.split(": ", 1) for line in body.strip().splitlines() if ": " in line)
+        if fields:
+            commits.append({"sha": sha, **fields})
+    return commits
+
+
+def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max_turns(workspace, api_env):
+    def edit_what_was_read(body):
+        # The model "saw" the kernel in the tool_result it was sent.
+        result = body["messages"][-1]["content"][0]
+        assert result["type"] == "tool_result" and OLD in result["content"]
+        return reply(text("Adding a comment."), tool_use("edit_file", {"path": "kernel.cpp", "old_string": OLD,
+                                                                        "new_string": NEW}))
+
+    api = api_env([reply(text("Reading the kernel."), tool_use("read_file", {"path": "kernel.cpp"})),
+                   edit_what_was_read,
+                   reply(tool_use("run_harness", {"mode": "bench", "quick": True})),
+                   reply(text("That is all I can do.")),
+                   reply(text("Noted."))])
+    session, seen = start(workspace, max_turns=5)
+    end = session.run_forever()
+
+    assert end.reason == "max turns reached (5)"
+    assert end.turns == 5 and end.attempts == 1 and end.tokens > 0 and end.cost_usd > 0
+    assert len(api.requests) == 5 and not api.rejected
+
+    # The request carries cached tools and system prompt; tool names as DESIGN.md fixes them.
+    first = api.requests[0]
+    assert [t["name"] for t in first["tools"]] == [n for n in TOOL_NAMES if n != "bash"]
+    assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert first["system"][0]["cache_control"] == {"type": "ephemeral"} and "attention_cpu" in first["system"][0]["text"]
+    opening = [b["text"] for b in first["messages"][0]["content"]]
+    assert "Where does the time go in this kernel today?" in opening[-1]  # the session_start question
+
+    # The assistant's content goes back unchanged, answered by tool_result blocks.
+    second = api.requests[1]["messages"]
+    assert second[1] == {"role": "assistant", "content": session.conv.messages[1]["content"]}
+    assert second[2]["content"][0]["tool_use_id"] == second[1]["content"][1]["id"]
+
+    # One commit, touching only the kernel, with the trailers of DESIGN.md.
+    [commit] = trailers(workspace, session.info.branch + "~0")[:1]
+    assert commit["KS-Session"] == session.id and commit["KS-Attempt"] == "1"
+    assert commit["KS-Status"] == "correct" and commit["KS-Correct"] == "4/4"
+    assert commit["KS-Author"] == "agent" and commit["KS-Question"] == "start-where"
+    assert float(commit["KS-Speedup"]) > 0 and commit["KS-Baseline"]
+    touched = git(workspace, "show", "--name-only", "--format=", commit["sha"]).split()
+    assert touched == ["kernels/attention_cpu/kernel.cpp"]
+    assert NEW in session.files.kernel.read_text()
+
+    # The harness summary reached the model.
+    harness_result = api.requests[3]["messages"][-1]["content"][0]["content"]
+    assert "status: correct, correct 4/4" in harness_result and "recorded as attempt 1" in harness_result
+
+    # agent_stop: the bank's question is the next user message.
+    assert api.requests[4]["messages"][-1]["content"][-1]["text"].endswith(
+        "Which layer of the system have you not touched yet?")
+    asked = [e for e in seen if isinstance(e, ev.QuestionAsked)]
+    assert [(q.question_id, q.chosen_by) for q in asked] == [("start-where", "bank"), ("stop-layer", "bank")]
+
+    # The trace holds every event that is not screen-only, in order, and nothing else of ours.
+    trace = [{"kind": r["kind"], **r["payload"]} for r in Trace.read(session.trace_path)
+             if r["kind"] != "session_created"]
+    expected = [e.to_dict() for e in seen if e.kind not in ev.EPHEMERAL_KINDS]
+    assert json.loads(json.dumps(trace)) == json.loads(json.dumps(expected))
+    assert {e["kind"] for e in trace} >= {"user_message", "assistant_message", "tool_call", "tool_result", "attempt",
+                                          "decision_point", "question", "usage", "turn_end", "session_end"}
+
+
+def test_overload_and_a_broken_stream_still_end_in_a_complete_session(workspace, api_env):
+    api = api_env([overloaded(),  # retried by the SDK
+                   reply(text("Looking."), tool_use("list_attempts", {})),
+                   stream_error(text("I will now half-"), tool_use("read_file", {"path": "kernel.cpp"})),
+                   reply(text("Done."))])
+    session, seen = start(workspace, max_turns=2)
+    end = session.run_forever()
+
+    assert end.reason == "max turns reached (2)"
+    assert len(api.requests) == 4
+    assert api.requests[0]["messages"] == api.requests[1]["messages"]  # the 529, sent again
+    assert api.requests[2]["messages"] == api.requests[3]["messages"]  # the broken turn, sent again
+    retry = [e for e in seen if isinstance(e, ev.ErrorEvent)]
+    assert len(retry) == 1 and retry[0].recoverable and "overloaded" in retry[0].message
+    # Nothing of the broken stream entered the conversation.
+    assert "half-" not in json.dumps(session.conv.messages)
+    assert session.conv.messages[-1]["content"] == [{"type": "text", "text": "Done."}]
+
+
+def test_paths_outside_the_task_folder_and_task_files_are_refused(workspace, api_env, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the agent")
+    api = api_env([reply(tool_use("read_file", {"path": "../../../../secret.txt"}),
+                         tool_use("read_file", {"path": str(secret)}),
+                         tool_use("read_file", {"path": "escape/secret.txt"}),
+                         tool_use("write_file", {"path": "reference.py", "content": "cheat"}),
+                         tool_use("edit_file", {"path": "task.yaml", "old_string": "rtol", "new_string": "x"})),
+                   reply(text("ok"))])
+    session, _ = start(workspace, max_turns=2)
+    (session.files.root / "escape").symlink_to(tmp_path, target_is_directory=True)
+    reference_before = (session.files.root / "reference.py").read_text()
+    session.run_forever()
+
+    results = api.requests[1]["messages"][-1]["content"]
+    assert len(results) == 5 and all(r.get("is_error") for r in results)
+    assert "'..' is not allowed" in results[0]["content"]
+    assert "outside the task folder" in results[1]["content"] and "outside the task folder" in results[2]["content"]
+    assert "read-only" in results[3]["content"] and "read-only" in results[4]["content"]
+    assert "not for the agent" not in json.dumps(api.requests[1])
+    assert (session.files.root / "reference.py").read_text() == reference_before
+
+
+def test_stop_reasons_max_tokens_pause_turn_and_refusal(workspace, api_env):
+    cut = tool_use("write_file", {"path": "kernel.cpp", "content": "int x"})
+    api = api_env([reply(text("Writing a long file"), cut, stop_reason="max_tokens"),
+                   reply(text("Searching..."), stop_reason="pause_turn"),
+                   reply(text("I can't help with that."), stop_reason="refusal")])
+    session, seen = start(workspace, max_turns=10)
+    kernel_before = session.files.kernel.read_text()
+    end = session.run_forever()
+
+    # max_tokens: the cut tool call is not run; the model is told and asked to continue.
+    after_cut = api.requests[1]["messages"][-1]["content"]
+    assert after_cut[0]["type"] == "tool_result" and after_cut[0]["is_error"]
+    assert "max_tokens" in after_cut[1]["text"]
+    assert session.files.kernel.read_text() == kernel_before
+    # pause_turn: the paused assistant turn goes back as the last message, unchanged.
+    assert api.requests[2]["messages"][-1] == {"role": "assistant",
+                                                "content": [{"type": "text", "text": "Searching..."}]}
+    # refusal: the session ends and the refused turn is not kept.
+    assert end.reason == "ended: refusal"
+    assert "can't help" not in json.dumps(session.conv.messages)
+    assert [e.stop_reason for e in seen if isinstance(e, ev.TurnEnded)] == ["max_tokens", "pause_turn", "refusal"]

@@ -1,0 +1,179 @@
+"""`ks init / session new / sessions / try / log / show / rollback` as real child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.attempts.conftest import git, result_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def ks(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "ks_tui", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def bad_input(out: subprocess.CompletedProcess, needle: str) -> None:
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    assert needle in out.stderr, out.stderr
+
+
+def test_init_makes_a_committed_workspace_without_a_git_identity(tmp_path, git_env):
+    (git_env / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    out = ks("init", "ws", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    ws = tmp_path / "ws"
+    assert (ws / "kernels" / "attention_cpu" / "task.yaml").is_file()
+    assert (ws / "question_bank.yaml").is_file()
+    assert "/sessions/" in (ws / ".gitignore").read_text()
+    assert not list(ws.glob("kernels/*/results")) and not list(ws.rglob("__pycache__"))
+    assert git(ws, "log", "--format=%an <%ae>").strip() == "KernelSeek <ks@localhost>"
+    assert git(ws, "status", "--porcelain") == ""
+    assert "user" not in (git_env / ".gitconfig").read_text()
+
+    again = ks("init", "ws", cwd=tmp_path)
+    bad_input(again, "already exists")
+    assert git(ws, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+def test_init_inside_an_existing_repo_commits_only_its_own_files(tmp_path, git_env):
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "main.c").write_text("int main(){}\n")
+    git(repo, "add", "main.c")
+    out = ks("init", "proj/gpu", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    committed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
+    assert "main.c" not in committed and "gpu/kernels/attention_cpu/task.yaml" in committed
+    assert git(repo, "diff", "--cached", "--name-only").split() == ["main.c"]
+
+
+def test_try_log_show_rollback_with_the_real_harness(tmp_path, git_env):
+    assert ks("init", "ws", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "ws"
+    new = ks("session", "new", "attention_cpu", cwd=ws)
+    assert new.returncode == 0, new.stderr
+    sid = new.stdout.strip()
+    kernel = ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
+    seed = kernel.read_bytes()
+
+    first = ks("try", "--session", sid, "--check", "--quick", "--summary", "seed kernel", cwd=ws)
+    assert first.returncode == 0, first.stdout + first.stderr
+    again = ks("try", "--session", sid, "--check", "--quick", cwd=ws)
+    assert again.returncode == 0 and "unchanged since attempt 1" in again.stdout
+
+    kernel.write_text(kernel.read_text() + "\nthis is not C++;\n")
+    broken = ks("try", "--session", sid, "--check", "--quick", "--question", "q-layer", cwd=ws)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "compile_error" in broken.stdout
+
+    log = json.loads(ks("log", "--session", sid, "--json", cwd=ws).stdout)
+    assert [(a["number"], a["status"], a["author"]) for a in log["attempts"]] == \
+        [(1, "correct", "human"), (2, "compile_error", "human")]
+    assert log["attempts"][1]["question"] == "q-layer"
+
+    show = json.loads(ks("show", "2", "--session", sid, "--json", cwd=ws).stdout)
+    assert "+this is not C++;" in show["diff"]
+    assert show["result"]["status"] == "compile_error" and show["result"]["compile"]["errors"]
+    text = ks("show", "1", "--session", sid, cwd=ws)
+    assert text.returncode == 0 and "d64-h4-4-q128-k128-b2" in text.stdout
+
+    back = ks("rollback", "1", "--session", sid, cwd=ws)
+    assert back.returncode == 0, back.stderr
+    assert kernel.read_bytes() == seed
+    history = git(ws, "log", f"ks/attention_cpu/{sid}", "--format=%B")
+    assert "KS-Rollback-Of: 1" in history and "KS-Status: compile_error" in history
+    assert "KS-Question: q-layer" in history
+    assert git(ws, "status", "--porcelain") == ""
+
+    listing = json.loads(ks("sessions", "--json", cwd=ws).stdout)["sessions"]
+    assert [(s["id"], s["attempts"]) for s in listing] == [(sid, 3)]
+
+
+@pytest.fixture
+def toy_session(workspace):
+    out = ks("session", "new", "toy", cwd=workspace)
+    assert out.returncode == 0, out.stderr
+    sid = out.stdout.strip()
+    return workspace, sid, workspace / "sessions" / sid / "worktree" / "kernels" / "toy" / "kernel.cpp"
+
+
+def test_try_records_a_result_computed_elsewhere(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    kernel.write_text(kernel.read_text() + "// tuned on the GPU box\n")
+    res_file = tmp_path / "remote.json"
+    res_file.write_text(json.dumps(result_for(kernel, speedup=1.8)))
+    out = ks("try", "--session", sid, "--result", str(res_file), "--author", "agent", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
+    assert (log[0]["speedup"], log[0]["author"], log[0]["best"]) == (1.8, "agent", True)
+
+    kernel.write_text(kernel.read_text() + "// edited again\n")
+    bad_input(ks("try", "--session", sid, "--result", str(res_file), cwd=ws), "different kernel")
+    (tmp_path / "torn.json").write_text('{"status": "correct",')
+    bad_input(ks("try", "--session", sid, "--result", str(tmp_path / "torn.json"), cwd=ws), "torn.json")
+    other = result_for(kernel)
+    other["task"] = "flash_attn_fwd"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    bad_input(ks("try", "--session", sid, "--result", str(tmp_path / "other.json"), cwd=ws), "flash_attn_fwd")
+    assert "// edited again" in kernel.read_text()
+    assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 1
+
+
+def test_no_run_commits_a_human_edit_as_unchecked(toy_session):
+    ws, sid, kernel = toy_session
+    kernel.write_text(kernel.read_text() + "// by hand\n")
+    out = ks("try", "--session", sid, "--no-run", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    text = ks("log", "--session", sid, cwd=ws).stdout
+    assert "human" in text and "unchecked" in text
+
+
+def test_second_try_on_a_busy_session_is_refused(toy_session):
+    ws, sid, kernel = toy_session
+    code = ("import sys,time; from ks_tui.attempts import AttemptStore\n"
+            "with AttemptStore(sys.argv[1]).lock(sys.argv[2]):\n"
+            "    print('ready', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(ws), sid], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        kernel.write_text(kernel.read_text() + "// waiting\n")
+        bad_input(ks("try", "--session", sid, "--no-run", cwd=ws), f"pid {holder.pid}")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "// waiting" in kernel.read_text()
+
+
+def test_stale_lock_message_and_removal_through_the_cli(toy_session):
+    ws, sid, kernel = toy_session
+    gitdir = Path(git(kernel.parent, "rev-parse", "--absolute-git-dir").strip())
+    lock = gitdir / "index.lock"
+    lock.write_text("")
+    os.utime(lock, (time.time() - 60, time.time() - 60))
+    kernel.write_text(kernel.read_text() + "// after a crash\n")
+    bad_input(ks("try", "--session", sid, "--no-run", cwd=ws), "stale git lock")
+    out = ks("try", "--session", sid, "--no-run", "--remove-stale-lock", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert not lock.exists()
+
+
+def test_bad_names_are_one_line_errors(toy_session, tmp_path):
+    ws, sid, _ = toy_session
+    bad_input(ks("log", "--session", "nope", cwd=ws), "no session 'nope'")
+    bad_input(ks("show", "7", "--session", sid, cwd=ws), "no attempts yet")
+    bad_input(ks("rollback", "best", "--session", sid, cwd=ws), "no attempts yet")
+    bad_input(ks("session", "new", "missing_task", cwd=ws), "no task 'missing_task'")
+    (tmp_path / "loose" / "kernels").mkdir(parents=True)
+    bad_input(ks("sessions", cwd=tmp_path / "loose"), "not inside a git repository")

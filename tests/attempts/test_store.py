@@ -1,0 +1,251 @@
+"""AttemptStore on real git repositories: sessions, attempts, history, rollback."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+
+import pytest
+
+from ks_tui.attempts import AttemptStore
+from ks_tui.errors import KsError
+from ks_tui.session import Trace
+from tests.attempts.conftest import git, result_for
+
+
+def user_state(ws):
+    """Everything about the user's own checkout that KernelSeek must never change."""
+    return {
+        "head": git(ws, "rev-parse", "HEAD"),
+        "branch": git(ws, "symbolic-ref", "HEAD"),
+        "status": git(ws, "status", "--porcelain=v2", "--untracked-files=all"),
+        "index": hashlib.sha256((ws / ".git" / "index").read_bytes()).hexdigest(),
+        "staged": git(ws, "diff", "--cached"),
+        "unstaged": git(ws, "diff"),
+        "kernel": (ws / "kernels/toy/kernel.cpp").read_bytes(),
+        "config": (ws / ".git" / "config").read_bytes(),
+    }
+
+
+def edit(path, marker: str) -> None:
+    path.write_text(path.read_text() + f"// {marker}\n")
+
+
+def test_session_gets_its_own_branch_and_worktree_and_leaves_the_user_checkout_alone(workspace):
+    # The user is mid-work: an unstaged kernel edit, a staged new file, an untracked file.
+    (workspace / "kernels/toy/kernel.cpp").write_text("// user's unfinished idea\n")
+    (workspace / "notes.txt").write_text("staged\n")
+    git(workspace, "add", "notes.txt")
+    (workspace / "scratch.txt").write_text("untracked\n")
+    before = user_state(workspace)
+
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    assert s.branch == f"ks/toy/{s.id}"
+    assert kernel == s.worktree.resolve() / "kernels/toy/kernel.cpp"
+    # The session starts from HEAD, not from the user's uncommitted edit.
+    assert "user's unfinished idea" not in kernel.read_text()
+
+    store.record(s.id, result_for(kernel, speedup=1.0))
+    edit(kernel, "agent try")
+    store.record(s.id, result_for(kernel, status="incorrect", n_ok=1))
+    edit(kernel, "human try")
+    store.commit_human_edit(s.id)
+    store.rollback(s.id, 1)
+
+    assert user_state(workspace) == before
+    assert (workspace / "notes.txt").read_text() == "staged\n"
+
+
+def test_trailers_are_in_git_log_and_parse_with_git_interpret_trailers(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    edit(kernel, "v2")
+    a = store.record(s.id, result_for(kernel, speedup=1.25), question="layer-switch", summary="tile 64x64")
+
+    shown = git(workspace, "log", "-1", s.branch)
+    assert "tile 64x64" in shown and f"KS-Session: {s.id}" in shown
+    message = git(workspace, "log", "-1", "--format=%B", a.sha)
+    parsed = subprocess.run(["git", "interpret-trailers", "--parse"], input=message, capture_output=True,
+                            text=True, check=True).stdout
+    trailers = dict(line.split(": ", 1) for line in parsed.splitlines())
+    assert trailers == {
+        "KS-Session": s.id, "KS-Attempt": "1", "KS-Author": "agent", "KS-Status": "correct",
+        "KS-Correct": "2/2", "KS-Speedup": "1.2500", "KS-Baseline": "torch_ref", "KS-Mode": "bench",
+        "KS-Question": "layer-switch",
+    }
+    # The commit touches only the kernel file.
+    touched = git(workspace, "diff-tree", "--no-commit-id", "--name-only", "-r", a.sha).split()
+    assert touched == ["kernels/toy/kernel.cpp"]
+    assert (a.number, a.question, a.speedup, a.author) == (1, "layer-switch", 1.25, "agent")
+
+
+def test_unchanged_kernel_is_not_committed_twice_and_failures_are_commits(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    first = store.record(s.id, result_for(kernel))          # the seed itself is attempt 1
+    assert first.number == 1
+    assert store.record(s.id, result_for(kernel)) is None
+    assert store.unchanged_since(s.id).number == 1
+
+    statuses = ["compile_error", "crashed", "timeout", "incorrect"]
+    for st in statuses:
+        edit(kernel, st)
+        store.record(s.id, result_for(kernel, status=st, n_ok=0, speedup=None))
+    got = store.attempts(s.id)
+    assert [a.status for a in got] == ["correct", *statuses]
+    assert [a.number for a in got] == [1, 2, 3, 4, 5]
+    assert store.result(s.id, 2)["status"] == "compile_error"
+
+
+def test_human_edit_becomes_its_own_attempt_before_the_agent_writes(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    store.record(s.id, result_for(kernel, speedup=1.0))
+    assert store.commit_human_edit(s.id) is None           # nothing typed yet
+
+    edit(kernel, "typed by a person")
+    human_bytes = kernel.read_bytes()
+    h = store.commit_human_edit(s.id)
+    assert (h.number, h.author, h.status) == (2, "human", "unchecked")
+    assert store.kernel_at(s.id, 2) == human_bytes
+    assert store.result(s.id, 2) == {}
+
+    edit(kernel, "agent next")
+    a = store.record(s.id, result_for(kernel, speedup=1.3))
+    assert (a.number, a.author) == (3, "agent")
+    # Checked human edits carry the harness result.
+    edit(kernel, "person again")
+    h2 = store.commit_human_edit(s.id, result=result_for(kernel, speedup=0.9))
+    assert (h2.author, h2.status, h2.speedup) == ("human", "correct", 0.9)
+
+
+def test_rollback_restores_exact_bytes_keeps_every_commit_and_writes_the_trace(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    edit(kernel, "fast")
+    store.record(s.id, result_for(kernel, speedup=2.0))
+    fast = kernel.read_bytes()
+    edit(kernel, "slow")
+    store.record(s.id, result_for(kernel, speedup=0.5))
+    edit(kernel, "broken")
+    store.record(s.id, result_for(kernel, status="compile_error", speedup=None, n_ok=0))
+    shas_before = [a.sha for a in store.attempts(s.id)]
+
+    new = store.rollback(s.id, "best")
+    assert kernel.read_bytes() == fast
+    assert (new.number, new.rollback_of, new.status, new.speedup) == (4, 1, "correct", 2.0)
+    assert git(s.worktree, "show", f"{new.sha}:kernels/toy/kernel.cpp").encode() == fast
+    after = store.attempts(s.id)
+    assert [a.sha for a in after][:3] == shas_before                   # nothing rewritten
+    assert git(workspace, "rev-list", "--count", f"{s.base}..{s.branch}").strip() == "4"
+    assert store.result(s.id, 4)["geomean_speedup"] == 2.0
+    events = Trace.read(store.trace_path(s.id))
+    assert events[-1]["kind"] == "rollback"
+    assert events[-1]["payload"]["to_attempt"] == 1 and events[-1]["payload"]["new_attempt"] == 4
+
+    with pytest.raises(KsError, match="already has attempt 1"):
+        store.rollback(s.id, 1)
+
+
+def test_rollback_first_saves_an_unrecorded_human_edit(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    store.record(s.id, result_for(kernel))
+    edit(kernel, "v2")
+    store.record(s.id, result_for(kernel))
+    edit(kernel, "person's unsaved idea")
+    typed = kernel.read_bytes()
+    new = store.rollback(s.id, 1)
+    assert new.number == 4
+    assert store.kernel_at(s.id, 3) == typed and store.attempts(s.id)[2].author == "human"
+
+
+def test_two_sessions_on_one_task_do_not_interfere(workspace):
+    store = AttemptStore(workspace)
+    a, b = store.new_session("toy"), store.new_session("toy")
+    ka, kb = store.kernel_path(a.id), store.kernel_path(b.id)
+    assert ka != kb
+    edit(ka, "session a")
+    store.record(a.id, result_for(ka, speedup=1.1))
+    edit(kb, "session b")
+    store.record(b.id, result_for(kb, speedup=3.0))
+    edit(ka, "session a again")
+    store.record(a.id, result_for(ka, speedup=1.2))
+
+    assert [x.number for x in store.attempts(a.id)] == [1, 2]
+    assert [x.number for x in store.attempts(b.id)] == [1]
+    assert "session b" not in ka.read_text() and "session a" not in kb.read_text()
+    assert store.resolve(a.id, "best").speedup == 1.2
+    assert store.resolve(b.id, "best").speedup == 3.0
+    assert store.result(b.id, 1)["geomean_speedup"] == 3.0
+    assert {x.id for x in store.sessions()} == {a.id, b.id}
+
+
+def test_attempts_resolve_by_number_hash_best_latest(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    for i, sp in enumerate((1.0, 1.7, 1.2)):
+        edit(kernel, f"v{i}")
+        store.record(s.id, result_for(kernel, speedup=sp))
+    atts = store.attempts(s.id)
+    assert store.resolve(s.id, 2).sha == atts[1].sha
+    assert store.resolve(s.id, "#3").number == 3
+    assert store.resolve(s.id, atts[0].sha[:10]).number == 1
+    assert store.resolve(s.id, "best").number == 2 and [a.best for a in atts] == [False, True, False]
+    assert store.resolve(s.id, "latest").number == 3
+    assert "v1" in store.diff(s.id, 2) and "-// v0" not in store.diff(s.id, 2)
+    assert "+// v1" in store.diff(s.id, 3, against=1)
+    for bad in (9, "deadbeef", "nonsense"):
+        with pytest.raises(KsError):
+            store.resolve(s.id, bad)
+
+
+def test_result_is_a_git_note_on_the_attempt_commit(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    res = result_for(kernel, speedup=1.4)
+    a = store.record(s.id, res)
+    note = json.loads(git(workspace, "notes", "--ref=ks", "show", a.sha))
+    assert note == res == store.result(s.id, a.sha[:8])
+
+
+def test_result_for_another_kernel_is_refused_and_nothing_is_lost(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    res = result_for(kernel)
+    edit(kernel, "changed after the run")
+    with pytest.raises(KsError, match="different kernel"):
+        store.record(s.id, res)
+    assert store.attempts(s.id) == []
+    assert "changed after the run" in kernel.read_text()
+
+
+def test_missing_identity_uses_a_default_without_touching_config(workspace, git_env):
+    (git_env / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")   # no user.name/email
+    global_before = (git_env / ".gitconfig").read_bytes()
+    repo_before = (workspace / ".git" / "config").read_bytes()
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    a = store.record(s.id, result_for(store.kernel_path(s.id)))
+    assert git(workspace, "log", "-1", "--format=%an <%ae>|%cn <%ce>", a.sha).strip() == \
+        "KernelSeek <ks@localhost>|KernelSeek <ks@localhost>"
+    assert (git_env / ".gitconfig").read_bytes() == global_before
+    assert (workspace / ".git" / "config").read_bytes() == repo_before
+
+
+def test_configured_identity_is_kept(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    a = store.record(s.id, result_for(store.kernel_path(s.id)))
+    assert git(workspace, "log", "-1", "--format=%an <%ae>", a.sha).strip() == "Test User <test@example.com>"

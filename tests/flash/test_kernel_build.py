@@ -1,0 +1,87 @@
+"""The seed kernel.cu compiles with nvcc for sm_90a and its ABI refuses bad shapes.
+
+Compile-only: no GPU is needed (CI has nvcc but no GPU). Skipped only where nvcc is absent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ks_tui.harness.build import build
+from ks_tui.task import load_task
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    task = load_task("flash_attn_fwd", REPO)
+    import os
+
+    cache = tmp_path_factory.mktemp("ks-cache")
+    old = os.environ.get("KS_CACHE_DIR")
+    os.environ["KS_CACHE_DIR"] = str(cache)  # cold: nothing cached from other runs
+    try:
+        record, lib = build(task.kernel, language=task.language, compiler=task.build.compiler,
+                            flags=task.build.flags, arch=task.build.arch,
+                            shown_name=task.kernel.name, timeout=600)
+    finally:
+        if old is None:
+            os.environ.pop("KS_CACHE_DIR")
+        else:
+            os.environ["KS_CACHE_DIR"] = old
+    return task, record, lib
+
+
+def test_seed_compiles_for_sm90a(compiled):
+    task, record, lib = compiled
+    assert record["ok"], record["log"][-2000:]
+    assert "compute_90a" in record["command"] and "code=sm_90a" in record["command"]
+    assert lib is not None and lib.is_file()
+
+
+def test_ptxas_report_lists_every_instantiation(compiled):
+    _, record, _ = compiled
+    kernels = record["kernels"]
+    # bf16 and fp16, each for head dims 64, 96, 128 and 256.
+    assert len(kernels) == 8, [k["name"] for k in kernels]
+    for k in kernels:
+        assert 0 < k["registers"] <= 255
+        assert k["spills_bytes"] == 0, f"{k['name']} spills {k['spills_bytes']} bytes"
+        assert k["stack_bytes"] >= 0
+
+
+def test_seed_uses_no_library_headers():
+    text = (REPO / "kernels/flash_attn_fwd/kernel.cu").read_text()
+    includes = [ln.split()[1] for ln in text.splitlines() if ln.startswith("#include")]
+    for banned in ("cutlass", "cute", "cublas", "cudnn", "torch", "ATen"):
+        assert not any(banned in inc for inc in includes), includes
+
+
+def _call(lib: Path, q=4096, k=4096, v=4096, o=4096, b=1, s_q=128, s_k=128, h_q=8, h_kv=8,
+          d=128, causal=0, scale=0.1, dtype=0) -> int:
+    """Call the entry point with fake, 16-byte-aligned addresses: the kernel must refuse the
+    shape before it touches memory or the GPU, so this runs without one."""
+    fn = ctypes.CDLL(str(lib)).flash_attn_fwd
+    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 7 + [ctypes.c_float, ctypes.c_int,
+                                                                 ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    return fn(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, None)
+
+
+@pytest.mark.parametrize("change, why", [
+    (dict(d=80), "head dim 80 has no instantiation"),
+    (dict(h_q=12, h_kv=8), "h_q is not a multiple of h_kv"),
+    (dict(dtype=2), "dtype code 2 is neither bf16 nor fp16"),
+    (dict(b=0), "empty batch"),
+    (dict(q=4096 + 2), "q is not 16-byte aligned"),
+])
+def test_unsupported_shapes_return_nonzero(compiled, change, why):
+    _, _, lib = compiled
+    assert _call(lib, **change) != 0, why

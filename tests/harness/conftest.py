@@ -1,0 +1,47 @@
+"""Shared fixtures: the bundled CPU task, a private build cache, planted kernel files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.harness import planted
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_TASK_DIR = REPO / "kernels" / "attention_cpu"
+
+
+@pytest.fixture(scope="session")
+def build_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("ks-cache")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(build_cache, monkeypatch):
+    # Children inherit this: tests never touch the user's ~/.cache/ks.
+    monkeypatch.setenv("KS_CACHE_DIR", str(build_cache))
+
+
+@pytest.fixture(scope="session")
+def cpu_task():
+    from ks_tui.task import load_task
+
+    return load_task(CPU_TASK_DIR, REPO)
+
+
+@pytest.fixture(scope="session")
+def planted_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("planted")
+    for kind in planted.VARIANTS:
+        (d / f"{kind}.cpp").write_text(planted.source(kind))
+    return d
+
+
+def run_ks(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 240):
+    """`ks` as a real child process (python -m ks_tui)."""
+    return subprocess.run([sys.executable, "-m", "ks_tui", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd or REPO, env={**os.environ, **(env or {})})

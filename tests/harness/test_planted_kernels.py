@@ -1,0 +1,142 @@
+"""Planted kernels against attention_cpu through the real child process: each gets its verdict."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ks_tui.harness.client import run_harness
+
+# A subset that covers GQA, odd lengths, causal with s_q < s_k and s_q > s_k.
+SUBSET = ["d48-h8-2-q77-k301-b1-causal", "d16-h4-4-q200-k50-b1-causal", "d24-h2-1-q31-k45-b4"]
+
+
+def check(task, planted_dir, kind, **kw):
+    kw.setdefault("scenarios", SUBSET)
+    return run_harness(task, planted_dir / f"{kind}.cpp", **kw)
+
+
+def test_seed_kernel_passes_every_quick_scenario(cpu_task):
+    r = run_harness(cpu_task, quick=True)
+    assert r["status"] == "correct", r["message"]
+    assert r["correct"] == f"{len(cpu_task.quick)}/{len(cpu_task.quick)}"
+    assert all(s["draws"] >= 2 for s in r["scenarios"])
+    assert isinstance(r["seed"], int)
+
+
+def test_honest_naive_accumulation_passes(cpu_task, planted_dir):
+    r = check(cpu_task, planted_dir, "naive")
+    assert r["status"] == "correct", r["message"]
+    for s in r["scenarios"]:
+        assert s["error"]["max_abs"] <= s["error"]["bound"]
+
+
+def test_each_run_draws_a_new_seed(cpu_task, planted_dir):
+    a = check(cpu_task, planted_dir, "naive", scenarios=SUBSET[:1])
+    b = check(cpu_task, planted_dir, "naive", scenarios=SUBSET[:1])
+    assert a["seed"] != b["seed"]
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("zeros", "max|err|"),
+    ("skip_row", "NaN/Inf"),
+    ("no_causal", "max|err|"),
+    ("bf16_math", "max|err|"),
+    ("writes_input", "wrote into its input 'q'"),
+    ("cache_by_pointer", "max|err|"),
+])
+def test_wrong_kernels_are_incorrect(cpu_task, planted_dir, kind, needle):
+    r = check(cpu_task, planted_dir, kind)
+    assert r["status"] == "incorrect"
+    bad = [s for s in r["scenarios"] if not s["ok"]]
+    assert bad, "some scenario must fail"
+    assert needle in bad[0]["error"]["what"]
+    assert bad[0]["id"] in r["message"]
+
+
+def test_ignored_mask_fails_only_causal_scenarios(cpu_task, planted_dir):
+    r = check(cpu_task, planted_dir, "no_causal")
+    verdict = {s["id"]: s["ok"] for s in r["scenarios"]}
+    assert verdict == {SUBSET[0]: False, SUBSET[1]: False, SUBSET[2]: True}
+
+
+def test_bf16_error_is_reported_with_its_size(cpu_task, planted_dir):
+    r = check(cpu_task, planted_dir, "bf16_math")
+    for s in r["scenarios"]:
+        assert not s["ok"]
+        # Rounded to 8 mantissa bits: far beyond the fp32 bound, far below a wrong answer.
+        assert s["error"]["bound"] < s["error"]["max_abs"] < 0.5
+
+
+def test_caching_after_warm_up_is_caught_by_the_recheck_after_timing(cpu_task, planted_dir):
+    one = [SUBSET[2]]
+    checked = check(cpu_task, planted_dir, "cache_after_warmup", scenarios=one)
+    assert checked["status"] == "correct", "two honest calls per buffer pass the check"
+    benched = check(cpu_task, planted_dir, "cache_after_warmup", scenarios=one, mode="bench")
+    assert benched["status"] == "incorrect"
+    assert "re-check after timing" in benched["scenarios"][0]["error"]["what"]
+
+
+@pytest.mark.parametrize("kind, signal_name", [("segfault", "SIGSEGV"), ("abort", "SIGABRT")])
+def test_crashing_kernels_are_crashed_with_stderr(cpu_task, planted_dir, kind, signal_name):
+    r = check(cpu_task, planted_dir, kind)
+    assert r["status"] == "crashed"
+    assert signal_name in r["message"]
+    assert "during check of" in r["message"]
+    assert "Fatal Python error" in r["stderr_tail"]  # faulthandler's report from the child
+    assert r["compile"]["ok"] is True
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _wait_gone(pid: int) -> bool:
+    for _ in range(100):  # an orphan is reaped by init a moment after the kill
+        if _gone(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_infinite_loop_times_out_and_the_whole_group_dies(cpu_task, planted_dir, tmp_path, monkeypatch):
+    pid_file = tmp_path / "pids"
+    monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
+    r = check(cpu_task, planted_dir, "infinite_loop", scenarios=SUBSET[:1], timeout=20)
+    assert r["status"] == "timeout"
+    assert "killed after 20s" in r["message"]
+    child, grandchild = (int(x) for x in pid_file.read_text().split())
+    assert _wait_gone(child) and _wait_gone(grandchild)
+
+
+def test_cancel_stops_a_running_kernel(cpu_task, planted_dir, tmp_path, monkeypatch):
+    pid_file = tmp_path / "pids"
+    monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
+    cancel = threading.Event()
+    seen = []
+
+    def on_progress(p):
+        seen.append(p)
+        if p.get("phase") == "check" and p.get("scenario"):
+            # Cancel once the kernel is really running (it wrote its pid file).
+            threading.Thread(target=lambda: (_wait_for(pid_file), cancel.set()), daemon=True).start()
+
+    r = check(cpu_task, planted_dir, "infinite_loop", scenarios=SUBSET[:1], timeout=200,
+              cancel=cancel, on_progress=on_progress)
+    assert r["status"] == "cancelled"
+    assert any(p.get("phase") == "compile" for p in seen)
+    child, grandchild = (int(x) for x in pid_file.read_text().split())
+    assert _wait_gone(child) and _wait_gone(grandchild)
+
+
+def _wait_for(path: Path) -> None:
+    while not (path.exists() and path.read_text().strip().count(" ") == 1):
+        time.sleep(0.05)

@@ -1,0 +1,143 @@
+"""Efficacy records and statistics, checked against values computed by hand."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ks_tui.cli import main
+from ks_tui.questions import EfficacyStore, Question, human_question
+
+from .builders import fail, ok
+
+A = Question(id="qa", text="A?", category="layer", points=("plateau",))
+B = Question(id="qb", text="B?", category="limit", points=("plateau",))
+C = Question(id="qc", text="C?", category="layer", points=("plateau",))
+
+# Session s1 with K = 2; each question is asked right after the attempt it is listed under.
+S1 = [ok(1, 1.00), fail(2), ok(3, 1.10), ok(4, 1.05), ok(5, 1.32), fail(6), ok(7, 1.30)]
+S1_ASKS = {1: A, 3: B, 5: A, 7: C}
+
+
+def play(store, session, attempts, asks, before_first=None):
+    """Record attempts one at a time, asking and settling as the engine would."""
+    history = []
+    if before_first:
+        store.record_asked(session, before_first, point="session_start", history=history)
+    for a in attempts:
+        history.append(a)
+        store.settle(session, history)
+        if a.number in asks:
+            store.record_asked(session, asks[a.number], point="plateau", history=history)
+    return history
+
+
+@pytest.fixture
+def store(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    s = EfficacyStore(tmp_path, k=2)
+    play(s, "s1", S1, S1_ASKS)
+    # s2 asks A before any attempt: no best before, so a new best but no ratio.
+    play(s, "s2", [ok(1, 0.8), ok(2, 0.9)], {}, before_first=A)
+    return s
+
+
+def test_per_question_statistics_match_hand_computed_values(store):
+    stats = store.stats()
+    a, b, c = stats.questions["qa"], stats.questions["qb"], stats.questions["qc"]
+    # A: s1 after 1: 1.00 -> 1.10 (+10 %, new best); s1 after 5: 1.32 -> 1.32 (0, none);
+    #    s2 before any: None -> 0.90 (new best, no ratio)
+    assert (a.asked, a.settled, a.new_best) == (3, 3, 2)
+    assert a.gains == pytest.approx([0.10, 0.0])
+    assert a.median_gain == pytest.approx(0.05)
+    assert a.new_best_rate == pytest.approx(2 / 3)
+    assert a.expected_rate(0.5, 2) == pytest.approx((2 + 1) / (3 + 2))
+    # B: after 3: 1.10 -> 1.32 over attempts 4 and 5
+    assert (b.asked, b.settled, b.new_best) == (1, 1, 1)
+    assert b.median_gain == pytest.approx(1.32 / 1.10 - 1)
+    # C: asked after the last attempt, still waiting for its K attempts
+    assert (c.asked, c.settled, c.new_best_rate, c.median_gain) == (1, 0, None, None)
+
+
+def test_per_category_statistics_pool_their_questions(store):
+    stats = store.stats()
+    layer, limit = stats.categories["layer"], stats.categories["limit"]
+    assert (layer.asked, layer.settled, layer.new_best) == (4, 3, 2)
+    assert layer.median_gain == pytest.approx(0.05)
+    assert (limit.asked, limit.settled, limit.new_best) == (1, 1, 1)
+
+
+def test_a_rise_inside_the_noise_is_not_a_new_best(store):
+    a = store.stats(noise=0.15).questions["qa"]
+    assert a.new_best == 1          # only the s2 ask (no best before) still counts
+    assert store.stats(noise=0.15).questions["qb"].new_best == 1  # +20 % clears 15 %
+
+
+def test_final_settle_closes_short_windows_but_not_empty_ones(tmp_path):
+    s = EfficacyStore(tmp_path, k=3)
+    history = [ok(1, 1.0)]
+    s.record_asked("s", A, point="plateau", history=history)
+    assert s.settle("s", history, final=True) == 0       # nothing followed it
+    history.append(ok(2, 1.2))
+    assert s.settle("s", history) == 0                   # 1 of 3 attempts
+    assert s.settle("s", history, final=True) == 1
+    assert s.settle("s", history, final=True) == 0       # already settled
+    t = s.stats().questions["qa"]
+    assert (t.settled, t.new_best) == (1, 1)
+    assert t.gains == pytest.approx([0.2])
+
+
+def test_record_outcome_directly_and_only_once(tmp_path):
+    s = EfficacyStore(tmp_path, k=2)
+    ask = s.record_asked("s", human_question("  why is   it slow? "), point=None, history=[ok(1, 2.0)])
+    s.record_outcome(ask, best_after=2.5, attempts=2)
+    s.record_outcome(ask, best_after=9.9, attempts=2)
+    t = s.stats().questions[human_question("why is it slow?").id]
+    assert (t.category, t.text, t.settled) == ("human", "why is it slow?", 1)
+    assert t.gains == pytest.approx([0.25])
+    with pytest.raises(KeyError):
+        s.record_outcome("s:nope", best_after=1.0, attempts=1)
+
+
+def test_a_torn_line_is_skipped_and_counted(store):
+    with store.path.open("a") as f:
+        f.write('{"kind": "asked", "ask": "s9:x", "quest')
+    stats = store.stats()
+    assert stats.skipped_lines == 1
+    assert stats.questions["qa"].asked == 3
+
+
+def test_asked_ids_lists_one_session_in_order(store):
+    assert store.asked_ids("s1") == ["qa", "qb", "qa", "qc"]
+    assert store.asked_ids("s2") == ["qa"]
+
+
+def test_concurrent_writers_lose_no_record(tmp_path):
+    writer = (
+        "import sys\n"
+        "from ks_tui.questions import EfficacyStore, Question\n"
+        "s = EfficacyStore(sys.argv[1])\n"
+        "q = Question(id='q' + sys.argv[2], text='Q?', category='limit')\n"
+        "for _ in range(25):\n"
+        "    s.record_asked('s' + sys.argv[2], q, point='plateau', history=[])\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", writer, str(tmp_path), str(i)]) for i in range(4)]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    stats = EfficacyStore(tmp_path).stats()
+    assert stats.skipped_lines == 0
+    assert {qid: t.asked for qid, t in stats.questions.items()} == {f"q{i}": 25 for i in range(4)}
+
+
+def test_stats_command_prints_the_same_numbers(store, capsys):
+    ws = str(store.path.parent.parent)
+    assert main(["--workspace", ws, "questions", "stats", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["questions"]["qa"]["asked"] == 3
+    assert doc["questions"]["qa"]["new_best"] == 2
+    assert doc["questions"]["qa"]["median_gain"] == pytest.approx(0.05)
+    assert doc["categories"]["layer"]["settled"] == 3
+    assert main(["--workspace", ws, "questions", "stats"]) == 0
+    text = capsys.readouterr().out
+    qa_row = next(line for line in text.splitlines() if line.startswith("qa "))
+    assert qa_row.split()[1:] == ["3", "3", "2/3", "+5.0%"]

@@ -1,0 +1,123 @@
+"""Each decision point fires on a history that should trigger it and stays quiet otherwise."""
+
+import pytest
+
+from ks_tui.questions import DecisionConfig, detect, measured_noise
+from ks_tui.questions.points import attempts_since_gain
+
+from .builders import fail, ok, run
+
+CFG = DecisionConfig(plateau_n=3, failure_n=3, every_n=5, suspicious_factor=1.5, noise=0.02)
+
+
+def points(history, event="attempt", config=CFG):
+    return [p.point for p in detect(history, event, config)]
+
+
+def test_session_start_fires_only_on_its_event():
+    assert points([], "session_start") == ["session_start"]
+    assert "session_start" not in points(run(1.0))
+
+
+def test_agent_stop_fires_only_on_its_event():
+    assert points(run(1.0, 1.1), "agent_stop") == ["agent_stop"]
+    assert "agent_stop" not in points(run(1.0, 1.1))
+
+
+def test_plateau_fires_after_n_attempts_without_gain():
+    assert "plateau" in points(run(1.0, 1.2, 1.1, 1.15, 1.19))
+
+
+def test_plateau_does_not_fire_while_gains_keep_coming():
+    assert "plateau" not in points(run(1.0, 1.1, 1.2, 1.3, 1.4))
+    # one attempt short of the threshold
+    assert "plateau" not in points(run(1.0, 1.2, 1.1, 1.15))
+
+
+def test_rise_inside_the_noise_is_not_a_gain():
+    # Every attempt is less than 2 % above the best (1.0): no gain, so a plateau.
+    history = run(1.0, 1.005, 1.01, 1.015)
+    assert attempts_since_gain(history, 0.02) == 3
+    assert "plateau" in points(history)
+    # The same steps with no noise floor count as gains.
+    assert "plateau" not in points(history, config=DecisionConfig(plateau_n=3, noise=0.0))
+
+
+def test_small_rises_do_not_creep_the_best_upward():
+    # 1.015 is inside the noise of 1.0, so the best stays 1.0 and 1.03 is a real gain over it.
+    assert attempts_since_gain(run(1.0, 1.015, 1.03), 0.02) == 0
+
+
+def test_measured_noise_from_a_repeated_kernel_raises_the_floor():
+    same = dict(kernel_sha256="abc")
+    history = [ok(1, 1.00, **same), ok(2, 1.10, **same), ok(3, 1.12), ok(4, 1.14), ok(5, 1.16)]
+    assert measured_noise(history) == pytest.approx(0.10 / 1.05)
+    # 1.16 is 5 % over 1.10 (a gain at 2 % noise) but inside the ~9.5 % measured spread.
+    assert "plateau" in points(history)
+    assert "plateau" not in points([ok(1, 1.00), ok(2, 1.10), ok(3, 1.12), ok(4, 1.14), ok(5, 1.16)],
+                                   config=DecisionConfig(plateau_n=3, noise=0.0))
+
+
+def test_plateau_needs_a_correct_attempt_first():
+    assert "plateau" not in points(run("incorrect", "compile_error", "crashed", "timeout"),
+                                   config=DecisionConfig(plateau_n=3, failure_n=10))
+
+
+def test_plateau_fires_again_only_at_multiples_of_n():
+    assert "plateau" in points(run(1.0, 0.9, 0.9, 0.9))
+    assert "plateau" not in points(run(1.0, 0.9, 0.9, 0.9, 0.9))
+    assert "plateau" in points(run(1.0, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9))
+
+
+def test_failure_streak_fires_after_n_failures_in_a_row():
+    assert "failure_streak" in points(run(1.0, "compile_error", "incorrect", "crashed"))
+
+
+def test_failure_streak_is_broken_by_a_pass_and_skips_cancelled_runs():
+    assert "failure_streak" not in points(run("incorrect", "incorrect", 1.0, "incorrect"))
+    assert "failure_streak" not in points(run("incorrect", "incorrect"))
+    history = run("incorrect", "incorrect", "cancelled", "timeout")
+    assert "failure_streak" in points(history)
+    assert "failure_streak" in points(run("incorrect", "unchecked", "incorrect", "incorrect"))
+
+
+def test_unmeasured_attempts_do_not_count_toward_a_plateau():
+    assert "plateau" not in points(run(1.0, 0.9, "unchecked", "cancelled"))
+    assert attempts_since_gain(run(1.0, 0.9, "unchecked", "cancelled", 0.95), 0.02) == 2
+
+
+def test_suspicious_gain_on_a_jump_larger_than_the_factor():
+    assert "suspicious_gain" in points(run(1.0, 1.1, 1.7))
+    assert "suspicious_gain" not in points(run(1.0, 1.1, 1.6))  # 1.45x the best, under 1.5
+
+
+def test_suspicious_gain_above_the_device_peak():
+    history = [ok(1, 1.0, device="NVIDIA H200", max_tflops=600.0),
+               ok(2, 1.05, device="NVIDIA H200", max_tflops=1200.0)]
+    found = detect(history, "attempt", CFG)
+    assert [p.point for p in found] == ["suspicious_gain"]
+    assert "989" in found[0].reason
+    below_peak = [history[0], ok(2, 1.05, device="NVIDIA H200", max_tflops=700.0)]
+    assert "suspicious_gain" not in points(below_peak)
+    # An unknown device has no peak to exceed.
+    assert "suspicious_gain" not in points([ok(1, 1.0, device="Some CPU", max_tflops=5000.0)])
+
+
+def test_a_failed_run_is_never_a_suspicious_gain():
+    assert "suspicious_gain" not in points([ok(1, 1.0), fail(2, "incorrect", device="NVIDIA H200",
+                                                              max_tflops=5000.0)])
+
+
+def test_every_n_steps_fires_on_multiples_of_n():
+    assert "every_n_steps" in points(run(1.0, 1.1, 1.2, 1.3, 1.4))
+    assert "every_n_steps" not in points(run(1.0, 1.1, 1.2, 1.3))
+
+
+def test_points_come_most_urgent_first():
+    history = run(1.0, 0.9, 0.9, 2.0)
+    assert points(history, config=DecisionConfig(plateau_n=10, every_n=4)) == ["suspicious_gain", "every_n_steps"]
+
+
+def test_unknown_event_is_rejected():
+    with pytest.raises(ValueError, match="unknown event"):
+        detect([], "lunch", CFG)
