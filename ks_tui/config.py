@@ -10,6 +10,7 @@ The API key is never read from these files: the SDK takes it from ANTHROPIC_API_
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -107,8 +108,10 @@ def _apply_file(cfg: Config, path: Path) -> Config:
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
-        line = getattr(e, "lineno", None)
-        raise InputFileError(path, f"not valid TOML: {e}", line) from None
+        # Python 3.11's TOMLDecodeError has no lineno; its message ends "(at line N, column M)".
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        raise InputFileError(path, f"not valid TOML: {msg}", int(m.group(1)) if m else None) from None
     except OSError as e:
         raise InputFileError(path, f"cannot read: {e.strerror}") from None
     updates: dict[str, Any] = {}

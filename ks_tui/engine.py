@@ -99,7 +99,9 @@ class Session:
         self.end: ev.SessionEnded | None = None
 
         self._restore(Trace.read(self.trace_path))
-        self._kernel_known = self._kernel_sha()
+        # The kernel as last committed; None while the worktree holds an uncommitted edit
+        # (a person's), so that edit is committed as theirs before the agent writes.
+        self._kernel_known: str | None = self._kernel_sha() if self._kernel_committed() else None
 
     # ------------------------------------------------------------------ construction
 
@@ -281,7 +283,6 @@ class Session:
         self.emit(ev.StateChanged("running" if self.agent_enabled else "human",
                                   "resumed" if self.resumed else "started"))
         self.state = "running" if self.agent_enabled else "human"
-        self._commit_human_edit()
         if not self.conv.messages and self.agent_enabled:
             self._user(prompts.first_message(self.task.name, self.files.rel(self.files.kernel)), "system")
             self._decision("session_start", "the session starts")
@@ -476,6 +477,14 @@ class Session:
     def _tool_result(self, block: dict, output: str, is_error: bool) -> None:
         self.conv.add_tool_result(block["id"], output, is_error)
         self.emit(ev.ToolResult(block["id"], block["name"], output, is_error))
+
+    def _kernel_committed(self) -> bool:
+        """True when the worktree kernel equals the session branch's HEAD (the last attempt)."""
+        import subprocess
+
+        done = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(self.files.kernel)],
+                              cwd=self.info.worktree, capture_output=True)
+        return done.returncode == 0
 
     def _kernel_sha(self) -> str:
         try:

@@ -13,7 +13,6 @@ import keyword
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 

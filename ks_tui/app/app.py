@@ -101,8 +101,8 @@ class KernelSeekApp(App):
     @on(EventsWaiting)
     def _drain_events(self) -> None:
         batch = self.pump.drain()
-        if not batch:
-            return
+        if not batch or not self.main_screen.is_attached or self._exit:
+            return  # events that arrive while the app shuts down have nowhere to go
         for event in batch:
             if isinstance(event, StateChanged):
                 self.agent_state = event.state

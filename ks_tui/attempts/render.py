@@ -21,13 +21,19 @@ def attempt_line(a: Attempt) -> str:
     if a.rollback_of is not None:
         extra.append(f"rollback of {a.rollback_of}")
     tail = f" [{', '.join(extra)}]" if extra else ""
-    return (f"{mark}{a.number:>4}  {a.short}  {_when(a.time)}  {a.author:<5}  {a.status:<13}  "
-            f"{a.correct or '-':>9}  {_speed(a.speedup):>8}  {a.summary}{tail}")
+    when = a.time.astimezone().strftime("%m-%d %H:%M")
+    return (f"{mark}{a.number:>4}  {a.short}  {when}  {a.author:<5}  {a.status:<13}  "
+            f"{a.correct or '-':>7}  {_speed(a.speedup):>8}  {a.summary}{tail}")
 
 
-def log_table(attempts: list[Attempt]) -> str:
-    head = f" {'#':>4}  {'commit':<8}  {'time':<19}  {'by':<5}  {'status':<13}  {'correct':>9}  {'speedup':>8}  summary"
-    lines = [head] + [attempt_line(a) for a in attempts]
+def _fit(line: str, width: int | None) -> str:
+    return line if width is None or len(line) <= width else line[: max(width - 1, 0)] + "…"
+
+
+def log_table(attempts: list[Attempt], width: int | None = None) -> str:
+    """One line per attempt; with `width` (a terminal's), long summaries are cut to fit."""
+    head = f" {'#':>4}  {'commit':<8}  {'time':<11}  {'by':<5}  {'status':<13}  {'correct':>7}  {'speedup':>8}  summary"
+    lines = [_fit(head, width)] + [_fit(attempt_line(a), width) for a in attempts]
     if any(a.best for a in attempts):
         lines.append("(* best correct attempt)")
     return "\n".join(lines)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import io
 import json
 import os
 import re
 import secrets
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,11 +67,12 @@ class AttemptStore:
         top = Path(repo.working_tree_dir).resolve()
         prefix = workspace.relative_to(top) if workspace.is_relative_to(top) else Path()
         common = Path(repo.common_dir).resolve()
-        if Path(repo.git_dir).resolve() != common and common.name == ".git":
-            # Run from inside a session worktree: work on the main checkout's workspace.
-            main_top = common.parent
-            repo = git.Repo(main_top)
-            top = main_top
+        if top.name == "worktree" and top.parent.parent.name == "sessions" and _ID_RE.match(top.parent.name):
+            # Run from inside a session worktree (<ws>/sessions/<id>/worktree): act on <ws>.
+            main_ws = top.parent.parent.parent
+            repo = git.Repo(main_ws, search_parent_directories=True)
+            top = Path(repo.working_tree_dir).resolve()
+            prefix = main_ws.relative_to(top)
         self.repo = repo
         self.top = top
         self.prefix = prefix
@@ -184,6 +185,14 @@ class AttemptStore:
         Trace(self.trace_path(sid)).append("session_created", {"task": task.name, "branch": branch, "base": base})
         return info
 
+    def uncommitted_task_changes(self, task_name: str) -> list[str]:
+        """Files of the task with uncommitted changes in the user's checkout: a new session
+        starts from HEAD and will not see them (worth telling the user)."""
+        rel = (self.prefix / "kernels" / task_name).as_posix()
+        out = self._run(self.repo, "status", "--porcelain", "-z", "--", rel, what="reading the checkout state",
+                        strip_newline_in_stdout=False)
+        return [e[3:] for e in out.split("\0") if len(e) > 3]
+
     def session(self, sid: str) -> SessionInfo:
         sid = str(sid).strip()
         if not _ID_RE.match(sid):
@@ -208,11 +217,14 @@ class AttemptStore:
                       hint="sessions here: " + (", ".join(known) if known else "none (start one with `ks session new TASK`)"))
 
     def _session_refs(self) -> list[tuple[str, str]]:
-        out = self.repo.git.for_each_ref("--format=%(refname:short)%09%(creatordate:iso-strict)",
+        """(branch, creation time) of every session branch, most recently committed last."""
+        out = self.repo.git.for_each_ref("--sort=committerdate",
+                                         "--format=%(refname)%09%(creatordate:iso-strict)",
                                          f"refs/heads/{BRANCH_PREFIX}/")
         refs = []
         for line in out.splitlines():
             ref, _, when = line.partition("\t")
+            ref = ref.removeprefix("refs/heads/")
             if ref.count("/") == 2:
                 refs.append((ref, when))
         return refs
@@ -233,10 +245,10 @@ class AttemptStore:
         return summaries
 
     def latest_session(self) -> SessionInfo:
-        found = self.sessions()
-        if not found:
+        refs = self._session_refs()
+        if not refs:
             raise KsError(f"no sessions in {self.workspace}", hint="start one with `ks session new TASK`")
-        return self.session(found[-1].id)
+        return self.session(refs[-1][0].split("/")[-1])
 
     # ------------------------------------------------------------------ task and kernel
 
@@ -336,8 +348,8 @@ class AttemptStore:
         """The kernel file's bytes as committed in that attempt."""
         info = self.session(sid)
         target = self.resolve(sid, ref)
-        blob = self.repo.commit(target.sha).tree / self._kernel_rel(info)
-        return blob.data_stream.read()
+        return self._run(self.repo, "show", f"{target.sha}:{self._kernel_rel(info)}", what="reading the kernel",
+                         stdout_as_string=False, strip_newline_in_stdout=False)
 
     # ------------------------------------------------------------------ writing attempts
 
@@ -346,6 +358,10 @@ class AttemptStore:
         info = self.session(sid)
         with session_lock(self._session_dir(info.id) / ".lock", info.id):
             yield
+
+    def check(self, sid: str) -> None:
+        """Raise KsError now if an attempt could not be committed (call before a long run)."""
+        self._check_worktree(self.session(sid))
 
     def _check_worktree(self, info: SessionInfo) -> None:
         """Refuse states we cannot commit from safely; the message says how to get out."""
@@ -370,15 +386,17 @@ class AttemptStore:
         if not kernel.is_file():
             raise KsError(f"the kernel {kernel} is missing from the session worktree",
                           hint=f"restore the latest attempt: git -C {info.worktree} checkout -- {self._kernel_rel(info)}")
-        task_rel = self._task(info).dir.relative_to(info.worktree.resolve()).as_posix()
-        changed = self._run(wt, "status", "--porcelain", "-uno", "-z", "--", task_rel,
+        # The harness reads the task's read-only files (task.yaml, reference, ...) from this
+        # worktree: a result measured against edited ones would not match the commit.
+        root = info.worktree.resolve()
+        readonly = [p.relative_to(root).as_posix() for p in self._task(info).readonly]
+        changed = self._run(wt, "status", "--porcelain", "-uno", "-z", "--", *readonly,
                             what="reading the worktree state", strip_newline_in_stdout=False)
-        others = [e[3:] for e in changed.split("\0") if len(e) > 3 and e[3:] != self._kernel_rel(info)]
-        if others:
-            raise KsError(f"files of the task other than the kernel were changed in session {info.id}'s worktree: "
-                          + ", ".join(others),
-                          hint=f"KernelSeek commits only the kernel; restore them (git -C {info.worktree} restore "
-                               "FILE) or commit them yourself")
+        touched = [e[3:] for e in changed.split("\0") if len(e) > 3]
+        if touched:
+            raise KsError(f"read-only task files were changed in session {info.id}'s worktree: " + ", ".join(touched),
+                          hint=f"results would not match the commit; restore them: git -C {info.worktree} restore "
+                               + " ".join(touched))
 
     def unchanged_since(self, sid: str) -> Attempt | None:
         """The latest attempt if the worktree kernel still equals it (nothing new to record)."""
@@ -407,18 +425,15 @@ class AttemptStore:
         return self._run(wt, "rev-parse", "HEAD", what="reading the new commit")
 
     def _write_note(self, sha: str, result: dict) -> None:
-        from gitdb import IStream
-
-        data = json.dumps(result, indent=1, sort_keys=True, default=str).encode()
-        blob = self.repo.odb.store(IStream("blob", len(data), io.BytesIO(data))).hexsha
-        blob = blob.decode() if isinstance(blob, bytes) else blob
         # Sessions share refs/notes/ks: serialize writers across processes, retry a lost race.
         guard = self.common_dir / "ks-notes.lock"
-        with open(guard, "a+") as g:
+        with open(guard, "a+") as g, tempfile.NamedTemporaryFile("w", suffix=".json") as note:
+            json.dump(result, note, indent=1, sort_keys=True, default=str)
+            note.flush()
             fcntl.flock(g.fileno(), fcntl.LOCK_EX)
             for tries in range(5):
                 try:
-                    self._run(self.repo, "notes", f"--ref={NOTES_REF}", "add", "-f", "-C", blob, sha,
+                    self._run(self.repo, "notes", f"--ref={NOTES_REF}", "add", "-f", "-F", note.name, sha,
                               what="storing the result as a git note")
                     return
                 except KsError:
@@ -509,7 +524,8 @@ class AttemptStore:
                 self._write_note(sha, result)
             new = self.attempts(info.id)[-1]
             Trace(self.trace_path(info.id)).append("rollback", {
-                "to_attempt": target.number, "new_attempt": new.number, "to_sha": target.sha, "sha": new.sha})
+                "to_attempt": target.number, "new_attempt": new.number, "to_sha": target.sha, "sha": new.sha,
+                "source": "attempts"})
             return new
 
 

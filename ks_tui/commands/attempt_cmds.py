@@ -7,6 +7,7 @@ git and the harness are imported inside the handlers so `ks --help` stays fast.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -38,10 +39,11 @@ def register(sub) -> None:
     p.add_argument("--question", metavar="QID", help="id of the question that led to this attempt")
     p.add_argument("--author", choices=("human", "agent"), default="human",
                    help="who wrote this kernel (default: human)")
-    p.add_argument("--result", metavar="FILE",
-                   help="record a result JSON computed elsewhere instead of running the harness")
-    p.add_argument("--no-run", action="store_true",
-                   help="commit a changed kernel as 'unchecked' without running the harness")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--result", metavar="FILE",
+                        help="record a result JSON computed elsewhere instead of running the harness")
+    source.add_argument("--no-run", action="store_true",
+                        help="commit a changed kernel as 'unchecked' without running the harness")
     p.add_argument("--json", action="store_true", help="print the attempt and result as one JSON document")
     _stale_arg(p)
     p.set_defaults(func=cmd_try)
@@ -107,6 +109,10 @@ def cmd_init(args) -> int:
 def cmd_session_new(args) -> int:
     store = _store(args)
     info = store.new_session(args.task)
+    pending = store.uncommitted_task_changes(info.task)
+    if pending:
+        _say(f"note: the session starts from HEAD; uncommitted changes in your checkout are not in it: "
+             + ", ".join(pending))
     if args.json:
         _dump(info.to_dict())
     else:
@@ -147,12 +153,20 @@ def _progress(event: dict) -> None:
         _say(f"  [{prog.get('done')}/{prog.get('total')}] {prog.get('phase') or ''} {prog.get('scenario') or ''}".rstrip())
 
 
+def _unchanged(args, same) -> None:
+    if args.json:
+        _dump({"attempt": None, "unchanged_since": same.to_dict()})
+    else:
+        print(f"kernel unchanged since attempt {same.number} ({same.short}); nothing recorded")
+
+
 def cmd_try(args) -> int:
     from ks_tui.attempts.render import attempt_line
 
     store = _store(args)
     info = store.session(args.session)
     with store.lock(info.id):
+        store.check(info.id)  # refuse a detached/dirty/locked worktree before a long harness run
         if args.result:
             result = _load_result_file(args.result)
             if result.get("task") not in (None, info.task):
@@ -160,7 +174,7 @@ def cmd_try(args) -> int:
         else:
             same = store.unchanged_since(info.id)
             if same is not None:
-                print(f"kernel unchanged since attempt {same.number} ({same.short}); nothing recorded")
+                _unchanged(args, same)
                 _say(f"hint: edit {store.kernel_path(info.id)} first; to time it again without a commit use "
                      f"`ks bench {info.task} --source {store.kernel_path(info.id)}`")
                 return EXIT_OK
@@ -178,7 +192,7 @@ def cmd_try(args) -> int:
                     raise KsError("the harness run was cancelled; nothing recorded")
         attempt = store.record(info.id, result, author=args.author, question=args.question, summary=args.summary)
     if attempt is None:
-        print("kernel unchanged since the latest attempt; nothing recorded")
+        _unchanged(args, store.attempts(info.id)[-1])
         return EXIT_OK
     compact = {k: result.get(k) for k in ("status", "correct", "geomean_speedup", "mode", "quick", "message")}
     store.trace(info.id).append("attempt", {"attempt": attempt.to_dict(), "result": compact})
@@ -195,6 +209,22 @@ def _session_for(store, args):
     return store.session(args.session) if args.session else store.latest_session()
 
 
+def _find_attempt(store, args):
+    """The attempt named on the command line; a hash is looked up in every session when
+    no --session is given."""
+    info = _session_for(store, args)
+    try:
+        return info, store.resolve(info.id, args.attempt)
+    except KsError:
+        ref = args.attempt.strip()
+        if args.session or ref.isdigit() or len(ref) < 4 or not all(c in "0123456789abcdef" for c in ref.lower()):
+            raise
+        for s in store.sessions():
+            if any(a.sha.startswith(ref.lower()) for a in store.attempts(s.id)):
+                return store.session(s.id), store.resolve(s.id, ref)
+        raise
+
+
 def cmd_log(args) -> int:
     from ks_tui.attempts.render import log_table
 
@@ -207,7 +237,8 @@ def cmd_log(args) -> int:
         print(f"session {info.id} ({info.task}): no attempts yet")
     else:
         print(f"session {info.id} ({info.task}), branch {info.branch}")
-        print(log_table(attempts))
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        print(log_table(attempts, width))
     return EXIT_OK
 
 
@@ -215,8 +246,7 @@ def cmd_show(args) -> int:
     from ks_tui.attempts.render import attempt_line, result_text
 
     store = _store(args)
-    info = _session_for(store, args)
-    attempt = store.resolve(info.id, args.attempt)
+    info, attempt = _find_attempt(store, args)
     against = args.against
     diff = store.diff(info.id, attempt.number, against=against)
     result = store.result(info.id, attempt.number)
@@ -224,7 +254,7 @@ def cmd_show(args) -> int:
         _dump({"session": info.id, "attempt": attempt.to_dict(), "against": against, "diff": diff, "result": result})
         return EXIT_OK
     print(attempt_line(attempt).strip())
-    print(f"commit {attempt.sha}")
+    print(f"commit {attempt.sha}  {attempt.time.astimezone().isoformat(timespec='seconds')}  session {info.id}")
     print()
     print(diff if diff.strip() else f"(kernel identical to {'the previous attempt' if against == 'previous' else against})")
     print()

@@ -52,8 +52,15 @@ def run_tui(args: argparse.Namespace) -> int:
     else:
         task_name = load_task(task or default_task(workspace), workspace).name
 
+    import os
+
     from ks_tui.app.app import KernelSeekApp
     from ks_tui.app.connect import SessionOpener
+
+    # Textual reads the size from COLUMNS/LINES before asking the terminal; stale values
+    # inherited from a parent process would pin the screen at the wrong size for good.
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
     opener = SessionOpener(workspace, cfg, task_name, use_agent=False if getattr(args, "human", False) else None,
                            _store=store)

@@ -32,11 +32,12 @@ def emit(kind: str, payload) -> None:
 
 
 def thread_count(task) -> int:
+    """KS_THREADS (a run-time choice) beats the task's timing.threads, which beats all cores."""
+    env = os.environ.get("KS_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
     if task.timing.threads:
         return task.timing.threads
-    env = os.environ.get("KS_THREADS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -209,68 +210,81 @@ class Runner:
 
     def _bench_all(self, ref, fn, stream) -> None:
         from ks_tui.harness.baseline_cache import BaselineCache
-        from ks_tui.harness.timing import GpuTimer, time_cpu
+        from ks_tui.harness.timing import GpuTimer
 
         torch, task = self.torch, self.task
         t0 = time.monotonic()
         gpu = GpuTimer(torch, stream) if task.device == "cuda" else None
-        use_cache = task.device == "cuda"
-        cache = BaselineCache(build_mod.cache_root(), _environment(torch, self.result)) if use_cache else None
-        factories = getattr(ref, "BASELINES", {}) or {}
+        # GPU baselines are stable across runs and costly (5 libraries x 182 scenarios): cache
+        # them. CPU baselines are cheap and load-sensitive: always time them next to the kernel.
+        cache = BaselineCache(build_mod.cache_root(), _environment(torch, self.result)) if gpu else None
         n = len(self.scenarios)
         for i, (sc, entry) in enumerate(zip(self.scenarios, self.result["scenarios"])):
             emit("progress", {"done": i, "total": n, "scenario": sc.id, "phase": "bench"})
-            p = sc.params
-            sets = self._input_sets(ref, p, i, gpu)
-
-            def timer(calls):
-                return gpu.time(calls, task.timing) if gpu else time_cpu(calls, task.timing)
-
-            kernel_calls = [(lambda s=s: ref.call_kernel(fn, s[0], s[1], p, self.stream_ptr)) for s in sets]
-            kt = timer(kernel_calls)
-            entry["time_ms"] = kt["median_ms"]
-            entry["timing"] = kt
-            entry["tflops"] = task.flops_of(sc) / (kt["median_ms"] * 1e-3) / 1e12
-            for name in task.baselines:
-                if name not in factories:
-                    entry["skipped_baselines"][name] = "not provided by the task's reference.py"
-                    continue
-                cached = None if (self.remeasure or not use_cache) else cache.get(name, p)
-                if cached:
-                    entry["baselines"][name] = cached["median_ms"]
-                    entry.setdefault("cached_baselines", []).append(name)
-                    continue
-                try:
-                    calls = [factories[name](s[0], p) for s in sets]
-                    bt = timer(calls)
-                except Unavailable as e:
-                    entry["skipped_baselines"][name] = str(e) or "unavailable"
-                    continue
-                except Exception as e:  # a library failing must not fail the kernel
-                    entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
-                    self._sync_quietly()
-                    continue
-                entry["baselines"][name] = bt["median_ms"]
-                if cache is not None:
-                    cache.put(name, p, bt)
-            if entry["baselines"]:
-                best = min(entry["baselines"], key=entry["baselines"].get)
-                entry["baseline"] = {"name": best, "time_ms": entry["baselines"][best]}
-                entry["speedup"] = entry["baselines"][best] / entry["time_ms"]
-            # Re-check after timing: fresh data in the same buffers the timed calls used.
-            inputs, out = sets[0]
-            for k, v in self._new_inputs(ref, p, i, 1000).items():
-                inputs[k].copy_(v)
-            verdict = self._call_and_judge(ref, fn, inputs, out, p)
-            verdict["draw"] = "after-timing"
-            if not verdict["ok"]:
-                verdict["what"] = "re-check after timing failed: " + verdict["what"]
-                entry["ok"], entry["error"] = False, verdict
+            self._bench_one(ref, fn, i, sc, entry, gpu, cache)
             emit("partial", {"scenario": entry})
         emit("progress", {"done": n, "total": n, "scenario": None, "phase": "bench"})
-        if use_cache:
+        if cache is not None:
             cache.save()
         self.timings["bench_s"] = round(time.monotonic() - t0, 4)
+
+    def _baseline_calls(self, ref, name: str, sets: list, p: dict, entry: dict):
+        """The timed callables of one baseline (one per input set), tried once; None if skipped."""
+        factories = getattr(ref, "BASELINES", {}) or {}
+        if name not in factories:
+            entry["skipped_baselines"][name] = "not provided by the task's reference.py"
+            return None
+        try:
+            calls = [factories[name](s[0], p) for s in sets]
+            calls[0]()
+            self._sync()
+            return calls
+        except Unavailable as e:
+            entry["skipped_baselines"][name] = str(e) or "unavailable"
+        except Exception as e:  # a library failing must not fail the kernel
+            entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
+            self._sync_quietly()
+        return None
+
+    def _bench_one(self, ref, fn, index: int, sc, entry: dict, gpu, cache) -> None:
+        from ks_tui.harness.timing import time_cpu
+
+        task, p = self.task, sc.params
+        sets = self._input_sets(ref, p, index, gpu)
+        funcs = {"": [(lambda s=s: ref.call_kernel(fn, s[0], s[1], p, self.stream_ptr)) for s in sets]}
+        for name in task.baselines:
+            hit = None if (self.remeasure or cache is None) else cache.get(name, p)
+            if hit:
+                entry["baselines"][name] = hit["median_ms"]
+                entry.setdefault("cached_baselines", []).append(name)
+                continue
+            calls = self._baseline_calls(ref, name, sets, p, entry)
+            if calls is not None:
+                funcs[name] = calls
+        if gpu is not None:
+            timed = {name: gpu.time(calls, task.timing) for name, calls in funcs.items()}
+        else:
+            timed = time_cpu(funcs, task.timing)
+        kt = timed.pop("")
+        entry["time_ms"], entry["timing"] = kt["median_ms"], kt
+        entry["tflops"] = task.flops_of(sc) / (kt["median_ms"] * 1e-3) / 1e12
+        for name, bt in timed.items():
+            entry["baselines"][name] = bt["median_ms"]
+            if cache is not None:
+                cache.put(name, p, bt)
+        if entry["baselines"]:
+            best = min(entry["baselines"], key=entry["baselines"].get)
+            entry["baseline"] = {"name": best, "time_ms": entry["baselines"][best]}
+            entry["speedup"] = entry["baselines"][best] / entry["time_ms"]
+        # Re-check after timing: fresh data in the same buffers the timed calls used.
+        inputs, out = sets[0]
+        for k, v in self._new_inputs(ref, p, index, 1000).items():
+            inputs[k].copy_(v)
+        verdict = self._call_and_judge(ref, fn, inputs, out, p)
+        verdict["draw"] = "after-timing"
+        if not verdict["ok"]:
+            verdict["what"] = "re-check after timing failed: " + verdict["what"]
+            entry["ok"], entry["error"] = False, verdict
 
     def _input_sets(self, ref, p, index: int, gpu) -> list[tuple]:
         inputs, out = self._fresh_set(ref, p, index, 500)

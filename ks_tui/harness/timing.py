@@ -17,20 +17,30 @@ def _reps_for(one_call_s: float, timing) -> int:
     return int(max(timing.min_reps, min(timing.max_reps, timing.budget_s / one_call_s)))
 
 
-def time_cpu(calls: list[Callable[[], object]], timing) -> dict:
-    """Warm-up, then the median of N monotonic-clock samples, cycling over `calls`."""
+def time_cpu(funcs: dict[str, list[Callable[[], object]]], timing) -> dict[str, dict]:
+    """Median monotonic-clock time of each named function, sampled round-robin.
+
+    Interleaving kernel and baseline calls means both see the same machine load (other
+    processes, frequency changes), so their ratio stays meaningful on a busy box.
+    Each entry is a list of equivalent callables (input sets) cycled through.
+    """
     for i in range(timing.warmup):
-        calls[i % len(calls)]()
-    t0 = time.perf_counter()
-    calls[0]()
-    reps = _reps_for(time.perf_counter() - t0, timing)
-    samples = []
-    for i in range(reps):
-        call = calls[i % len(calls)]
+        for calls in funcs.values():
+            calls[i % len(calls)]()
+    one_round = 0.0
+    for calls in funcs.values():
         t0 = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - t0)
-    return _summary(samples)
+        calls[0]()
+        one_round += time.perf_counter() - t0
+    reps = _reps_for(one_round / max(1, len(funcs)), timing)
+    samples: dict[str, list[float]] = {name: [] for name in funcs}
+    for i in range(reps):
+        for name, calls in funcs.items():
+            call = calls[i % len(calls)]
+            t0 = time.perf_counter()
+            call()
+            samples[name].append(time.perf_counter() - t0)
+    return {name: _summary(s) for name, s in samples.items()}
 
 
 def _summary(samples_s: list[float]) -> dict:

@@ -105,9 +105,14 @@ def shown(app, selector: str) -> str:
     """The plain text of every Static under `selector` on the current screen stack."""
     from textual.widgets import Static
 
+    from textual.widgets import OptionList
+
     root = app.screen.query_one(selector)
     widgets = [root, *root.query(Static)] if isinstance(root, Static) else list(root.query(Static))
-    return "\n".join(plain(w.content) for w in widgets)
+    parts = [plain(w.content) for w in widgets]
+    for options in root.query(OptionList):
+        parts.extend(plain(options.get_option_at_index(i).prompt) for i in range(options.option_count))
+    return "\n".join(parts)
 
 
 async def wait_for(pilot, condition: Callable[[], object], what: str, timeout: float = 60.0):
@@ -123,3 +128,28 @@ async def wait_for(pilot, condition: Callable[[], object], what: str, timeout: f
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.05)
+
+
+# (kernel file in data/, recorded result in data/) for the three attempts of a seeded session
+SEEDED_ATTEMPTS = (
+    ("kernel_a.cpp", "bench_kernel_a.json"),
+    ("broken.cpp", "compile_error.json"),
+    ("kernel_b.cpp", "bench_kernel_b.json"),
+)
+
+
+def seed_session(workspace: Path) -> tuple[object, str]:
+    """A session whose three attempts hold recorded kernels and results (real git commits)."""
+    import json
+
+    from ks_tui.attempts import AttemptStore, kernel_sha256
+
+    store = AttemptStore(workspace)
+    sid = store.new_session("attention_cpu").id
+    kernel = store.kernel_path(sid)
+    for source, result_file in SEEDED_ATTEMPTS:
+        kernel.write_text((DATA / source).read_text())
+        result = json.loads((DATA / result_file).read_text())
+        result["kernel_sha256"] = kernel_sha256(kernel)
+        store.record(sid, result, author="human", summary=f"recorded {source}")
+    return store, sid

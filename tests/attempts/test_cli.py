@@ -138,6 +138,9 @@ def test_no_run_commits_a_human_edit_as_unchecked(toy_session):
     assert out.returncode == 0, out.stderr
     text = ks("log", "--session", sid, cwd=ws).stdout
     assert "human" in text and "unchecked" in text
+    again = ks("try", "--session", sid, "--no-run", "--json", cwd=ws)
+    doc = json.loads(again.stdout)                   # --json: one document on stdout, even here
+    assert doc["attempt"] is None and doc["unchanged_since"]["number"] == 1
 
 
 def test_second_try_on_a_busy_session_is_refused(toy_session):
@@ -177,3 +180,14 @@ def test_bad_names_are_one_line_errors(toy_session, tmp_path):
     bad_input(ks("session", "new", "missing_task", cwd=ws), "no task 'missing_task'")
     (tmp_path / "loose" / "kernels").mkdir(parents=True)
     bad_input(ks("sessions", cwd=tmp_path / "loose"), "not inside a git repository")
+
+
+def test_ks_works_from_inside_a_session_worktree_and_finds_hashes_across_sessions(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    other = ks("session", "new", "toy", cwd=ws).stdout.strip()
+    kernel.write_text(kernel.read_text() + "// first session\n")
+    assert ks("try", "--session", sid, "--no-run", cwd=kernel.parent).returncode == 0
+    sha = json.loads(ks("log", "--session", sid, "--json", cwd=ws).stdout)["attempts"][0]["sha"]
+    assert other  # the latest session has no attempts; the hash still finds the first one
+    shown = json.loads(ks("show", sha[:10], "--json", cwd=kernel.parent).stdout)
+    assert shown["session"] == sid and "+// first session" in shown["diff"]

@@ -86,11 +86,11 @@ def test_worktree_on_another_branch_is_refused(session):
     assert "precious edit" in kernel.read_text()
 
 
-def test_changed_task_files_other_than_the_kernel_are_refused(session):
+def test_changed_read_only_task_files_are_refused(session):
     store, s, kernel = session
     task_yaml = kernel.parent / "task.yaml"
     task_yaml.write_text(task_yaml.read_text() + "# tampered\n")
-    with pytest.raises(KsError, match="task.yaml"):
+    with pytest.raises(KsError, match="read-only task files.*task.yaml"):
         store.record(s.id, result_for(kernel))
     assert len(store.attempts(s.id)) == 1
 
@@ -179,3 +179,18 @@ def test_cancelled_and_unknown_statuses_are_not_recorded(session):
         with pytest.raises(KsError):
             store.record(s.id, result_for(kernel, status=status))
     assert len(store.attempts(s.id)) == 1
+
+
+def test_a_merge_in_progress_in_the_worktree_is_refused(session):
+    store, s, kernel = session
+    store.record(s.id, result_for(kernel))                       # attempt 2: the precious edit
+    git(s.worktree, "switch", "-q", "-c", "side", s.base)
+    kernel.write_text("// a conflicting idea\n")
+    git(s.worktree, "commit", "-qam", "side idea")
+    git(s.worktree, "switch", "-q", s.branch)
+    git(s.worktree, "merge", "-q", "side", check=False)          # conflicts on the kernel
+    with pytest.raises(KsError, match="MERGE_HEAD"):
+        store.record(s.id, result_for(kernel))
+    git(s.worktree, "merge", "--abort")
+    assert "precious edit" in kernel.read_text()
+    assert len(store.attempts(s.id)) == 2

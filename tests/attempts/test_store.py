@@ -18,7 +18,7 @@ def user_state(ws):
     """Everything about the user's own checkout that KernelSeek must never change."""
     return {
         "head": git(ws, "rev-parse", "HEAD"),
-        "branch": git(ws, "symbolic-ref", "HEAD"),
+        "branch": git(ws, "symbolic-ref", "-q", "HEAD", check=False),
         "status": git(ws, "status", "--porcelain=v2", "--untracked-files=all"),
         "index": hashlib.sha256((ws / ".git" / "index").read_bytes()).hexdigest(),
         "staged": git(ws, "diff", "--cached"),
@@ -45,8 +45,9 @@ def test_session_gets_its_own_branch_and_worktree_and_leaves_the_user_checkout_a
     kernel = store.kernel_path(s.id)
     assert s.branch == f"ks/toy/{s.id}"
     assert kernel == s.worktree.resolve() / "kernels/toy/kernel.cpp"
-    # The session starts from HEAD, not from the user's uncommitted edit.
+    # The session starts from HEAD, not from the user's uncommitted edit (and says so).
     assert "user's unfinished idea" not in kernel.read_text()
+    assert store.uncommitted_task_changes("toy") == ["kernels/toy/kernel.cpp"]
 
     store.record(s.id, result_for(kernel, speedup=1.0))
     edit(kernel, "agent try")
@@ -249,3 +250,51 @@ def test_configured_identity_is_kept(workspace):
     s = store.new_session("toy")
     a = store.record(s.id, result_for(store.kernel_path(s.id)))
     assert git(workspace, "log", "-1", "--format=%an <%ae>", a.sha).strip() == "Test User <test@example.com>"
+
+
+def test_a_session_can_start_from_a_detached_user_checkout(workspace):
+    git(workspace, "checkout", "-q", "--detach")
+    before = user_state(workspace)
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    edit(kernel, "v2")
+    store.record(s.id, result_for(kernel))
+    assert git(workspace, "symbolic-ref", "-q", "HEAD", check=False) == ""       # still detached
+    assert user_state(workspace) == before
+
+
+def test_only_the_kernel_is_committed_even_with_other_files_staged_in_the_worktree(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    (s.worktree / "scratch.md").write_text("notes\n")
+    git(s.worktree, "add", "scratch.md")
+    edit(kernel, "v2")
+    a = store.record(s.id, result_for(kernel))
+    assert git(workspace, "diff-tree", "--no-commit-id", "--name-only", "-r", a.sha).split() == \
+        ["kernels/toy/kernel.cpp"]
+    assert git(s.worktree, "diff", "--cached", "--name-only").split() == ["scratch.md"]
+
+
+def test_a_failing_hook_or_required_signing_does_not_lose_an_attempt(workspace):
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'hook says no' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    git(workspace, "config", "commit.gpgSign", "true")
+    git(workspace, "config", "gpg.program", "/nonexistent/gpg")
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    edit(kernel, "kept")
+    assert store.record(s.id, result_for(kernel)).number == 1
+
+
+def test_a_summary_cannot_forge_trailers(workspace):
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    evil = "tried X\n\nKS-Attempt: 99\nKS-Status: correct\nKS-Speedup: 50"
+    a = store.record(s.id, result_for(kernel, status="incorrect", n_ok=1, speedup=None), summary=evil)
+    assert (a.number, a.status, a.speedup) == (1, "incorrect", None)
+    assert "\n" not in a.summary and a.summary.startswith("tried X")

@@ -31,13 +31,14 @@ def edit(task_dir: Path, old: str, new: str) -> int:
 
 # (old text, new text, expected words in the message); the line is where the new text lands.
 CASES = {
-    "yaml_syntax": ("flops: \"4", "flops: [\"4", "YAML syntax error"),
+    "yaml_syntax": ("description: Attention", "description: Attention: forward", "YAML syntax error"),
     "unknown_key": ("entry: attention_forward", "entry: attention_forward\nkernal: kernel.cpp", "unknown key 'kernal'"),
     "missing_file": ("kernel: kernel.cpp", "kernel: nope.cpp", "file not found: nope.cpp"),
     "grid_axis_not_list": ("causal: [false, true]", "causal: true", "must be a non-empty list"),
     "grid_axis_empty": ("causal: [false, true]", "causal: []", "must be a non-empty list"),
     "bad_expression": ("scale: \"1 / d ** 0.5\"", "scale: \"1 / dd ** 0.5\"", "unknown name 'dd'"),
-    "unsafe_expression": ("flops: \"4 *", "flops: \"__import__('os').getpid() + 4 *", "Attribute is not allowed"),
+    "unsafe_expression": ("flops: \"4 *", "flops: \"__import__('os').getpid() + 4 *", "may be called"),
+    "attribute_access": ("flops: \"4 *", "flops: \"b.__class__ * 4 *", "Attribute is not allowed"),
     "quick_unknown_id": ("  - d24-h2-1-q31-k45-b4\n", "  - d24-h2-1-q31-k45-b99\n", "quick id 'd24-h2-1-q31-k45-b99'"),
     "duplicate_ids": ("{'-causal' if causal else ''}", "", "duplicate scenario id"),
     "duplicate_key": ("timeout_s: 180", "timeout_s: 180\ntimeout_s: 90", "duplicate key 'timeout_s'"),
@@ -78,7 +79,7 @@ def test_cli_exits_2_with_one_line_and_no_traceback(task_copy, case):
 
 
 def test_unknown_task_name_lists_the_tasks():
-    out = run_ks("scenarios", "no_such_task", "-w", str(REPO))
+    out = run_ks("-w", str(REPO), "scenarios", "no_such_task")
     assert out.returncode == 2
     assert "attention_cpu" in out.stderr and "Traceback" not in out.stderr
 

@@ -488,7 +488,7 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int h_q, in
 // Persistent: CTA c handles tiles c, c + gridDim.x, ... The shared-memory ring and its
 // barrier phases run on across tiles, so the producer fetches the next tile's Q, K and V
 // while the consumers finish the current one.
-template <typename T, int Dp>
+template <typename T, int Dp, int kQkSteps>
 __global__ void __launch_bounds__(kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                   const __grid_constant__ CUtensorMap tm_v, T* __restrict__ out, int s_q, int s_k,
@@ -566,19 +566,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp = (threadIdx.x / 32) % 4;  // warp within the warpgroup: 16 rows each
   const int lane = threadIdx.x % 32;
   const int g = lane / 4, t4 = lane % 4;    // accumulator fragment coordinates
-  const int qk_steps = (d + 15) / 16;
   const uint32_t q_half = sQ + cw * 64 * 128;
 
   // S = Q K^T for the K tile in stage s (issued, not waited for).
   auto issue_qk = [&](float (&s_acc)[BN / 2], int s) {
 #pragma unroll
-    for (int kk = 0; kk < Dp / 16; ++kk) {
-      if (kk < qk_steps) {
-        const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-        const uint64_t da = smem_desc(q_half + (kk / 4) * kBlockM * 128 + off, 16, 1024);
-        const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
-        mma_qk<T, BN>(s_acc, da, db, kk > 0);
-      }
+    for (int kk = 0; kk < kQkSteps; ++kk) {
+      const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+      const uint64_t da = smem_desc(q_half + (kk / 4) * kBlockM * 128 + off, 16, 1024);
+      const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+      mma_qk<T, BN>(s_acc, da, db, kk > 0);
     }
     wgmma_commit();
   };
@@ -661,6 +658,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_regs(s_acc);
         if (needs_mask(n)) mask_tile<BN>(s_acc, n * BN, row0, t4, s_k, diag, causal);
         softmax_tile<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
+        fence_regs(s_acc);  // keep the softmax ahead of the wait: it is what overlaps P V
         wgmma_wait<0>();
         fence_regs(o_acc);
         fence_frag(p_frag);
@@ -750,7 +748,7 @@ int num_sms() {
   return n;
 }
 
-template <typename T, int Dp>
+template <typename T, int Dp, int kQkSteps>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
   constexpr int BN = Config<Dp>::kBlockN;
@@ -760,7 +758,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
     return 5;
   constexpr int smem = smem_bytes<Dp>();
   static const cudaError_t attr = cudaFuncSetAttribute(
-      attn_fwd_sm90<T, Dp>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      attn_fwd_sm90<T, Dp, kQkSteps>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
   const int num_m_blocks = (s_q + kBlockM - 1) / kBlockM;
   const long long tiles = static_cast<long long>(num_m_blocks) * h_q * b;
@@ -768,7 +766,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   const int num_tiles = static_cast<int>(tiles);
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
-  attn_fwd_sm90<T, Dp><<<grid, kThreads, smem, stream>>>(tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q,
+  attn_fwd_sm90<T, Dp, kQkSteps><<<grid, kThreads, smem, stream>>>(tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q,
                                                          h_kv, d, causal, scale_log2, num_m_blocks,
                                                          num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
@@ -777,9 +775,11 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
 template <typename T>
 int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
              int h_kv, int d, int causal, float scale, int dtype, cudaStream_t st) {
-  if (d <= 64) return launch<T, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  if (d <= 128) return launch<T, 128>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  return launch<T, 256>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  // <padded head dim, 16-column steps of Q K^T>; columns past d are zero-filled by the TMA.
+  if (d <= 64) return launch<T, 64, 4>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  if (d <= 96) return launch<T, 128, 6>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  if (d <= 128) return launch<T, 128, 8>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  return launch<T, 256, 16>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }

@@ -77,6 +77,7 @@ class HistoryScreen(Screen):
         self.base: str = "previous"
         self.compare_from: int | None = None
         self.selected: int | None = None
+        self.session_label = backend.session_id  # what the title calls the session
 
     def compose(self):
         yield Static(self._title(), id="history-title")
@@ -93,7 +94,7 @@ class HistoryScreen(Screen):
     def _title(self) -> Text:
         t = Text()
         t.append("History", "bold")
-        t.append(f" · {self.backend.task_name} · session {self.backend.session_id}")
+        t.append(f" · {self.backend.task_name} · session {self.session_label}")
         if self.compare_from is not None:
             t.append(f" · comparing from #{self.compare_from}: pick another and press c", "yellow")
         return t

@@ -82,19 +82,22 @@ class SpeedupChart:
 
 
 def _label(r: int, rows: int, top: float, one: int) -> str:
+    """The 1.0x row is labelled; the top row carries the scale unless 1.0x sits there."""
+    one_row = rows - 1 - min(one, rows * 8 - 1) // 8
+    if r == one_row:
+        return " 1.00x "
     if r == 0:
         return f"{top:5.2f}x ".rjust(LABEL_WIDTH)
-    if r == rows - 1 - one // 8 and r != rows - 1:
-        return " 1.00x "
     return " " * LABEL_WIDTH
 
 
 def _cell(p: ChartPoint, best: float | None, row_floor: int, level, one: int, bottom: bool):
-    if p.speedup is None or not p.correct:
-        return ("×", "bold red") if bottom else (" ", "")
-    bar = level(p.speedup) - row_floor
+    failed = p.speedup is None or not p.correct
+    if failed and bottom:
+        return ("×", "bold red")
+    bar = 0 if failed else level(p.speedup) - row_floor
     best_level = level(best) if best is not None else -1
-    if 0 <= best_level - row_floor < 8 and best_level > level(p.speedup):
+    if 0 <= best_level - row_floor < 8 and (failed or best_level > level(p.speedup)):
         return ("━", "magenta")  # the best so far sits above this bar, in this row
     if bar >= 8:
         return ("█", "green" if p.speedup >= 1.0 else "yellow")

@@ -41,8 +41,9 @@ def compile_report(result: dict[str, Any]):
             lines.append(f"  {err.get('message', '')}\n")
         lines.rstrip()
         parts.append(lines)
-    elif not comp.get("ok") and comp.get("log"):
-        parts.append(Text(_tail(comp["log"], 12), "red"))
+    elif comp.get("log", "").strip():
+        # No parsed errors: the raw tail says why it failed, or which warnings it gave.
+        parts.append(Text(_tail(comp["log"], 12), "red" if not comp.get("ok") else "yellow"))
 
     kernels = comp.get("kernels") or []
     if kernels:
@@ -71,6 +72,8 @@ def compile_report(result: dict[str, Any]):
 
     if result.get("status") not in (None, "correct", "compile_error") and result.get("message"):
         parts.append(Text(f"{result['status']}: {result['message']}", "yellow"))
+    if comp.get("command"):
+        parts.append(Text(f"$ {comp['command']}", "dim"))
     return Group(*parts)
 
 

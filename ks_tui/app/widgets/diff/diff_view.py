@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from rich.syntax import Syntax
 from rich.text import Text
-from textual.containers import VerticalScroll
+from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 
-class DiffView(VerticalScroll, can_focus=True):
+def hunks_only(diff: str) -> str:
+    """Drop git's file header (diff --git, index, ---/+++): one file, so it says nothing."""
+    lines = diff.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("@@"):
+            return "\n".join(lines[i:])
+    return diff
+
+
+class DiffView(ScrollableContainer, can_focus=True):
     DEFAULT_CSS = """
     DiffView { height: 1fr; }
     DiffView > Static { width: auto; }
@@ -27,7 +36,7 @@ class DiffView(VerticalScroll, can_focus=True):
             self._body.update(Text("No change in the kernel.", style="dim"))
         else:
             # The diff lexer colours +/- lines and hunk headers; a fixed theme keeps snapshots stable.
-            self._body.update(Syntax(diff, "diff", theme="monokai", background_color="default",
+            self._body.update(Syntax(hunks_only(diff), "diff", theme="monokai", background_color="default",
                                      word_wrap=False))
         self.scroll_home(animate=False)
 

@@ -1,0 +1,137 @@
+"""A person at the screen: decision points wait for answers, typed questions reach the agent,
+a rollback takes the kernel and the conversation back together, and bash asks first."""
+
+from __future__ import annotations
+
+import json
+
+from ks_tui import events as ev
+from ks_tui.config import load_config
+from ks_tui.engine import Session
+from tests.support.fake_messages_api import reply, text, tool_use
+
+OLD = "std::vector<float> acc(d);"
+
+
+def edit_and_check(tag: str):
+    return reply(text(f"Trying {tag}."),
+                 tool_use("edit_file", {"path": "kernel.cpp", "old_string": OLD, "new_string": f"{OLD}  // {tag}"}),
+                 tool_use("run_harness", {"mode": "check", "quick": True}))
+
+
+def test_answers_typed_questions_and_rollback_with_the_conversation(workspace, api_env):
+    global OLD
+    api = api_env([edit_and_check("first"),
+                   reply(text("Now a second idea."),
+                         tool_use("edit_file", {"path": "kernel.cpp", "old_string": f"{OLD}  // first",
+                                                "new_string": f"{OLD}  // second"}),
+                         tool_use("run_harness", {"mode": "check", "quick": True})),
+                   reply(text("I am done.")),
+                   reply(text("Good question; done again.")),
+                   reply(text("Understood, back at attempt 1."))])
+    cfg = load_config(workspace).with_overrides(max_turns=5, question_timeout_s=60.0)
+    session = Session.create(workspace, "attention_cpu", cfg, autonomous=False, human_present=True)
+    stops = []
+
+    def person(e: ev.Event) -> None:  # answers from the event stream, as the question pane would
+        if isinstance(e, ev.DecisionPointReached):
+            if e.point == "session_start":
+                session.answer_question(e.questions[0]["id"], None)  # picks the bank's question
+            elif e.point == "agent_stop":
+                stops.append(e)
+                if len(stops) == 1:
+                    session.answer_question(None, "Did you measure before changing anything?")
+                else:
+                    session.rollback(1)
+                    session.answer_question(None, None)  # skip: the rollback note is what goes next
+
+    seen: list[ev.Event] = []
+    session.subscribe(seen.append)
+    session.subscribe(person)
+    end = session.run_forever()
+    assert end.reason == "max turns reached (5)"
+
+    asked = [(e.question_id, e.chosen_by) for e in seen if isinstance(e, ev.QuestionAsked)]
+    assert asked[0] == ("start-where", "human") and asked[1][1] == "human" and asked[1][0].startswith("human-")
+    assert api.requests[3]["messages"][-1]["content"][-1]["text"].endswith("Did you measure before changing anything?")
+
+    # Attempt 3 is the rollback commit; the kernel is attempt 1's again.
+    attempts = session.store.attempts(session.id)
+    assert [a.number for a in attempts] == [1, 2, 3] and attempts[2].rollback_of == 1
+    assert attempts[1].question is None and attempts[0].question == "start-where"
+    assert session.files.kernel.read_text().count("// first") == 1
+    # The conversation went back to the end of attempt 1's harness run, plus a note.
+    at_attempt_1 = api.requests[1]["messages"]
+    after = api.requests[4]["messages"]
+    assert after[:-1] == at_attempt_1[:-1]
+    assert after[-1]["content"][:-1] == at_attempt_1[-1]["content"]
+    note = after[-1]["content"][-1]["text"]
+    assert "rolled the kernel and this conversation back to attempt 1" in note and "attempt 2" in note
+    rolled = [e for e in seen if isinstance(e, ev.RolledBack)]
+    assert rolled[0].to_attempt == 1 and rolled[0].conversation_len == len(at_attempt_1)
+
+
+def test_bash_runs_only_when_enabled_and_approved(workspace, api_env):
+    api = api_env([reply(tool_use("bash", {"command": "echo approved-run > marker.txt; pwd"})),
+                   reply(tool_use("bash", {"command": "touch refused-run.txt"})),
+                   reply(text("done"))])
+    cfg = load_config(workspace).with_overrides(max_turns=3, enable_bash=True, question_timeout_s=30.0)
+    session = Session.create(workspace, "attention_cpu", cfg, autonomous=False, human_present=True)
+    answers = iter([True, False])
+    requests = []
+
+    def person(e):
+        if isinstance(e, ev.DecisionPointReached):
+            session.answer_question(None, None)
+        elif isinstance(e, ev.BashApprovalRequested):
+            requests.append(e.command)
+            session.approve_bash(e.id, next(answers))
+
+    session.subscribe(person)
+    session.run_forever()
+    worktree = session.info.worktree
+    assert requests == ["echo approved-run > marker.txt; pwd", "touch refused-run.txt"]
+    assert (worktree / "marker.txt").read_text() == "approved-run\n"
+    assert not (worktree / "refused-run.txt").exists()
+    first = api.requests[1]["messages"][-1]["content"][0]
+    assert first["content"].startswith("exit code 0") and str(worktree) in first["content"]
+    second = api.requests[2]["messages"][-1]["content"][0]
+    assert second["is_error"] and "did not approve" in second["content"]
+    assert "bash" in [t["name"] for t in api.requests[0]["tools"]]
+
+
+def test_bash_is_refused_when_not_enabled(workspace, api_env):
+    api = api_env([reply(tool_use("bash", {"command": "touch x"})), reply(text("ok"))])
+    cfg = load_config(workspace).with_overrides(max_turns=2)
+    session = Session.create(workspace, "attention_cpu", cfg, autonomous=True, human_present=False)
+    session.run_forever()
+    assert "bash" not in [t["name"] for t in api.requests[0]["tools"]]
+    result = api.requests[1]["messages"][-1]["content"][0]
+    assert result["is_error"] and "disabled" in result["content"]
+    assert not (session.info.worktree / "x").exists()
+
+
+def test_without_a_key_the_session_runs_in_human_mode(workspace, monkeypatch, tmp_path):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    session = Session.create(workspace, "attention_cpu", load_config(workspace))
+    assert not session.agent_enabled
+    kernel = session.files.kernel
+    kernel.write_text(kernel.read_text().replace(OLD, OLD + "  // typed by a person"))
+    seen: list[ev.Event] = []
+
+    def on(e):
+        seen.append(e)
+        if isinstance(e, ev.AttemptRecorded):
+            session.stop()
+
+    session.subscribe(on)
+    session.start()
+    session.run_harness_now(mode="check", quick=True)
+    assert session.join(timeout=120)
+    states = [e.state for e in seen if isinstance(e, ev.StateChanged)]
+    assert states[0] == "human"
+    [attempt] = [e for e in seen if isinstance(e, ev.AttemptRecorded)]
+    assert attempt.attempt["author"] == "human" and attempt.attempt["status"] == "correct"
+    assert json.dumps(seen[-1].to_dict())  # SessionEnded serializes

@@ -1,0 +1,66 @@
+"""The screen driving a real engine session against the scripted Messages API server:
+a question picked by key reaches the agent, and the panels fill as the agent works."""
+
+from __future__ import annotations
+
+from ks_tui.app.app import KernelSeekApp
+from ks_tui.app.connect import SessionOpener
+from ks_tui.config import load_config
+from tests.app.conftest import shown, wait_for
+from tests.support.fake_messages_api import reply, text, tool_use
+
+
+def user_texts(request: dict) -> list[str]:
+    out = []
+    for message in request["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(content)
+        else:
+            out.extend(b.get("text", "") for b in content if b.get("type") == "text")
+    return out
+
+
+async def test_question_by_key_reaches_agent_and_panels_fill(workspace, fake_api):
+    api = fake_api([
+        reply(text("I will check the seed kernel on the quick scenarios first."),
+              tool_use("run_harness", {"mode": "check", "quick": True})),
+        reply(text("The seed is correct; I stop here for now.")),
+    ])
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        pane = app.main_screen.query_one("#questions")
+        await wait_for(pilot, lambda: pane.point == "session_start", "the session_start decision point")
+        assert "Where does the time go" in shown(app, "#questions")
+        assert app.agent_state == "waiting_question"
+
+        await pilot.press("1")  # the first ranked question, by number key
+
+        assert await wait_for(pilot, lambda: api.requests, "the first request to the model")
+        assert any("Where does the time go in this kernel today?" in t for t in user_texts(api.requests[0]))
+
+        # The agent's text streams into the Agent panel, its tool call and the result follow.
+        await wait_for(pilot, lambda: "seed is correct" in shown(app, "#conversation"), "the second reply")
+        conversation = shown(app, "#conversation")
+        assert "I will check the seed kernel" in conversation
+        assert "run_harness(mode=check, quick=true)" in conversation
+
+        # The harness run became attempt 1: status bar, benchmark table, compile panel.
+        await wait_for(pilot, lambda: app.main_screen.attempts, "attempt 1")
+        status = shown(app, "#status")
+        assert "attention_cpu" in status and "1 attempt" in status
+        table = app.main_screen.query_one("#bench-table")
+        assert table.row_count == 4  # the task's quick scenarios
+        assert "correct 4/4" in shown(app, "#bench-headline")
+        assert "compiled" in shown(app, "#compile")
+
+        # The agent ended its turn: the next decision point is offered.
+        await wait_for(pilot, lambda: pane.point == "agent_stop", "the agent_stop decision point")
+        assert "Which layer of the system" in shown(app, "#questions")
+
+        await pilot.press("x")  # skip
+        await wait_for(pilot, lambda: not pane.pending, "the skipped point to close")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, "the app to quit")

@@ -1,0 +1,74 @@
+"""The history screen over a real session: it lists every attempt, shows one's diff and
+results, compares two, and rolls back through the engine after a confirmation."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable
+
+from ks_tui.app.app import KernelSeekApp
+from ks_tui.app.connect import SessionOpener
+from ks_tui.app.screens.history import HistoryScreen
+from ks_tui.config import load_config
+from tests.app.conftest import seed_session, shown, wait_for
+
+
+async def test_history_lists_attempts_compares_and_rolls_back(workspace):
+    store, sid = seed_session(workspace)
+    opener = SessionOpener(workspace, load_config(workspace), "attention_cpu")
+    app = KernelSeekApp(opener=opener, session_id=sid)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.agent_state == "human", "the session to open in human mode")
+        await pilot.press("h")
+        history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen,
+                                 "the history screen")
+        table = history.query_one("#attempts", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 3, "three attempts listed")
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(3)]
+        assert [r[0].strip() for r in rows] == ["★1", "2", "3"]  # attempt 1 is the fastest correct one
+        assert [r[3] for r in rows] == ["correct", "compile_error", "correct"]
+        assert all(r[2] == "human" for r in rows)
+
+        # The latest is selected: its diff against the previous attempt and its results.
+        await wait_for(pilot, lambda: "#3 vs previous" in str(history.query_one("#history-diff-panel").border_title),
+                       "attempt 3's diff")
+        assert "omp simd" in shown(app, "#history-diff")
+        assert history.query_one("#history-results").row_count == 4
+
+        # Compare: mark attempt 3, move to attempt 1, compare.
+        await pilot.press("c")
+        await pilot.press("up", "up")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: "#1 vs #3" in str(history.query_one("#history-diff-panel").border_title),
+                       "the comparison of attempts 1 and 3")
+        assert "omp simd" in shown(app, "#history-diff")
+
+        # Roll back to attempt 1: asks first, then a new attempt holds attempt 1's kernel.
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmScreen", "the confirmation")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: table.row_count == 4, "the rollback attempt in the list")
+        attempts = store.attempts(sid)
+        assert attempts[-1].rollback_of == 1
+        assert store.kernel_path(sid).read_bytes() == store.kernel_at(sid, 1)
+        assert "rollback of #1" in [str(c) for c in table.get_row_at(3)]
+
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.main_screen, "the main screen again")
+        await wait_for(pilot, lambda: "4 attempts" in shown(app, "#status"), "the status bar to count 4")
+        await pilot.press("q")
+
+
+async def test_rollback_can_be_declined(workspace):
+    store, sid = seed_session(workspace)
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.backend is not None, "the session")
+        await pilot.press("h")
+        history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
+        table = history.query_one("#attempts", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 3, "three attempts listed")
+        await pilot.press("up", "r")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmScreen", "the confirmation")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is history, "back on the history screen")
+        assert len(store.attempts(sid)) == 3

@@ -1,0 +1,58 @@
+"""Snapshots of the main and history screens at 120x36 and 80x24.
+
+The session is real (git commits in a tmp workspace, the engine in human mode); what would
+change from run to run is pinned: commit dates are fixed, the results are recorded ones
+(data/), and the generated session id is replaced before the picture is taken.
+Update with `pytest tests/app/test_snapshots.py --snapshot-update` after a deliberate change.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ks_tui.app.app import KernelSeekApp
+from ks_tui.app.connect import SessionOpener
+from ks_tui.app.screens.history import HistoryScreen
+from ks_tui.config import load_config
+from tests.app.conftest import seed_session, shown, wait_for
+
+SESSION_LABEL = "20261201-093000-test"
+
+
+@pytest.fixture
+def seeded_app(workspace, fixed_dates):
+    store, sid = seed_session(workspace)
+    return KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
+
+
+async def settle_main(pilot) -> None:
+    app = pilot.app
+    await wait_for(pilot, lambda: app.agent_state == "human", "human mode")
+    await wait_for(pilot, lambda: len(app.main_screen.attempts) == 3, "the attempts")
+    await wait_for(pilot, lambda: "omp simd" in shown(app, "#diff"), "the diff")
+    await wait_for(pilot, lambda: app.main_screen.query_one("#bench-table").row_count == 4, "the results")
+    await app.workers.wait_for_complete()
+    app.main_screen.query_one("#status").update_info(session=SESSION_LABEL)
+    await pilot.pause()
+
+
+async def open_history(pilot) -> None:
+    app = pilot.app
+    await settle_main(pilot)
+    await pilot.press("h")
+    history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
+    await wait_for(pilot, lambda: history.query_one("#history-results").row_count == 4, "attempt 3's results")
+    await app.workers.wait_for_complete()
+    history.session_label = SESSION_LABEL
+    history.query_one("#history-title").update(history._title())
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])
+def test_main_screen(snap_compare, seeded_app, size):
+    assert snap_compare(seeded_app, terminal_size=size, run_before=settle_main)
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])
+def test_history_screen(snap_compare, seeded_app, size):
+    assert snap_compare(seeded_app, terminal_size=size, run_before=open_history)

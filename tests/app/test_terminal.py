@@ -1,0 +1,50 @@
+"""`ks` in a real terminal (tmux): it draws the main screen on attention_cpu, `q` quits
+with exit code 0, and the terminal is given back (alternate screen off, cursor shown)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def tmux(socket: str, *args: str) -> str:
+    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=30).stdout
+
+
+def wait_pane(socket: str, needle: str, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    pane = ""
+    while time.monotonic() < deadline:
+        pane = tmux(socket, "capture-pane", "-p", "-t", "ks")
+        if needle in pane:
+            return pane
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} never appeared; the pane showed:\n{pane}")
+
+
+def test_ks_opens_the_main_screen_and_q_restores_the_terminal(workspace):
+    socket = f"ks-test-{uuid.uuid4().hex[:8]}"
+    command = f"{sys.executable} -m ks_tui; echo KS-EXIT=$?; sleep 30"
+    tmux(socket, "new-session", "-d", "-s", "ks", "-x", "120", "-y", "36", "-c", str(workspace), command)
+    try:
+        pane = wait_pane(socket, "human mode")
+        for title in ("Diff", "Compile", "Benchmark", "Questions", "Agent"):
+            assert title in pane
+        assert "attention_cpu" in pane
+        assert tmux(socket, "display", "-p", "-t", "ks", "#{alternate_on}").strip() == "1"
+
+        tmux(socket, "send-keys", "-t", "ks", "q")
+        pane = wait_pane(socket, "KS-EXIT=")
+        assert "KS-EXIT=0" in pane
+        assert "Traceback" not in pane
+        state = tmux(socket, "display", "-p", "-t", "ks", "#{alternate_on} #{cursor_flag}").split()
+        assert state == ["0", "1"]  # back on the normal screen with a visible cursor
+    finally:
+        tmux(socket, "kill-server")

@@ -1,0 +1,121 @@
+"""Build: real g++/nvcc, parsed diagnostics, ptxas numbers, and the compile cache."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ks_tui.harness.build import build, cache_root
+from ks_tui.harness.client import run_harness
+from ks_tui.harness.compiler_output import parse_ptxas, summarize_sass
+from tests.harness.conftest import run_ks
+
+BROKEN = """// a kernel with a typo
+extern "C" int attention_forward(const float* q, const float* k, const float* v, float* o,
+                                 int b, int s_q, int s_k, int h_q, int h_kv, int d, int causal,
+                                 float scale) {
+    int n = b * s_q * missing_size;
+    return undefined_name;
+}
+"""
+
+TINY_CU = r"""
+__global__ void twice(float* x, int n) {
+    __shared__ float buf[256];
+    int i = threadIdx.x;
+    buf[i] = i < n ? x[i] : 0.f;
+    __syncthreads();
+    if (i < n) x[i] = 2.f * buf[i];
+}
+extern "C" int launch(float* x, int n, void* stream) {
+    twice<<<1, 256, 0, (cudaStream_t)stream>>>(x, n);
+    return 0;
+}
+"""
+
+
+def test_compile_error_is_parsed_to_kernel_file_and_line(cpu_task, tmp_path):
+    src = tmp_path / "somewhere" / "my_try.cpp"
+    src.parent.mkdir()
+    src.write_text(BROKEN)
+    r = run_harness(cpu_task, src, quick=True)
+    assert r["status"] == "compile_error"
+    errors = r["compile"]["errors"]
+    # Reported under the task's kernel name, whatever file the candidate came from.
+    assert {e["file"] for e in errors} == {"kernel.cpp"}
+    assert {e["line"] for e in errors} >= {5, 6}
+    assert any("undefined_name" in e["message"] for e in errors)
+    assert any("missing_size" in e["message"] for e in errors)
+    assert r["message"].startswith("kernel.cpp:5:")
+    assert r["scenarios"] == []
+
+
+def test_cli_shows_compile_errors_and_exits_1(tmp_path):
+    src = tmp_path / "k.cpp"
+    src.write_text(BROKEN)
+    out = run_ks("check", "attention_cpu", "--source", str(src), "--quick")
+    assert out.returncode == 1
+    assert "kernel.cpp:6:" in out.stdout and "compile_error" in out.stdout
+
+
+def test_unchanged_source_is_not_recompiled(cpu_task, planted_dir, tmp_path):
+    src = tmp_path / "naive.cpp"
+    src.write_text((planted_dir / "naive.cpp").read_text() + "\n// unique to this test\n")
+    first = run_harness(cpu_task, src, scenarios=["d24-h2-1-q31-k45-b4"])
+    lib = cache_root() / "build" / first["compile"]["key"][:2] / first["compile"]["key"] / "kernel.so"
+    stamp = lib.stat().st_mtime_ns
+    second = run_harness(cpu_task, src, scenarios=["d24-h2-1-q31-k45-b4"])
+    assert first["compile"]["cached"] is False and second["compile"]["cached"] is True
+    assert second["compile"]["key"] == first["compile"]["key"]
+    assert lib.stat().st_mtime_ns == stamp
+    assert second["status"] == "correct"
+    # A changed flag or source is a different entry.
+    src.write_text(src.read_text() + "// changed\n")
+    third = run_harness(cpu_task, src, scenarios=["d24-h2-1-q31-k45-b4"])
+    assert third["compile"]["cached"] is False and third["compile"]["key"] != first["compile"]["key"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_nvcc_builds_for_sm90a_and_ptxas_is_parsed(tmp_path):
+    src = tmp_path / "tiny.cu"
+    src.write_text(TINY_CU)
+    record, lib = build(src, language="cuda", compiler="nvcc", flags=["-std=c++17"], arch="sm_90a",
+                        shown_name="kernel.cu", timeout=300)
+    assert record["ok"], record["log"]
+    assert "-gencode=arch=compute_90a,code=sm_90a" in record["command"]
+    assert lib is not None and lib.is_file()
+    (k,) = record["kernels"]
+    assert "twice" in k["demangled"]
+    assert k["registers"] > 0 and k["smem_bytes"] == 256 * 4 and k["spills_bytes"] == 0
+    if shutil.which("cuobjdump") is None:
+        assert record["sass"] is None and "cuobjdump" in record["sass_reason"]
+    else:
+        assert record["sass"]["BAR"] >= 1
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_nvcc_errors_are_parsed(tmp_path):
+    src = tmp_path / "bad.cu"
+    src.write_text("__global__ void f(float* x) {\n  x[0] = missing;\n}\n")
+    record, lib = build(src, language="cuda", compiler="nvcc", flags=[], arch="sm_90a",
+                        shown_name="kernel.cu", timeout=300)
+    assert lib is None and not record["ok"]
+    assert record["errors"][0]["file"] == "kernel.cu" and record["errors"][0]["line"] == 2
+    assert "missing" in record["errors"][0]["message"]
+
+
+def test_ptxas_and_sass_parsers_on_recorded_text():
+    log = ("ptxas info    : 0 bytes gmem\n"
+           "ptxas info    : Compiling entry function '_Z3fwdv' for 'sm_90a'\n"
+           "ptxas info    : Function properties for _Z3fwdv\n"
+           "    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+           "ptxas info    : Used 168 registers, used 1 barriers, 99328 bytes smem, 400 bytes cmem[0]\n")
+    assert parse_ptxas(log) == [{"name": "_Z3fwdv", "registers": 168, "spills_bytes": 20,
+                                 "smem_bytes": 99328, "stack_bytes": 16}]
+    sass = ("        /*0080*/                   HGMMA.64x128x16.F32.BF16 gdesc[UR4], RZ, !UPT ;\n"
+            "        /*0090*/              @!P0 BAR.SYNC.DEFER_BLOCKING 0x0 ;\n"
+            "        /*00a0*/                   STL.64 [R1], R2 ;\n"
+            "        /*00b0*/                   HGMMA.64x128x16.F32.BF16 gdesc[UR8], R24 ;\n")
+    s = summarize_sass(sass)
+    assert (s["HGMMA"], s["BAR"], s["STL"], s["LDL"], s["total"]) == (2, 1, 1, 0, 4)

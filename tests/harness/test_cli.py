@@ -1,0 +1,67 @@
+"""`ks check`, `ks bench`, `ks scenarios`, `ks doctor` as real child processes."""
+
+from __future__ import annotations
+
+import json
+
+from tests.harness.conftest import run_ks
+
+TWO = ["d24-h2-1-q31-k45-b4", "d16-h4-4-q200-k50-b1-causal"]
+
+
+def test_check_quick_prints_a_table_and_a_summary():
+    out = run_ks("check", "attention_cpu", "--quick")
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].split()[:3] == ["scenario", "status", "err/bound"]
+    assert sum(1 for ln in lines if ln.split() and ln.split()[1:2] == ["ok"]) == 4
+    assert lines[-1].startswith("status correct | correct 4/4")
+    assert "[4/4] check" in out.stderr  # plain progress lines when stderr is not a terminal
+
+
+def test_bench_prints_speedups_and_the_geomean():
+    out = run_ks("bench", "attention_cpu", "--scenarios", *TWO)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "speedup" in out.stdout.splitlines()[0]
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith(tuple(TWO))]
+    assert len(rows) == 2 and all("torch_sdpa" in r and r.rstrip().endswith("x") for r in rows)
+    assert "geomean" in out.stdout.splitlines()[-1]
+
+
+def test_json_prints_only_the_result():
+    out = run_ks("bench", "attention_cpu", "--json", "--scenarios", TWO[0])
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["status"] == "correct" and r["correct"] == "1/1" and r["mode"] == "bench"
+    s = r["scenarios"][0]
+    assert s["time_ms"] > 0 and s["tflops"] > 0 and s["baseline"]["name"] == "torch_sdpa"
+    assert s["speedup"] == s["baselines"]["torch_sdpa"] / s["time_ms"]
+    assert r["geomean_speedup"] == r["geomean_by_baseline"]["torch_sdpa"]
+    assert r["threads"] >= 1 and r["device"]
+    assert set(r["timings"]) >= {"compile_s", "import_s", "check_s", "bench_s", "total_s", "startup_s", "wall_s"}
+    assert len(r["kernel_sha256"]) == 64
+    assert out.stderr == ""  # no progress chatter with --json when stderr is not a terminal
+
+
+def test_incorrect_kernel_exits_1(planted_dir):
+    out = run_ks("check", "attention_cpu", "--source", str(planted_dir / "zeros.cpp"), "--scenarios", TWO[0])
+    assert out.returncode == 1
+    assert "FAIL" in out.stdout and "status incorrect" in out.stdout
+
+
+def test_scenarios_json_and_table():
+    out = run_ks("scenarios", "attention_cpu", "--json")
+    doc = json.loads(out.stdout)
+    assert doc["task"] == "attention_cpu" and 12 <= len(doc["scenarios"]) <= 30
+    assert sum(s["quick"] for s in doc["scenarios"]) == 4
+    table = run_ks("scenarios", "attention_cpu")
+    assert table.returncode == 0 and "GFLOP" in table.stdout
+
+
+def test_doctor_reports_the_machine():
+    out = run_ks("doctor", "--json")
+    assert out.returncode == 0
+    doc = json.loads(out.stdout)
+    assert set(doc) >= {"torch", "gpu", "g++", "nvcc", "baselines", "anthropic api key"}
+    assert doc["anthropic api key"] in ("set", "not set (ANTHROPIC_API_KEY)")
+    assert "sk-" not in out.stdout  # never prints the key itself
