@@ -87,21 +87,23 @@ class Config:
 _SCALARS = {f.name: f.type for f in fields(Config) if f.name not in ("prices", "sources")}
 
 
-def user_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+def user_config_path(env=None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "ks" / "config.toml"
 
 
 def load_config(workspace: Path | None = None, env: dict[str, str] | None = None) -> Config:
     """Defaults <- user file <- workspace file <- environment. Bad files raise InputFileError."""
+    env = os.environ if env is None else env
     cfg = Config()
-    paths = [user_config_path()]
+    paths = [user_config_path(env)]
     if workspace is not None:
         paths.append(Path(workspace) / ".ks" / "config.toml")
     for path in paths:
         if path.is_file():
             cfg = _apply_file(cfg, path)
-    return _apply_env(cfg, os.environ if env is None else env)
+    return _apply_env(cfg, env)
 
 
 def _apply_file(cfg: Config, path: Path) -> Config:

@@ -410,8 +410,10 @@ class Session:
             return "stopped"
         except TurnFailed as e:
             self.emit(ev.ErrorEvent(str(e), recoverable=not e.fatal))
-            if e.fatal or not self.human_present:
+            if e.fatal:
                 return f"error: {e}"
+            if not self.human_present:
+                return f"api unavailable: {e}"
             return None if self._wait_for_input() else "stopped"
 
         self.run.turns += 1
@@ -497,7 +499,7 @@ class Session:
         attempt = self.store.commit_human_edit(self.id)
         if attempt is not None:
             self._marks[attempt.number] = len(self.conv)
-            self.emit(ev.AttemptRecorded(attempt.to_dict(), {}))
+            self.emit(ev.AttemptRecorded(attempt.to_dict(), {}, len(self.conv)))
         self._kernel_known = self._kernel_sha()
 
     # ToolHost ------------------------------------------------------------
@@ -594,12 +596,20 @@ class Session:
         if attempt is None:
             return summarize_result(result, None, note="kernel unchanged since the last attempt: no new attempt recorded")
         self._results[attempt.number] = result
-        mark = len(self.conv) + (1 if author == "agent" else 0)  # include the tool_result message
-        self._marks[attempt.number] = mark
+        self._marks[attempt.number] = self._mark_now(author)
         self.pending_question = None
-        self.emit(ev.AttemptRecorded(attempt.to_dict(), result))
+        self.emit(ev.AttemptRecorded(attempt.to_dict(), result, self._marks[attempt.number]))
         self._after_attempt(result)
         return summarize_result(result, attempt.to_dict())
+
+    def _mark_now(self, author: str) -> int:
+        """Where a rollback to an attempt recorded now cuts the conversation: for the agent's
+        run_harness, just after the user message that will hold this turn's tool results."""
+        if author == "agent":
+            last_assistant = max((i for i, m in enumerate(self.conv.messages) if m["role"] == "assistant"), default=None)
+            if last_assistant is not None:
+                return last_assistant + 2
+        return len(self.conv)
 
     def _attempt_summary(self, mode: str, quick: bool) -> str:
         texts = [b["text"] for m in reversed(self.conv.messages) if m["role"] == "assistant"
@@ -635,10 +645,10 @@ class Session:
         new = self.store.rollback(self.id, target.number)
         mark = self._marks.get(target.number)
         cut = mark if mark is not None and mark <= len(self.conv) else None
+        if cut is not None and Conversation(self.conv.messages[:cut]).pending_tool_uses():
+            cut = None  # never leave a tool_use unanswered; keep the conversation whole instead
         if cut is not None:
             self.conv.truncate(cut)
-            if self.conv.messages and self.conv.messages[-1]["role"] == "assistant" and self.conv.pending_tool_uses():
-                cut = None  # never leave a tool_use unanswered; keep the conversation whole instead
         self._after_rollback(target.number, new, conversation_len=cut)
         undone = [f"attempt {a.number} ({a.status}{'' if a.speedup is None else f', {a.speedup:.3f}x'}: {a.summary})"
                   for a in later if a.rollback_of is None]
@@ -649,7 +659,7 @@ class Session:
         self.emit(ev.RolledBack(to, new.number, conversation_len))
         self._results[new.number] = self._results.get(to, {})
         self._marks[new.number] = len(self.conv)
-        self.emit(ev.AttemptRecorded(new.to_dict(), {}))
+        self.emit(ev.AttemptRecorded(new.to_dict(), {}, len(self.conv)))
 
     # ------------------------------------------------------------------ questions
 
@@ -708,6 +718,8 @@ class Session:
 
     def _wait_for_input(self) -> bool:
         """Human mode, agent idle: wait until a message or question arrives (True) or stop."""
+        if self.conv.ready_for_model():  # e.g. a rollback note was added meanwhile
+            return True
         self._set_state("idle")
         while not self._stop.is_set():
             try:

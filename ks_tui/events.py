@@ -88,6 +88,7 @@ class AttemptRecorded(Event):
 
     attempt: dict[str, Any]
     result: dict[str, Any] = field(default_factory=dict)
+    conversation_len: int | None = None  # where a rollback to this attempt cuts the conversation
     kind = "attempt"
 
 

@@ -31,6 +31,10 @@ class TurnFailed(Exception):
         self.fatal = fatal  # True: retrying cannot help (bad key, unknown model, bad request)
 
 
+class StreamCut(Exception):
+    """The stream ended without a stop reason: the connection dropped mid-answer."""
+
+
 class TurnStopped(Exception):
     """The user stopped the session while the model was answering."""
 
@@ -86,7 +90,8 @@ class ModelCaller:
             except Exception as err:  # SDK errors; classified below
                 if self.stop_event.is_set():
                     raise TurnStopped() from None
-                msg, retryable = describe_api_error(err, params["model"])
+                msg, retryable = (str(err), True) if isinstance(err, StreamCut) else \
+                    describe_api_error(err, params["model"])
                 if not retryable:
                     raise TurnFailed(msg, fatal=True) from None
                 if retries >= self.cfg.turn_retries:
@@ -111,7 +116,9 @@ class ModelCaller:
                 msg = stream.get_final_message()
             finally:
                 self._stream = None
+        if msg.stop_reason is None:
+            raise StreamCut("the stream ended before its stop reason (connection dropped)")
         content = [b.to_dict(mode="json", exclude_none=True) for b in msg.content]
-        return Turn(content, msg.stop_reason or "end_turn", TokenCount.from_sdk(msg.usage), msg.model)
+        return Turn(content, msg.stop_reason, TokenCount.from_sdk(msg.usage), msg.model)
 
 

@@ -56,6 +56,7 @@ class KernelSeekApp(App):
         self.pick_session = pick_session
         self.start_engine = start_engine
         self.agent_state = "idle"
+        self._unsubscribe = lambda: None
         self.pump = EventPump(lambda: self.post_message(EventsWaiting()))
         self.main_screen = MainScreen()
 
@@ -84,7 +85,7 @@ class KernelSeekApp(App):
         self.main_screen.query_one("#status").update_info(task=backend.task_name, session=backend.session_id)
         self.load_attempts()
         if backend.engine is not None:
-            backend.engine.subscribe(self.pump.push)
+            self._unsubscribe = backend.engine.subscribe(self.pump.push)
             if self.start_engine:
                 backend.start()
         self.refresh_bindings()
@@ -189,9 +190,13 @@ class KernelSeekApp(App):
 
     def _switch_to(self, backend: Backend) -> None:
         old = self.backend
-        if old is not None and old.engine is not None:
-            self._call_backend_on(old, "stop")
-            self.main_screen.query_one("#conversation").remove_children()
+        if old is not None:
+            self._unsubscribe()  # the old session's last events must not land on the new one
+            self.pump.drain()
+            if old.engine is not None:
+                self._call_backend_on(old, "stop")
+            self.agent_state = "idle"
+            self.main_screen.reset()
         self._attach(backend)
 
     def _ask_bash_approval(self, event: BashApprovalRequested) -> None:
@@ -243,7 +248,7 @@ class KernelSeekApp(App):
             return
         try:
             await asyncio.to_thread(backend.stop)
-            await asyncio.to_thread(backend.join, 5.0)
+            await asyncio.to_thread(backend.join, 2.0)
         except Exception as err:  # quitting must work even when the engine is broken
             self.log.error(f"stopping the engine failed: {err}")
 

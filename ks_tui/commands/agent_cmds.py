@@ -97,8 +97,8 @@ def cmd_run(args) -> int:
     if end is not None and end.reason.startswith("error:"):
         print(f"ks: {end.reason}", file=sys.stderr)
         return 2
-    if end is not None and end.reason == "internal error":
-        return 1
+    if end is not None and (end.reason == "internal error" or end.reason.startswith("api unavailable")):
+        return 1  # the session could not go on; it can be resumed
     return 0
 
 

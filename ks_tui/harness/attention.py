@@ -104,12 +104,17 @@ def _attention_chunked(q, k, v, p: dict, work_dtype: torch.dtype, lowp: bool = F
     for i0 in range(0, s_q, rows):
         i1 = min(s_q, i0 + rows)
         qc = q[:, i0:i1].to(work_dtype).reshape(b, i1 - i0, h_kv, g, d).permute(0, 2, 3, 1, 4)
+        if not lowp:  # scale the small q block, not the big score block (one pass fewer)
+            qc = qc * scale
         scores = torch.matmul(qc, kh.transpose(-1, -2))            # [b, h_kv, g, c, s_k]
-        scores = scores.float() * scale if lowp else scores * scale
+        if lowp:
+            scores = scores.float() * scale
         if causal:
             last_key = torch.arange(i0, i1, device=q.device) + (s_k - s_q)
-            scores = scores.masked_fill(cols[None, :] > last_key[:, None], float("-inf"))
-        probs = torch.softmax(scores, dim=-1).nan_to_num_(0.0)  # rows with no key -> zeros
+            scores.masked_fill_(cols[None, :] > last_key[:, None], float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        if causal and s_q > s_k:  # only then can a row see no key: NaN -> zeros
+            probs.nan_to_num_(0.0)
         oc = torch.matmul(probs.to(work_dtype), vh)               # [b, h_kv, g, c, d]
         out[:, i0:i1] = oc.permute(0, 3, 1, 2, 4).reshape(b, i1 - i0, h_q, d)
     return out

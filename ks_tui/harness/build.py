@@ -21,6 +21,7 @@ from pathlib import Path
 from ks_tui.harness.compiler_output import parse_errors, parse_ptxas, summarize_sass
 
 CACHE_VERSION = 1  # bump when the cached record's shape changes
+DEFAULT_MAX_ENTRIES = 2000  # a few hundred MB of CUDA libraries at most; KS_CACHE_MAX_ENTRIES
 
 
 def cache_root() -> Path:
@@ -80,6 +81,27 @@ def _sass(lib: Path) -> tuple[dict | None, str | None]:
     return summarize_sass(out.stdout), None
 
 
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _evict(build_dir: Path, keep: Path) -> None:
+    """Drop the least recently used builds beyond the limit (never `keep`)."""
+    try:
+        limit = int(os.environ.get("KS_CACHE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES))
+        entries = [p for p in build_dir.glob("??/*") if p.is_dir() and not p.name.startswith("build-")]
+    except (OSError, ValueError):
+        return
+    if len(entries) <= limit:
+        return
+    for old in sorted(entries, key=_mtime)[: len(entries) - limit]:
+        if old != keep:
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def build(source: Path, *, language: str, compiler: str, flags: list[str], arch: str | None,
           shown_name: str, timeout: float | None = None) -> tuple[dict, Path | None]:
     """Compile `source`; returns (the result's `compile` record, the library path or None)."""
@@ -97,6 +119,7 @@ def build(source: Path, *, language: str, compiler: str, flags: list[str], arch:
         try:
             record = json.loads(record_path.read_text())
             record.update(cached=True, seconds=0.0)
+            os.utime(entry)  # recently used: the last to be evicted
             return record, lib_path
         except (OSError, ValueError):
             pass  # a torn record: rebuild below
@@ -142,6 +165,8 @@ def build(source: Path, *, language: str, compiler: str, flags: list[str], arch:
             published = True
         except OSError:
             pass  # an identical build finished first: use its library
+        if published:
+            _evict(cache_root() / "build", keep=entry)
         return record, lib_path
     finally:
         if not published:

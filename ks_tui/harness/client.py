@@ -157,6 +157,9 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     if started:
         timings["startup_s"] = round(max(0.0, started - spawned), 4)
     timings["wall_s"] = round(wall, 4)
+    if "total_s" in timings:  # what no phase accounts for: interpreter exit, pipes, JSON
+        inside = sum(timings.get(k, 0.0) for k in ("startup_s", "setup_s", "total_s"))
+        timings["other_s"] = round(max(0.0, wall - inside), 4)
     return result
 
 

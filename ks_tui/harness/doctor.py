@@ -5,7 +5,6 @@ Looks, never changes anything; library availability is found without importing t
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 
@@ -18,13 +17,6 @@ def _tool(name: str) -> str:
         return "not found"
     path, first, last = (v.split(" | ") + ["", ""])[:3]
     return f"{path} ({last if name == 'nvcc' else first})"
-
-
-def _module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def diagnose() -> dict:
@@ -45,12 +37,13 @@ def diagnose() -> dict:
     report["g++"] = _tool("g++")
     report["nvcc"] = _tool("nvcc")
     report["cuobjdump"] = shutil.which("cuobjdump") or "not found (no SASS summary)"
-    report["baselines"] = {
-        "torch_sdpa": "yes" if report["torch"] != "not installed" else "no",
-        "flash_attn (FA2)": "yes" if _module("flash_attn") else "no",
-        "flash_attn_interface (FA3)": "yes" if _module("flash_attn_interface") else "no",
-        "flash_attn.cute (FA4)": "yes" if _module("flash_attn") and _module("flash_attn.cute") else "no",
-    }
+    report["baselines"] = {"torch_sdpa (CPU)": "yes" if report["torch"] != "not installed" else "no"}
+    try:  # the GPU task's own list (sdpa_cudnn, sdpa_flash, fa2, fa3, fa4), with versions
+        from ks_tui.harness.gpu_baselines import availability
+
+        report["baselines"].update(availability())
+    except ImportError:
+        pass
     report["anthropic api key"] = "set" if os.environ.get("ANTHROPIC_API_KEY") else "not set (ANTHROPIC_API_KEY)"
     report["cache"] = str(cache_root())
     return report

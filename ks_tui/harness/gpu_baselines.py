@@ -102,12 +102,10 @@ def _verified(name: str, factory: Callable, inputs: dict, p: dict) -> Callable:
 # ---- torch SDPA --------------------------------------------------------------------------
 
 def _sdpa(backend_name: str, inputs: dict, p: dict, lower_right_bias: bool) -> Callable:
-    import torch
+    """SDPA restricted to one backend; the callable returns [b, s, h, d] (a view, no copy)."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    if not torch.cuda.is_available():
-        raise Unavailable("no CUDA device")
     backend = getattr(SDPBackend, backend_name)
     q, k, v = (_bhsd(inputs[n]) for n in ("q", "k", "v"))
     causal = bool(p["causal"])
@@ -121,12 +119,20 @@ def _sdpa(backend_name: str, inputs: dict, p: dict, lower_right_bias: bool) -> C
 
     def call():
         with sdpa_kernel([backend]):
-            return F.scaled_dot_product_attention(q, k, v, **kwargs)
+            return F.scaled_dot_product_attention(q, k, v, **kwargs).transpose(1, 2)
 
     return call
 
 
+def _need_cuda() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise Unavailable("no CUDA device")
+
+
 def sdpa_cudnn(inputs: dict, p: dict) -> Callable:
+    _need_cuda()
     # torch sends causal_lower_right with s_q != s_k straight to its flash (or efficient)
     # kernel whatever backend is selected, which would time flash under cuDNN's name. So
     # cuDNN gets plain is_causal, and the probe decides whether cuDNN aligns it bottom-right.
@@ -136,6 +142,7 @@ def sdpa_cudnn(inputs: dict, p: dict) -> Callable:
 
 
 def sdpa_flash(inputs: dict, p: dict) -> Callable:
+    _need_cuda()
     return _verified("sdpa_flash",
                      lambda i, pp: _sdpa("FLASH_ATTENTION", i, pp, lower_right_bias=True),
                      inputs, p)

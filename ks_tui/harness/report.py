@@ -96,6 +96,9 @@ def render(result: dict) -> str:
     fails = failures(result)
     if fails:
         blocks.append("failures:\n" + "\n".join(fails[:20]))
+    warnings = result.get("warnings") or []
+    if warnings:
+        blocks.append("warnings:\n" + "\n".join(f"  {w}" for w in warnings[:10]))
     if result.get("status") in ("crashed", "timeout") and result.get("stderr_tail"):
         tail = result["stderr_tail"].strip().splitlines()[-15:]
         blocks.append("stderr (last lines):\n" + "\n".join("  " + ln for ln in tail))

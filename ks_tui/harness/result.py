@@ -26,7 +26,7 @@ def skeleton(task, source: Path, mode: str, quick: bool, seed: int | None) -> di
         "status": None, "message": "",
         "compile": None, "scenarios": [], "correct": None,
         "geomean_speedup": None, "geomean_by_baseline": {},
-        "stderr_tail": "", "timings": {},
+        "warnings": [], "stderr_tail": "", "timings": {},
     }
 
 

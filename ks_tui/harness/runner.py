@@ -7,6 +7,7 @@ as JSON lines so the parent can report what finished before a crash.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import json
@@ -121,7 +122,7 @@ class Runner:
 
         stream = torch.cuda.Stream() if task.device == "cuda" else None
         self.stream_ptr = stream.cuda_stream if stream is not None else 0
-        ctx = torch.cuda.stream(stream) if stream is not None else _Null()
+        ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
         with ctx:
             self._check_all(ref, fn)
             if all(s["ok"] for s in res["scenarios"]) and self.mode == "bench":
@@ -129,6 +130,8 @@ class Runner:
         summarize(res)
         res["status"] = "correct" if all(s["ok"] for s in res["scenarios"]) else "incorrect"
         res["message"] = failure_message(res)
+        if self.mode == "bench" and res["status"] != "correct" and not any(s["time_ms"] for s in res["scenarios"]):
+            res["message"] += " (not timed: timing needs every scenario correct)"
 
     def _describe_device(self) -> None:
         torch, res = self.torch, self.result
@@ -224,6 +227,10 @@ class Runner:
             self._bench_one(ref, fn, i, sc, entry, gpu, cache)
             emit("partial", {"scenario": entry})
         emit("progress", {"done": n, "total": n, "scenario": None, "phase": "bench"})
+        bare = [e for e in self.result["scenarios"] if e["time_ms"] is not None and not e["baselines"]]
+        if bare:  # a speedup left out of the geomean must not pass unnoticed
+            why = "; ".join(sorted({f"{k}: {v}" for e in bare for k, v in e["skipped_baselines"].items()}))
+            self.result["warnings"].append(f"no baseline ran on {len(bare)} scenario(s): {why or 'none listed'}")
         if cache is not None:
             cache.save()
         self.timings["bench_s"] = round(time.monotonic() - t0, 4)
@@ -262,7 +269,13 @@ class Runner:
             if calls is not None:
                 funcs[name] = calls
         if gpu is not None:
-            timed = {name: gpu.time(calls, task.timing) for name, calls in funcs.items()}
+            timed = {"": gpu.time(funcs.pop(""), task.timing)}  # a kernel failing here is a crash
+            for name, calls in funcs.items():
+                try:
+                    timed[name] = gpu.time(calls, task.timing)
+                except Exception as e:  # e.g. out of memory in a library: skip, do not fail
+                    entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
+                    self._sync_quietly()
         else:
             timed = time_cpu(funcs, task.timing)
         kt = timed.pop("")
@@ -304,14 +317,6 @@ class Runner:
             self._sync()
         except Exception:
             pass
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _shape(ref, p: dict) -> dict:

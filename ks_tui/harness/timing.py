@@ -34,13 +34,19 @@ def time_cpu(funcs: dict[str, list[Callable[[], object]]], timing) -> dict[str, 
         one_round += time.perf_counter() - t0
     reps = _reps_for(one_round / max(1, len(funcs)), timing)
     samples: dict[str, list[float]] = {name: [] for name in funcs}
+    cpu: dict[str, float] = dict.fromkeys(funcs, 0.0)
     for i in range(reps):
         for name, calls in funcs.items():
             call = calls[i % len(calls)]
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             call()
-            samples[name].append(time.perf_counter() - t0)
-    return {name: _summary(s) for name, s in samples.items()}
+            t1, c1 = time.perf_counter(), time.process_time()
+            samples[name].append(t1 - t0)
+            cpu[name] += c1 - c0
+    # CPU seconds per wall second (all threads of the process). Informational only: on a
+    # loaded machine it reads low, so it is no proof of how many threads a kernel used.
+    return {name: {**_summary(s), "cores_used": round(cpu[name] / max(sum(s), 1e-9), 2)}
+            for name, s in samples.items()}
 
 
 def _summary(samples_s: list[float]) -> dict:
@@ -83,6 +89,7 @@ class GpuTimer:
         def call(i):
             calls[i % len(calls)]()
 
-        self._timed(call, max(1, timing.warmup))
-        probe = statistics.median(self._timed(call, 3))
+        # The warm-up calls are timed too: their tail estimates one call for the rep count.
+        warm = self._timed(call, max(2, timing.warmup))
+        probe = statistics.median(warm[1:])
         return _summary(self._timed(call, _reps_for(probe, timing)))

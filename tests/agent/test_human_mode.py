@@ -3,6 +3,10 @@ a rollback takes the kernel and the conversation back together, and bash asks fi
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.timeout(180)
+
 import json
 
 from ks_tui import events as ev
@@ -69,6 +73,9 @@ def test_answers_typed_questions_and_rollback_with_the_conversation(workspace, a
     assert "rolled the kernel and this conversation back to attempt 1" in note and "attempt 2" in note
     rolled = [e for e in seen if isinstance(e, ev.RolledBack)]
     assert rolled[0].to_attempt == 1 and rolled[0].conversation_len == len(at_attempt_1)
+    # The trace rebuilds the same conversation, rollback included.
+    reopened = Session.open(workspace, session.id, cfg, autonomous=True, human_present=False)
+    assert reopened.conv.messages == session.conv.messages and reopened.resumed
 
 
 def test_bash_runs_only_when_enabled_and_approved(workspace, api_env):

@@ -3,6 +3,10 @@ including a session killed with SIGKILL and resumed from its trace."""
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.timeout(180)
+
 import json
 import os
 import signal

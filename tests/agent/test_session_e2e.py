@@ -3,6 +3,10 @@ real harness (g++) on attention_cpu, and real git commits in a tmp workspace."""
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.timeout(180)
+
 import json
 
 from ks_tui import events as ev
@@ -11,7 +15,7 @@ from ks_tui.config import load_config
 from ks_tui.engine import Session
 from ks_tui.session import Trace
 from tests.agent.conftest import git
-from tests.support.fake_messages_api import overloaded, reply, stream_error, text, tool_use
+from tests.support.fake_messages_api import Reply, overloaded, reply, stream_error, text, tool_use
 
 OLD = "std::vector<float> acc(d);"
 NEW = "std::vector<float> acc(d);  // one output row"
@@ -106,18 +110,21 @@ def test_overload_and_a_broken_stream_still_end_in_a_complete_session(workspace,
     api = api_env([overloaded(),  # retried by the SDK
                    reply(text("Looking."), tool_use("list_attempts", {})),
                    stream_error(text("I will now half-"), tool_use("read_file", {"path": "kernel.cpp"})),
+                   Reply([text("Cut off"), text("mid-way")], drop_after_blocks=1),  # connection dropped
                    reply(text("Done."))])
     session, seen = start(workspace, max_turns=2)
     end = session.run_forever()
 
     assert end.reason == "max turns reached (2)"
-    assert len(api.requests) == 4
+    assert len(api.requests) == 5
     assert api.requests[0]["messages"] == api.requests[1]["messages"]  # the 529, sent again
-    assert api.requests[2]["messages"] == api.requests[3]["messages"]  # the broken turn, sent again
+    # The broken and the dropped stream: the same turn, sent again.
+    assert api.requests[2]["messages"] == api.requests[3]["messages"] == api.requests[4]["messages"]
     retry = [e for e in seen if isinstance(e, ev.ErrorEvent)]
-    assert len(retry) == 1 and retry[0].recoverable and "overloaded" in retry[0].message
+    assert len(retry) == 2 and all(e.recoverable for e in retry)
+    assert "overloaded" in retry[0].message and "connection dropped" in retry[1].message
     # Nothing of the broken stream entered the conversation.
-    assert "half-" not in json.dumps(session.conv.messages)
+    assert "half-" not in json.dumps(session.conv.messages) and "Cut off" not in json.dumps(session.conv.messages)
     assert session.conv.messages[-1]["content"] == [{"type": "text", "text": "Done."}]
 
 
@@ -165,3 +172,24 @@ def test_stop_reasons_max_tokens_pause_turn_and_refusal(workspace, api_env):
     assert end.reason == "ended: refusal"
     assert "can't help" not in json.dumps(session.conv.messages)
     assert [e.stop_reason for e in seen if isinstance(e, ev.TurnEnded)] == ["max_tokens", "pause_turn", "refusal"]
+
+
+def test_max_cost_ends_the_run_and_stop_aborts_a_stream(workspace, api_env):
+    import threading
+
+    api = api_env([reply(text("A costly answer.")), reply(text("never sent"))])
+    session, _ = start(workspace, max_turns=10)
+    session.cfg.max_cost_usd = 1e-9  # any priced turn passes it
+    end = session.run_forever()
+    assert end.reason.startswith("max cost reached") and end.turns == 1 and len(api.requests) == 1
+
+    api = api_env([Reply([text(f"word{i} ") for i in range(200)], slow_s=0.05)])
+    session, seen = start(workspace, max_turns=10)
+    streaming = threading.Event()
+    session.subscribe(lambda e: streaming.set() if isinstance(e, ev.TextDelta) else None)
+    session.start()
+    assert streaming.wait(60)
+    session.stop()
+    assert session.join(timeout=30)
+    assert session.end.reason == "stopped" and session.end.turns == 0
+    assert not any(isinstance(e, ev.AssistantMessage) for e in seen)  # the cut turn is not kept

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from ks_tui.app.app import KernelSeekApp
 from ks_tui.app.connect import SessionOpener
+from ks_tui.app.screens.confirm import ConfirmScreen
 from ks_tui.config import load_config
 from tests.app.conftest import shown, wait_for
-from tests.support.fake_messages_api import reply, text, tool_use
+from tests.support.fake_messages_api import hang, reply, text, tool_use
 
 
 def user_texts(request: dict) -> list[str]:
@@ -28,6 +29,7 @@ async def test_question_by_key_reaches_agent_and_panels_fill(workspace, fake_api
         reply(text("I will check the seed kernel on the quick scenarios first."),
               tool_use("run_harness", {"mode": "check", "quick": True})),
         reply(text("The seed is correct; I stop here for now.")),
+        reply(text("Good question; let me look at the cache behaviour.")),
     ])
     app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"))
     async with app.run_test(size=(120, 36)) as pilot:
@@ -60,7 +62,38 @@ async def test_question_by_key_reaches_agent_and_panels_fill(workspace, fake_api
         await wait_for(pilot, lambda: pane.point == "agent_stop", "the agent_stop decision point")
         assert "Which layer of the system" in shown(app, "#questions")
 
-        await pilot.press("x")  # skip
-        await wait_for(pilot, lambda: not pane.pending, "the skipped point to close")
+        # The human types their own question instead of picking one.
+        await pilot.press("i")
+        await pilot.press(*"Does the K tile fit in L1?")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(api.requests) >= 3, "the request carrying the typed question")
+        assert any("Does the K tile fit in L1?" in t for t in user_texts(api.requests[2]))
+        await wait_for(pilot, lambda: "cache behaviour" in shown(app, "#conversation"), "the answer")
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, "the app to quit")
+
+
+async def test_quit_asks_while_the_agent_is_mid_turn(workspace, fake_api):
+    api = fake_api([hang()])  # the model never answers: the agent stays mid-turn
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        pane = app.main_screen.query_one("#questions")
+        await wait_for(pilot, lambda: pane.point == "session_start", "the first decision point")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: api.requests and app.agent_state == "running", "the agent mid-turn")
+
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the quit confirmation")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is app.main_screen, "the main screen again")
+        assert app.is_running and app.agent_state == "running"
+
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation again")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.is_running, "the app to quit")
+    # A request still waiting for its first byte cannot be aborted; once the server lets it go,
+    # the engine sees the stop the quit sent and ends instead of carrying on.
+    api.close()
+    assert app.backend.engine.join(timeout=30)
+    assert app.backend.engine.end is not None and app.backend.engine.end.reason == "stopped"

@@ -25,6 +25,18 @@ def seeded_app(workspace, fixed_dates):
     return KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
 
 
+async def until_still(pilot) -> None:
+    """Let pending layout work (table column widths, scrollbars) finish: two identical frames."""
+    previous = None
+    for _ in range(100):
+        await pilot.pause(0.05)
+        frame = pilot.app.export_screenshot()
+        if frame == previous:
+            return
+        previous = frame
+    raise AssertionError("the screen never stopped changing")
+
+
 async def settle_main(pilot) -> None:
     app = pilot.app
     await wait_for(pilot, lambda: app.agent_state == "human", "human mode")
@@ -33,7 +45,7 @@ async def settle_main(pilot) -> None:
     await wait_for(pilot, lambda: app.main_screen.query_one("#bench-table").row_count == 4, "the results")
     await app.workers.wait_for_complete()
     app.main_screen.query_one("#status").update_info(session=SESSION_LABEL)
-    await pilot.pause()
+    await until_still(pilot)
 
 
 async def open_history(pilot) -> None:
@@ -45,7 +57,7 @@ async def open_history(pilot) -> None:
     await app.workers.wait_for_complete()
     history.session_label = SESSION_LABEL
     history.query_one("#history-title").update(history._title())
-    await pilot.pause()
+    await until_still(pilot)
 
 
 @pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])

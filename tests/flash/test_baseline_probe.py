@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from ks_tui.harness import gpu_baselines
 from ks_tui.harness.gpu_baselines import Unavailable, _verified
@@ -29,17 +28,9 @@ def _inputs(p):
 
 
 def _sdpa_cpu(mask: str):
-    """A real SDPA call on the CPU with the given causal alignment."""
-    def factory(inputs, p):
-        q, k, v = (inputs[n].transpose(1, 2) for n in ("q", "k", "v"))
-        kw = dict(scale=p["scale"], enable_gqa=p["h_q"] != p["h_kv"])
-        if mask == "top_left":
-            kw["is_causal"] = bool(p["causal"])
-        elif p["causal"]:
-            from torch.nn.attention.bias import causal_lower_right
-            kw["attn_mask"] = causal_lower_right(p["s_q"], p["s_k"])
-        return lambda: F.scaled_dot_product_attention(q, k, v, **kw).transpose(1, 2)
-    return factory
+    """The baselines' own SDPA wrapper, on torch's math backend (it runs on the CPU)."""
+    lower_right = mask == "lower_right"
+    return lambda inputs, p: gpu_baselines._sdpa("MATH", inputs, p, lower_right_bias=lower_right)
 
 
 @pytest.fixture(autouse=True)
@@ -53,6 +44,7 @@ def test_bottom_right_library_passes_the_probe():
     p = _params()
     call = _verified("cpu_lower_right", _sdpa_cpu("lower_right"), _inputs(p), p)
     out = call()
+    # [b, s, h, d] like the kernel's output, as a view of SDPA's [b, h, s, d] result
     assert out.shape == (1, 64, 4, 64) and torch.isfinite(out.float()).all()
 
 

@@ -79,6 +79,7 @@ VARIANTS = {
     "bf16_math": {"ROUND": "bf16"},
     "segfault": {"ENTRY": "if (s_q > 0) { volatile int* bad = nullptr; *bad = 1; }"},
     "abort": {"ENTRY": "std::abort();"},
+    "refuses_gqa": {"ENTRY": "if (h_q != h_kv) return 3;"},
     "writes_input": {"EXIT": "const_cast<float*>(q)[0] += 1.0f;"},
     # Remembers its answer per buffer address and replays it on the next call.
     "cache_by_pointer": {

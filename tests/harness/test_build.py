@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -119,3 +120,21 @@ def test_ptxas_and_sass_parsers_on_recorded_text():
             "        /*00b0*/                   HGMMA.64x128x16.F32.BF16 gdesc[UR8], R24 ;\n")
     s = summarize_sass(sass)
     assert (s["HGMMA"], s["BAR"], s["STL"], s["LDL"], s["total"]) == (2, 1, 1, 0, 4)
+
+
+def test_least_recently_used_builds_are_evicted(tmp_path, monkeypatch):
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KS_CACHE_MAX_ENTRIES", "2")
+    keys = []
+    for i in range(3):
+        src = tmp_path / f"k{i}.cpp"
+        src.write_text(f'extern "C" int attention_forward() {{ return {i}; }}\n')
+        record, lib = build(src, language="cpp", compiler="g++", flags=[], arch=None,
+                            shown_name="kernel.cpp", timeout=120)
+        assert record["ok"] and lib.is_file()
+        keys.append(record["key"])
+        if i == 1:  # use the first again: the second becomes the least recently used
+            os.utime(cache_root() / "build" / keys[0][:2] / keys[0], (1e9, 1e9))
+            os.utime(cache_root() / "build" / keys[1][:2] / keys[1], (5e8, 5e8))
+    present = {p.name for p in (cache_root() / "build").glob("??/*")}
+    assert present == {keys[0], keys[2]}

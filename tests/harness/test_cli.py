@@ -65,3 +65,26 @@ def test_doctor_reports_the_machine():
     assert set(doc) >= {"torch", "gpu", "g++", "nvcc", "baselines", "anthropic api key"}
     assert doc["anthropic api key"] in ("set", "not set (ANTHROPIC_API_KEY)")
     assert "sk-" not in out.stdout  # never prints the key itself
+
+
+def test_a_missing_baseline_is_reported_not_hidden(tmp_path):
+    import shutil
+
+    from tests.harness.conftest import CPU_TASK_DIR
+
+    task = tmp_path / "kernels" / "attention_cpu"
+    shutil.copytree(CPU_TASK_DIR, task)
+    yaml_path = task / "task.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("baselines: [torch_sdpa]", "baselines: [no_such_lib]"))
+    out = run_ks("bench", str(task), "--json", "--scenarios", TWO[0])
+    r = json.loads(out.stdout)
+    assert r["status"] == "correct" and r["geomean_speedup"] is None
+    s = r["scenarios"][0]
+    assert s["speedup"] is None and "no_such_lib" in s["skipped_baselines"]
+    assert r["warnings"] and "no baseline ran on 1 scenario" in r["warnings"][0]
+
+
+def test_missing_source_file_is_bad_input(tmp_path):
+    out = run_ks("check", "attention_cpu", "--source", str(tmp_path / "nope.cpp"))
+    assert out.returncode == 2 and "kernel source not found" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -46,6 +46,7 @@ def test_each_run_draws_a_new_seed(cpu_task, planted_dir):
     ("no_causal", "max|err|"),
     ("bf16_math", "max|err|"),
     ("writes_input", "wrote into its input 'q'"),
+    ("refuses_gqa", "kernel returned 3"),
     ("cache_by_pointer", "max|err|"),
 ])
 def test_wrong_kernels_are_incorrect(cpu_task, planted_dir, kind, needle):
@@ -109,11 +110,14 @@ def _wait_gone(pid: int) -> bool:
 def test_infinite_loop_times_out_and_the_whole_group_dies(cpu_task, planted_dir, tmp_path, monkeypatch):
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
-    r = check(cpu_task, planted_dir, "infinite_loop", scenarios=SUBSET[:1], timeout=20)
+    r = check(cpu_task, planted_dir, "infinite_loop", scenarios=SUBSET[:1], timeout=8)
     assert r["status"] == "timeout"
-    assert "killed after 20s" in r["message"]
-    child, grandchild = (int(x) for x in pid_file.read_text().split())
-    assert _wait_gone(child) and _wait_gone(grandchild)
+    assert "killed after 8s" in r["message"]
+    pids = pid_file.read_text().split() if pid_file.exists() else []
+    if len(pids) == 2:  # the kernel was reached (the usual case): it and its fork are gone
+        child, grandchild = (int(x) for x in pids)
+        assert _wait_gone(child) and _wait_gone(grandchild)
+        assert "during check of" in r["message"]
 
 
 def test_cancel_stops_a_running_kernel(cpu_task, planted_dir, tmp_path, monkeypatch):

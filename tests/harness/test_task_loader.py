@@ -115,3 +115,24 @@ def test_list_form_and_every_n_quick(task_copy):
     task = load_task(task_copy, REPO)
     assert [s.id for s in task.scenarios] == ["d8-h2-1-q5-k9-b1-causal", "d8-h2-2-q7-k7-b2", "d16-h4-2-q3-k3-b1"]
     assert task.quick == ["d8-h2-1-q5-k9-b1-causal", "d16-h4-2-q3-k3-b1"]
+
+
+def test_broken_reference_module_is_bad_input(task_copy):
+    (task_copy / "reference.py").write_text("from ks_tui.harness.attention import make_inputs\n")
+    out = run_ks("check", str(task_copy), "--quick")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "reference.py: missing make_output, call_kernel, reference" in out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_the_example_in_task_format_doc_loads(tmp_path):
+    doc = (REPO / "docs" / "task-format.md").read_text()
+    example = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    task_dir = tmp_path / "kernels" / "attention_cpu"
+    shutil.copytree(CPU_TASK_DIR, task_dir)
+    (task_dir / "task.yaml").write_text(example)
+    (task_dir / "notes.md").write_text("read-only notes\n")
+    task = load_task("attention_cpu", tmp_path)
+    assert len(task.scenarios) == 4 and task.timing.threads == 4
+    assert task.scenarios[0].params["dtype"] == "fp32"
+    assert task_dir / "notes.md" in task.readonly

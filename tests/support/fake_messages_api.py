@@ -67,6 +67,7 @@ class Reply:
     error_after_blocks: int | None = None
     error_type: str = "overloaded_error"
     drop_after_blocks: int | None = None
+    slow_s: float = 0.0  # pause before each block, to stream slowly (for stop/pause tests)
 
 
 def reply(*blocks: Block, stop_reason: str | None = None, **kw) -> Reply:
@@ -285,7 +286,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 self.connection.shutdown(2)  # a dropped connection mid-stream
                 return
-            self._block(i, b)
+            if r.slow_s and self.owner._closing.wait(r.slow_s):
+                return
+            try:
+                self._block(i, b)
+            except (BrokenPipeError, ConnectionResetError):  # the client hung up (a stop)
+                return
         if r.drop_after_blocks is not None and r.drop_after_blocks >= len(r.blocks):
             self.connection.shutdown(2)
             return

@@ -8,6 +8,7 @@ it) or when the time left in the call would not fit the next step.
 Usage (from the repository root):
     python3 kernels/flash_attn_fwd/scripts/device_run.py quick   # quick check (cold), quick bench x2
     python3 kernels/flash_attn_fwd/scripts/device_run.py full    # full bench twice (noise)
+    python3 kernels/flash_attn_fwd/scripts/device_run.py quick_noise  # quick bench twice (noise)
 Environment: OUT (where results go), KS_DEADLINE (epoch seconds by which to be done).
 """
 
@@ -117,7 +118,23 @@ def main(phase: str) -> int:
     os.environ["KS_CACHE_DIR"] = "/tmp/ks-cache-device"  # starts empty on a fresh machine
     summary[f"gpu_before_{phase}"] = gpu_state()
     log(f"GPU: {summary[f'gpu_before_{phase}']}")
-    return quick_phase() if phase == "quick" else full_phase()
+    phases = {"quick": quick_phase, "full": full_phase, "quick_noise": quick_noise_phase}
+    return phases[phase]()
+
+
+def quick_noise_phase() -> int:
+    """The quick subset benched twice, baselines timed afresh both times."""
+    a, wa = ks("quick_bench_a", ["bench", TASK, "--quick", "--remeasure-baselines"], "quick_bench_a.json")
+    b, wb = ks("quick_bench_b", ["bench", TASK, "--quick", "--remeasure-baselines"], "quick_bench_b.json")
+    for name, r, w in (("quick_bench_a", a, wa), ("quick_bench_b", b, wb)):
+        summary["steps"][name] = {"wall_s": w, "timings": (r or {}).get("timings"),
+                                  "correct": (r or {}).get("correct"),
+                                  "geomean": (r or {}).get("geomean_speedup"),
+                                  "by_baseline": (r or {}).get("geomean_by_baseline")}
+    if a and b and a.get("scenarios") and b.get("scenarios"):
+        summary["noise_quick"] = noise(a, b)
+    finish()
+    return 0
 
 
 def quick_phase() -> int:
@@ -179,10 +196,12 @@ def finish() -> None:
         print(f"{name:20s} wall {step.get('wall_s', 0):7.1f}s  compile {t.get('compile_s', '-')!s:>7}  "
               f"check {t.get('check_s', '-')!s:>8}  bench {t.get('bench_s', '-')!s:>8}  "
               f"{step.get('correct') or ''} geomean {step.get('geomean')}")
-    n = summary.get("noise")
-    if n:
+    for key in ("noise_quick", "noise"):
+        n = summary.get(key)
+        if not n or n.get("geomean_rel_diff") is None:
+            continue
         d = n["speedup_ratio_abs_dev"]
-        print(f"noise: geomean {n['geomean_a']:.4f} vs {n['geomean_b']:.4f} ({100 * n['geomean_rel_diff']:+.2f}%); "
+        print(f"{key}: geomean {n['geomean_a']:.4f} vs {n['geomean_b']:.4f} ({100 * n['geomean_rel_diff']:+.2f}%); "
               f"per-scenario |ratio-1| median {100 * d['median']:.2f}% p90 {100 * d['p90']:.2f}% "
               f"max {100 * d['max']:.2f}% ({d['over_3pct']} over 3%)")
     print(f"this phase took {time.monotonic() - T0:.0f}s; {left():.0f}s left before the deadline")

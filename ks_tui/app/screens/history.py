@@ -24,6 +24,7 @@ from ks_tui.app.screens.confirm import ConfirmScreen
 from ks_tui.app.widgets.bench.bench_panel import headline
 from ks_tui.app.widgets.bench.bench_table import BenchTable
 from ks_tui.app.widgets.diff.diff_view import DiffView
+from ks_tui.app.widgets.tables import fill_table
 
 NARROW_WIDTH = 100
 
@@ -38,6 +39,10 @@ class AttemptDetail(Message):
     def __init__(self, number: int, title: str, diff: str, result: dict[str, Any] | None):
         super().__init__()
         self.number, self.title, self.diff, self.result = number, title, diff, result
+
+
+ATTEMPT_COLUMNS = [(label, label) for label in
+                   ("#", "time", "author", "status", "correct", "speedup", "question", "summary")]
 
 
 def attempt_cells(a: dict[str, Any]) -> list[Text]:
@@ -101,8 +106,7 @@ class HistoryScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#attempts", DataTable)
-        for label in ("#", "time", "author", "status", "correct", "speedup", "question", "summary"):
-            table.add_column(label, key=label)
+        fill_table(table, ATTEMPT_COLUMNS, [])
         self.query_one("#history-diff-panel").border_title = "Diff"
         self.query_one("#history-results-panel").border_title = "Results"
         self.set_class(self.size.width < NARROW_WIDTH, "-narrow")
@@ -132,9 +136,7 @@ class HistoryScreen(Screen):
         self.attempts = message.attempts
         table = self.query_one("#attempts", DataTable)
         keep = self.selected
-        table.clear()
-        for a in self.attempts:
-            table.add_row(*attempt_cells(a), key=str(a.get("number")))
+        fill_table(table, ATTEMPT_COLUMNS, [(str(a.get("number")), attempt_cells(a)) for a in self.attempts])
         if not self.attempts:
             self.query_one("#history-diff", DiffView).show_message("No attempts in this session yet.")
             return

@@ -174,6 +174,19 @@ class MainScreen(Screen):
         self.query_one(StatusBar).update_info(harness="")
         self.query_one(Conversation).note(f"session ended: {e.reason}")
 
+    def reset(self) -> None:
+        """Empty every panel before another session is shown."""
+        self.attempts = []
+        self.query_one(DiffView).show_message("No attempt yet.")
+        self.query_one(CompilePanel).show_result({})
+        self.query_one(BenchPanel).show_result({})
+        self.query_one(BenchPanel).show_attempts([])
+        self.query_one(QuestionPane).settle()
+        self.query_one("#questions-panel").remove_class("-pending")
+        self.query_one(Conversation).remove_children()
+        self.query_one(StatusBar).update_info(attempts=0, best_speedup=None, best_correct="", state="idle",
+                                              tokens=0, cost_usd=0.0, harness="")
+
     # ---- data loaded by workers ---------------------------------------------------------
 
     def show_attempts(self, attempts: list[dict[str, Any]]) -> None:

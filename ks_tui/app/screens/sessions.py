@@ -18,6 +18,10 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from ks_tui.app import formatting as fmt
+from ks_tui.app.widgets.tables import fill_table
+
+
+SESSION_COLUMNS = [(label, label) for label in ("session", "task", "attempts", "best", "last activity")]
 
 
 class SessionRows(Message):
@@ -52,8 +56,7 @@ class SessionsScreen(ModalScreen):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for label in ("session", "task", "attempts", "best", "last activity"):
-            table.add_column(label, key=label)
+        fill_table(table, SESSION_COLUMNS, [])
         table.focus()
         self._load()
 
@@ -65,19 +68,18 @@ class SessionsScreen(ModalScreen):
 
     @on(SessionRows)
     def _show(self, message: SessionRows) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
+        rows = []
         for row in message.sessions:
             sid = str(row.get("id"))
             best = row.get("best_speedup")
-            table.add_row(
+            rows.append((sid, [
                 Text(("● " if sid == self.current else "  ") + sid, style="bold"),
                 str(row.get("task", "")),
                 str(row.get("attempts", "")),
                 fmt.speedup(best) if best is not None else "—",
                 fmt.clock(row.get("last_activity")),
-                key=sid,
-            )
+            ]))
+        fill_table(self.query_one(DataTable), SESSION_COLUMNS, rows)
         if not message.sessions:
             self.query_one("#sessions-title", Static).update("No sessions yet · n starts one · esc cancels")
 

@@ -16,6 +16,8 @@ from ks_tui.app.widgets.bench.speedup_chart import SpeedupChart, points_from_att
 
 def headline(result: dict[str, Any]) -> Text:
     """'correct 18/18 · geomean 1.234x vs best baseline · torch_sdpa 1.234x · bench'."""
+    if not result:
+        return Text("No benchmark yet.", style="dim")
     status = result.get("status", "?")
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(status, fmt.STATUS_STYLE.get(status, ""))

@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from ks_tui.app import formatting as fmt
+from ks_tui.app.widgets.tables import fill_table
 
 COLUMNS = (  # key, label; the wide columns last so a narrow panel still shows the numbers
     ("scenario", "scenario"),
@@ -56,8 +57,7 @@ class BenchTable(DataTable):
         self.sort_key = "speedup"  # the losing scenarios first: what to work on next
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+        self._refill()
 
     def show_scenarios(self, scenarios: list[dict[str, Any]]) -> None:
         self._rows = list(scenarios)
@@ -75,10 +75,8 @@ class BenchTable(DataTable):
         self._refill()
 
     def _refill(self) -> None:
-        self.clear()
         rows = sorted(self._rows, key=lambda r: _sort_value(r, self.sort_key))
-        for row in rows:
-            self.add_row(*_cells(row), key=row.get("id"))
+        fill_table(self, COLUMNS, [(row.get("id"), _cells(row)) for row in rows])
 
 
 def _cells(row: dict[str, Any]) -> list[Text]:

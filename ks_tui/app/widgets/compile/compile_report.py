@@ -17,6 +17,8 @@ SASS_ORDER = ("HGMMA", "HMMA", "LDL", "STL", "LDGSTS", "UTMALDG", "BAR", "SHFL")
 
 
 def compile_report(result: dict[str, Any]):
+    if not result:
+        return Text("Nothing built yet.", style="dim")
     comp = result.get("compile") or {}
     parts: list = []
     head = Text()
