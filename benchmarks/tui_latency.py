@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -49,6 +50,8 @@ def wait_for(needle: str, timeout: float = 120.0, poll: float = 0.005) -> float:
 
 
 def start_ks(workspace: Path) -> float:
+    global SOCKET
+    SOCKET = f"ks-latency-{uuid.uuid4().hex[:6]}"  # a fresh server: a killed one lingers briefly
     command = f"{sys.executable} -m ks_tui tui --human; echo KS-EXIT=$?; sleep 600"
     t0 = time.monotonic()
     tmux("new-session", "-d", "-s", "ks", "-x", "120", "-y", "36", "-c", str(workspace), command)
@@ -126,7 +129,8 @@ def main() -> int:
         "session_ready_s": summary([r["session_ready_s"] for r in startups]),
         "key_to_redraw_idle": summary(idle),
         "key_to_redraw_during_bench": summary(during),
-        "progress_line_during_bench": next((line.strip() for line in progress_seen.splitlines() if "%" in line), ""),
+        "progress_label_during_bench": next((re.search(r"\d+% [^│]*", line).group(0).strip()
+                                             for line in progress_seen.splitlines() if "%" in line), ""),
     }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))

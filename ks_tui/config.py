@@ -27,30 +27,13 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10},
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
-FALLBACK_MODEL = "claude-opus-4-6"
-
-
-def sdk_newest_model() -> str:
-    """The newest model the installed anthropic SDK names (its list is newest first),
-    skipping deprecated ones; imports anthropic, so call it only when a model is needed."""
-    try:
-        import typing
-
-        from anthropic._data import DEPRECATED_MODELS  # type: ignore[attr-defined]
-        from anthropic.types import Model
-
-        for arg in typing.get_args(Model):
-            for name in typing.get_args(arg):
-                if isinstance(name, str) and name.startswith("claude-") and name not in DEPRECATED_MODELS:
-                    return name
-    except Exception:  # an SDK without these internals: fall back to a known model
-        pass
-    return FALLBACK_MODEL
+# A current model whose price is in DEFAULT_PRICES, so cost and --max-cost work out of the box.
+DEFAULT_MODEL = "claude-opus-4-6"
 
 
 @dataclass
 class Config:
-    model: str = ""  # empty: sdk_newest_model()
+    model: str = DEFAULT_MODEL
     max_tokens: int = 16000
     thinking: str = "adaptive"  # "adaptive", "off", or a token budget such as "8000"
     api_max_retries: int = 4  # SDK retries for 429/529/5xx/connection errors
@@ -66,7 +49,7 @@ class Config:
     sources: list[str] = field(default_factory=list)  # files that were read, for `ks doctor`
 
     def resolved_model(self) -> str:
-        return self.model or sdk_newest_model()
+        return self.model or DEFAULT_MODEL
 
     def price_for(self, model: str) -> dict[str, float] | None:
         best = max((p for p in self.prices if model.startswith(p)), key=len, default=None)

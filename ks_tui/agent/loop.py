@@ -82,7 +82,7 @@ class ModelCaller:
             if self.stop_event.is_set():
                 raise TurnStopped()
             try:
-                turn = self._stream_once(params, cb)
+                turn = self._stream_interruptible(params, cb)
                 turn.retries = retries
                 return turn
             except TurnStopped:
@@ -101,6 +101,27 @@ class ModelCaller:
                 cb.on_retry(msg, retries, delay)
                 if self.stop_event.wait(delay):
                     raise TurnStopped() from None
+
+    def _stream_interruptible(self, params: dict, cb: TurnCallbacks) -> Turn:
+        """The request runs in a helper thread so that stop() returns at once even while the
+        SDK is still waiting for the response to begin (closing a stream cannot reach that)."""
+        box: dict = {}
+
+        def work() -> None:
+            try:
+                box["turn"] = self._stream_once(params, cb)
+            except BaseException as e:  # handed to the caller below
+                box["error"] = e
+
+        helper = threading.Thread(target=work, name="ks-model-request", daemon=True)
+        helper.start()
+        while helper.is_alive():
+            helper.join(timeout=0.2)
+            if self.stop_event.is_set() and helper.is_alive():
+                raise TurnStopped()  # the helper ends on its own; its answer is dropped
+        if "error" in box:
+            raise box["error"]
+        return box["turn"]
 
     def _stream_once(self, params: dict, cb: TurnCallbacks) -> Turn:
         with self.client.messages.stream(**params) as stream:

@@ -62,9 +62,10 @@ def summarize_result(result: dict, attempt: dict | None = None, note: str = "") 
     if timed:
         lines.append("slowest vs baseline:")
         lines += [_scenario_line(s) for s in timed[:3]]
-        if len(timed) > 3:
+        fastest = timed[max(3, len(timed) - 3):][::-1]  # never repeat a scenario listed above
+        if fastest:
             lines.append("fastest vs baseline:")
-            lines += [_scenario_line(s) for s in timed[-3:][::-1]]
+            lines += [_scenario_line(s) for s in fastest]
     if result.get("stderr_tail") and result.get("status") in ("crashed", "timeout"):
         lines += ["stderr (last lines):", *result["stderr_tail"].strip().splitlines()[-MAX_LOG_LINES:]]
     return "\n".join(lines)

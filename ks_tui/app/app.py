@@ -33,7 +33,8 @@ class KernelSeekApp(App):
     TITLE = "KernelSeek"
     BINDINGS = [
         Binding("h", "history", "History"),
-        Binding("p", "pause_resume", "Pause"),
+        Binding("p", "pause", "Pause"),
+        Binding("p", "resume", "Resume"),
         Binding("a", "ask", "Ask"),
         Binding("r", "run_harness", "Run"),
         Binding("R", "run_harness(True)", "Quick run", show=False),
@@ -146,8 +147,12 @@ class KernelSeekApp(App):
     def _call_backend_on(self, backend: Backend, method: str, *args) -> None:
         getattr(backend, method)(*args)
 
-    def action_pause_resume(self) -> None:
-        self._call_backend("resume" if self.agent_state == "paused" else "pause")
+    def action_pause(self) -> None:
+        self.notify("the agent pauses at its next safe point", timeout=3)
+        self._call_backend("pause")
+
+    def action_resume(self) -> None:
+        self._call_backend("resume")
 
     def action_run_harness(self, quick: bool = False) -> None:
         self.notify(f"running the harness ({'quick ' if quick else ''}bench)", timeout=2)
@@ -253,10 +258,13 @@ class KernelSeekApp(App):
             self.log.error(f"stopping the engine failed: {err}")
 
     def check_action(self, action: str, parameters) -> bool | None:
-        if action == "pause_resume":
-            return self.backend is not None and self.backend.engine is not None and self.agent_state != "human"
+        if action in ("pause", "resume"):
+            agent = self.backend is not None and self.backend.engine is not None and self.agent_state != "human"
+            return agent and (self.agent_state == "paused") == (action == "resume")
         if action == "sessions":
             return self.opener is not None
+        if action == "ask":
+            return self.agent_state != "human"  # no agent to ask
         return True
 
     # ---- errors and the command palette --------------------------------------------------
@@ -277,7 +285,8 @@ class KernelSeekApp(App):
                             lambda: self.action_run_harness(True))
         yield SystemCommand("Edit kernel", "Open the kernel in $EDITOR (e)", self.action_edit_kernel)
         yield SystemCommand("Ask a question", "Type a question for the agent (a)", self.action_ask)
-        yield SystemCommand("Pause / resume agent", "(p)", self.action_pause_resume)
+        yield SystemCommand("Pause agent", "Stop at the next safe point (p)", self.action_pause)
+        yield SystemCommand("Resume agent", "Carry on after a pause (p)", self.action_resume)
         yield SystemCommand("Toggle diff base", "Latest vs previous or vs best (d)", self.action_toggle_diff)
         yield SystemCommand("Sessions", "Open another session (o)", self.action_sessions)
 

@@ -21,7 +21,7 @@ def register(sub) -> None:
                    help="nobody answers: at each decision point the bank's top question is sent at once")
     p.add_argument("--max-turns", type=int, metavar="N", help="stop after N model turns in this run")
     p.add_argument("--max-cost", type=float, metavar="USD", help="stop once this run has cost USD")
-    p.add_argument("--model", metavar="M", help="model name (default: config, else the newest the SDK names)")
+    p.add_argument("--model", metavar="M", help="model name (default: config, else claude-opus-4-6)")
     p.add_argument("--enable-bash", action="store_true", help="give the agent a bash tool (headless: no approval)")
     p.set_defaults(func=cmd_run)
 

@@ -52,8 +52,8 @@ class _Progress:
         self.live, self.plain, self.last = live, plain, None
 
     def __call__(self, p: dict) -> None:
-        sid = p.get("scenario")
-        if sid is None and p.get("phase") != "compile":
+        sid = p.get("scenario") or ""
+        if not sid and p.get("phase") != "compile":
             return
         text = f"[{p['done'] + (1 if sid else 0)}/{p['total']}] {p['phase']} {sid or ''}".rstrip()
         if self.live:

@@ -18,7 +18,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from ks_tui.harness.compiler_output import parse_errors, parse_ptxas, summarize_sass
+from ks_tui.harness.compiler_output import forbidden_includes, parse_errors, parse_ptxas, summarize_sass
 
 CACHE_VERSION = 1  # bump when the cached record's shape changes
 DEFAULT_MAX_ENTRIES = 2000  # a few hundred MB of CUDA libraries at most; KS_CACHE_MAX_ENTRIES
@@ -128,6 +128,11 @@ def build(source: Path, *, language: str, compiler: str, flags: list[str], arch:
                     "log": "", "errors": [], "key": key}
     if language == "cuda":
         record.update(kernels=[], sass=None, sass_reason=None)
+    banned = forbidden_includes(src_bytes.decode("utf-8", "replace"), shown_name)
+    if banned:
+        record["log"] = "\n".join(f"{e['file']}:{e['line']}: error: {e['message']}" for e in banned)
+        record["errors"] = banned
+        return record, None
     if not version:
         record["log"] = f"compiler {compiler!r} not found on PATH"
         record["errors"] = [{"file": shown_name, "line": None, "column": None, "message": record["log"]}]

@@ -14,7 +14,23 @@ _GCC = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:(?P<column>\d+):)?\s*(?
 _NVCC = re.compile(r"^(?P<file>[^()\n]+?)\((?P<line>\d+)\):\s*(?:catastrophic )?error:\s*(?P<message>.*)$")
 # ptxas:  ptxas fatal   : ... / ptxas error   : ...
 _PTXAS_ERR = re.compile(r"^ptxas (?:fatal|error)\s*:\s*(?P<message>.*)$")
+# DESIGN.md: one self-contained file; no library kernels smuggled in through headers.
+FORBIDDEN_HEADERS = ("cutlass/", "cute/", "cublas", "cublasLt", "cudnn", "torch/", "ATen/", "c10/",
+                     "flash_attn", "thunderkittens", "kittens.cuh")
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](?P<header>[^>"]+)[>"]')
 _LINK_ERR = re.compile(r"(undefined reference to .*|ld returned \d+ exit status|cannot find -l\S+)")
+
+
+def forbidden_includes(source: str, shown_name: str) -> list[dict]:
+    """Errors for #include lines that pull in libraries the kernel ABI rules out."""
+    errors = []
+    for n, line in enumerate(source.splitlines(), 1):
+        m = _INCLUDE.match(line)
+        if m and any(m.group("header").startswith(f) or f"/{f}" in m.group("header") for f in FORBIDDEN_HEADERS):
+            errors.append({"file": shown_name, "line": n, "column": None,
+                           "message": f"#include <{m.group('header')}> is not allowed: the kernel must be "
+                                      "self-contained (no CUTLASS/CuTe/cuBLAS/cuDNN/torch/FlashAttention headers)"})
+    return errors
 
 
 def parse_errors(log: str, shown_name: str | None = None) -> list[dict]:

@@ -3,7 +3,6 @@ question bank, and the scripted Messages API server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -87,8 +86,3 @@ def api_env(monkeypatch, tmp_path):
 def git(cwd: Path, *args: str) -> str:
     return _git(cwd, *args)
 
-
-def child_env(**extra) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({k: str(v) for k, v in extra.items()})
-    return env

@@ -8,7 +8,7 @@ from ks_tui.agent.conversation import Conversation, conversation_from_events
 from ks_tui.agent.files import TaskFiles, ToolRefused
 from ks_tui.agent.summary import summarize_result
 from ks_tui.agent.usage import TokenCount, cost_usd
-from ks_tui.config import Config, load_config, sdk_newest_model
+from ks_tui.config import DEFAULT_MODEL, Config, load_config
 from ks_tui.errors import InputFileError, KsError
 
 
@@ -47,14 +47,15 @@ def test_bad_config_names_the_file_and_line(tmp_path, monkeypatch):
         load_config(None, env={"KS_MAX_TOKENS": "many"})
 
 
-def test_default_model_is_the_newest_the_sdk_names():
+def test_default_model_is_one_the_sdk_names_and_has_a_price():
     import typing
 
     from anthropic.types import Model
 
     names = [n for arg in typing.get_args(Model) for n in typing.get_args(arg)]
-    assert sdk_newest_model() in names and sdk_newest_model().startswith("claude-")
-    assert Config().resolved_model() == sdk_newest_model()
+    assert DEFAULT_MODEL in names
+    assert Config().resolved_model() == DEFAULT_MODEL
+    assert Config().price_for(DEFAULT_MODEL) is not None
     assert Config(model="claude-x").resolved_model() == "claude-x"
 
 

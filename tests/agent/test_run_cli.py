@@ -96,3 +96,35 @@ def test_bad_arguments_are_exit_2(workspace, api_env):
     out = ks(workspace, "run", "attention_cpu", "--headless")
     assert out.returncode == 2 and "config.toml:1" in out.stderr
     os.unlink(bad)
+
+
+def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, api_env):
+    import time
+
+    once = "if [ -f once ]; then echo second run; else echo $$ > once; sleep 120; fi"
+    api = api_env([reply(text("Running it."), tool_use("bash", {"command": once}))])
+    child = subprocess.Popen([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "run", "attention_cpu",
+                              "--headless", "--autonomous", "--enable-bash", "--max-turns", "5"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        assert api.wait_for_requests(1, timeout=90)
+        deadline = time.monotonic() + 60
+        while not list((workspace / "sessions").glob("*/worktree/once")):  # the command is running
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.1)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    sid = only_session(workspace)
+    marker = workspace / "sessions" / sid / "worktree" / "once"
+    deadline = time.monotonic() + 10
+    while not marker.read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(int(marker.read_text()), signal.SIGKILL)  # the orphaned command's own process group
+
+    api2 = api_env([reply(text("Finished."))])
+    out = ks(workspace, "run", "--resume", sid, "--headless", "--autonomous", "--enable-bash", "--max-turns", "1")
+    assert out.returncode == 0, out.stderr
+    [result] = api2.requests[0]["messages"][-1]["content"]
+    assert result["type"] == "tool_result" and result["content"] == "exit code 0\nsecond run\n"
+    assert api2.requests[0]["messages"][:-1] == api.requests[0]["messages"] + [api2.requests[0]["messages"][-2]]

@@ -193,3 +193,15 @@ def test_max_cost_ends_the_run_and_stop_aborts_a_stream(workspace, api_env):
     assert session.join(timeout=30)
     assert session.end.reason == "stopped" and session.end.turns == 0
     assert not any(isinstance(e, ev.AssistantMessage) for e in seen)  # the cut turn is not kept
+
+
+def test_stop_returns_while_the_api_has_not_started_answering(workspace, api_env):
+    from tests.support.fake_messages_api import hang
+
+    api = api_env([hang()])
+    session, _ = start(workspace, max_turns=10)
+    session.start()
+    assert api.wait_for_requests(1, timeout=60)
+    session.stop()
+    assert session.join(timeout=30)
+    assert session.end.reason == "stopped"

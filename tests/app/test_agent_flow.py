@@ -97,3 +97,21 @@ async def test_quit_asks_while_the_agent_is_mid_turn(workspace, fake_api):
     api.close()
     assert app.backend.engine.join(timeout=30)
     assert app.backend.engine.end is not None and app.backend.engine.end.reason == "stopped"
+
+
+async def test_pause_holds_the_agent_until_resumed(workspace, fake_api):
+    api = fake_api([reply(text("Resumed and working."))])
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        pane = app.main_screen.query_one("#questions")
+        await wait_for(pilot, lambda: pane.point == "session_start", "the first decision point")
+        await pilot.press("p")  # pause first, then let the decision point pass
+        await pilot.press("x")
+        await wait_for(pilot, lambda: app.agent_state == "paused", "the paused state")
+        assert "paused" in shown(app, "#status")
+        assert api.requests == []  # the pause came before the model was called
+
+        await pilot.press("p")  # the same key resumes
+        await wait_for(pilot, lambda: "Resumed and working." in shown(app, "#conversation"), "the reply")
+        assert len(api.requests) == 1
+        await pilot.press("q")

@@ -138,3 +138,13 @@ def test_least_recently_used_builds_are_evicted(tmp_path, monkeypatch):
             os.utime(cache_root() / "build" / keys[1][:2] / keys[1], (5e8, 5e8))
     present = {p.name for p in (cache_root() / "build").glob("??/*")}
     assert present == {keys[0], keys[2]}
+
+
+def test_library_headers_are_refused_with_their_line(cpu_task, planted_dir, tmp_path):
+    src = tmp_path / "smuggler.cpp"
+    src.write_text("// uses torch's kernels\n#include <cmath>\n  #include <torch/extension.h>\n"
+                   + (planted_dir / "naive.cpp").read_text())
+    r = run_harness(cpu_task, src, quick=True)
+    assert r["status"] == "compile_error"
+    (err,) = r["compile"]["errors"]
+    assert (err["file"], err["line"]) == ("kernel.cpp", 3) and "self-contained" in err["message"]

@@ -101,8 +101,14 @@ class MainScreen(Screen):
                 handler(event)
 
     def _on_state(self, e: ev.StateChanged) -> None:
+        was_human = self.query_one(StatusBar).info.state == "human"
         self.query_one(StatusBar).update_info(state=e.state)
-        if e.detail and e.state in ("paused", "human", "stopped"):
+        if e.state == "human" and not was_human and e.detail in ("started", "resumed"):
+            self.query_one(QuestionPane).set_human(True)
+            self.query_one(Conversation).note(
+                f"session {e.detail} in human mode (no agent): e edits the kernel, r runs the harness, "
+                "h shows the history; questions from the bank appear after attempts")
+        elif e.detail and e.state in ("paused", "stopped"):
             self.query_one(Conversation).note(e.detail)
 
     def _on_user_message(self, e: ev.UserMessage) -> None:

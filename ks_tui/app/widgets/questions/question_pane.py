@@ -49,6 +49,7 @@ class QuestionPane(Vertical):
         super().__init__(**kwargs)
         self.questions: list[dict[str, Any]] = []
         self.point: str | None = None
+        self.human = False  # no agent: the questions are for the person at the keyboard
 
     def compose(self):
         yield Static(self._idle_text(), id="question-point")
@@ -91,7 +92,14 @@ class QuestionPane(Vertical):
         self.query_one("#question-point", Static).update(
             Text(note, style="dim") if note else self._idle_text())
 
+    def set_human(self, human: bool) -> None:
+        self.human = human
+        if not self.pending:
+            self.settle()
+
     def _idle_text(self) -> Text:
+        if self.human:
+            return Text("No decision point. Questions from the bank appear here after attempts.", style="dim")
         return Text("No decision point. a: ask the agent your own question.", style="dim")
 
     def _answer(self, question_id: str | None, text: str | None) -> None:

@@ -1,4 +1,4 @@
-"""One line at the top: task, session, attempts, best speedup, agent state, tokens, cost."""
+"""One line at the top: task, agent state, attempts, best speedup, harness run, tokens, cost, session."""
 
 from __future__ import annotations
 
@@ -55,16 +55,17 @@ class StatusBar(Static):
             best = f"best {fmt.speedup(info.best_speedup)}"
             if info.best_correct:
                 best += f" ({info.best_correct})"
+        # Most telling first: a narrow terminal cuts the line from the right.
         parts: list[tuple[str, str]] = [
             (info.task, "bold"),
-            (f"session {info.session}", ""),
+            (label, style),
             (f"{info.attempts} attempt{'' if info.attempts == 1 else 's'}", ""),
             (best, "bold magenta" if info.best_speedup else ""),
-            (label, style),
         ]
         if info.harness:
             parts.append((info.harness, "cyan"))
         parts.append((f"{_tokens(info.tokens)} tok ${info.cost_usd:.2f}", "dim"))
+        parts.append((f"session {info.session}", "dim"))
         text = Text(no_wrap=True, overflow="ellipsis")
         for i, (chunk, chunk_style) in enumerate(parts):
             if i:
