@@ -12,8 +12,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-# Instructions worth a glance on Hopper: tensor-core MMAs, local-memory spills, barriers.
-SASS_ORDER = ("HGMMA", "HMMA", "LDL", "STL", "LDGSTS", "UTMALDG", "BAR", "SHFL")
+# Instructions worth a glance on Hopper, always shown: tensor-core MMAs and local-memory
+# spills (a zero there is news too); other non-zero counts follow.
+SASS_ALWAYS = ("HGMMA", "HMMA", "LDL", "STL")
 
 
 def compile_report(result: dict[str, Any]):
@@ -43,19 +44,22 @@ def compile_report(result: dict[str, Any]):
             lines.append(f"  {err.get('message', '')}\n")
         lines.rstrip()
         parts.append(lines)
-    elif comp.get("log", "").strip():
-        # No parsed errors: the raw tail says why it failed, or which warnings it gave.
-        parts.append(Text(_tail(comp["log"], 12), "red" if not comp.get("ok") else "yellow"))
+    elif not comp.get("ok") and comp.get("log", "").strip():
+        parts.append(Text(_tail(comp["log"], 12), "red"))  # no parsed errors: the raw tail says why
+    warnings = [line for line in (comp.get("log") or "").splitlines() if "warning" in line.lower()]
+    if comp.get("ok") and warnings:
+        parts.append(Text("\n".join(warnings[-6:]), "yellow"))
 
     kernels = comp.get("kernels") or []
     if kernels:
         table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for col in ("kernel", "regs", "spills", "smem", "stack"):
-            table.add_column(col, justify="left" if col == "kernel" else "right")
+        table.add_column("kernel", no_wrap=True, overflow="ellipsis")
+        for col in ("regs", "spills", "smem", "stack"):
+            table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
         for k in kernels:
             spills = k.get("spills_bytes") or 0
             table.add_row(
-                _short(k.get("name", "?"), 28),
+                kernel_label(k),
                 str(k.get("registers", "—")),
                 Text(f"{spills} B", "bold red" if spills else ""),
                 _kib(k.get("smem_bytes")),
@@ -63,13 +67,17 @@ def compile_report(result: dict[str, Any]):
             )
         parts.append(table)
 
-    sass = comp.get("sass") or {}
+    sass = {k: v for k, v in (comp.get("sass") or {}).items() if isinstance(v, int)}
     if sass:
-        keys = [k for k in SASS_ORDER if k in sass] + sorted(k for k in sass if k not in SASS_ORDER)
+        total = sass.pop("total", None)
+        keys = [k for k in SASS_ALWAYS if k in sass]
+        keys += sorted((k for k in sass if k not in SASS_ALWAYS and sass[k]), key=lambda k: -sass[k])
         line = Text("SASS ", "bold")
         for key in keys:
             style = "bold red" if key in ("LDL", "STL") and sass[key] else ""
             line.append(f"{key} {sass[key]}  ", style)
+        if total is not None:
+            line.append(f"of {total}", "dim")
         parts.append(line)
 
     if result.get("status") not in (None, "correct", "compile_error") and result.get("message"):
@@ -79,12 +87,20 @@ def compile_report(result: dict[str, Any]):
     return Group(*parts)
 
 
+TYPE_NAMES = {"__nv_bfloat16": "bf16", "__half": "fp16"}  # CUDA's spellings, shortened
+
+
+def kernel_label(k: dict[str, Any]) -> str:
+    """`flash_fwd_kernel<__half, 256>` from ptxas's demangled name, else the raw symbol."""
+    name = (k.get("demangled") or k.get("name") or "?").replace("(anonymous namespace)::", "")
+    name = name.split("(", 1)[0].strip()  # drop the parameter list
+    for long, short in TYPE_NAMES.items():
+        name = name.replace(long, short)
+    return name.removeprefix("void ").strip() or "?"
+
+
 def _basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
-
-
-def _short(name: str, width: int) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def _kib(n: int | None) -> str:

@@ -1,0 +1,66 @@
+"""The main screen as a view over engine events: each panel shows what the events carry.
+
+The events are fed straight into the app (as the engine's thread would) with recorded real
+results: the H200 run of the flash_attn_fwd seed and a g++ compile error.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ks_tui import events as ev
+from ks_tui.app.app import KernelSeekApp
+from tests.app.conftest import DATA, shown, wait_for
+
+
+def load(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+async def test_compile_panel_shows_resources_and_errors_first():
+    app = KernelSeekApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        gpu = load("h200_seed_bench_first6.json")
+        app.post_engine_event(ev.AttemptRecorded({"number": 1, "status": "correct", "correct": gpu["correct"],
+                                                  "speedup": None, "best": False, "author": "agent"}, gpu))
+        await wait_for(pilot, lambda: "HMMA 832" in shown(app, "#compile"), "the SASS summary")
+        report = shown(app, "#compile")
+        assert "flash_fwd_kernel<bf16, 128>" in report and "178" in report  # registers per kernel
+        assert "LDL 0" in report and "STL 0" in report
+        assert app.main_screen.query_one("#bench-table").row_count == 6
+        assert "correct 6/6" in shown(app, "#bench-headline")
+
+        broken = load("compile_error.json")
+        app.post_engine_event(ev.AttemptRecorded({"number": 2, "status": "compile_error", "correct": "",
+                                                  "speedup": None, "best": False, "author": "human"}, broken))
+        await wait_for(pilot, lambda: "compile failed" in shown(app, "#compile"), "the failed build")
+        report = shown(app, "#compile")
+        error = report.index("kernel.cpp:14:18")
+        assert error < report.index("$ g++")  # the error comes before everything else
+        assert "undefined_tile_size" in report[error:]
+        assert app.main_screen.query_one("#bench-table").row_count == 0
+
+
+async def test_progress_shows_while_the_harness_runs_and_text_streams_whole():
+    app = KernelSeekApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        bench = app.main_screen.query_one("#bench")
+        app.post_engine_event(ev.HarnessStarted("bench", False, 20))
+        for done in range(1, 8):
+            app.post_engine_event(ev.HarnessProgress(done, 20, f"scenario-{done}", "bench"))
+        await wait_for(pilot, lambda: "bench 7/20 scenario-7" in shown(app, "#bench-progress-label"),
+                       "the latest progress")
+        assert bench.has_class("-running") and "bench 7/20" in shown(app, "#status")
+
+        words = [f"word{i} " for i in range(400)]
+        for w in words:
+            app.post_engine_event(ev.TextDelta(w))
+        app.post_engine_event(ev.AssistantText("".join(words)))
+        await wait_for(pilot, lambda: "word399" in shown(app, "#conversation"), "the whole streamed text")
+        assert shown(app, "#conversation").count("word0 ") == 1  # one entry, not one per delta
+
+        app.post_engine_event(ev.AttemptRecorded({"number": 1, "status": "correct", "correct": "4/4",
+                                                  "speedup": 1.25, "best": True, "author": "agent"},
+                                                 load("bench_kernel_a.json")))
+        await wait_for(pilot, lambda: not bench.has_class("-running"), "the progress bar to go")
+        assert "best 1.250x (4/4)" in shown(app, "#status")
