@@ -133,8 +133,7 @@ class KernelSeekApp(App):
     @on(QuestionAnswered)
     def _question_answered(self, message: QuestionAnswered) -> None:
         if message.question_id is None and message.text is None:
-            self.main_screen.query_one("#questions").settle("skipped")
-            self.main_screen.query_one("#questions-panel").remove_class("-pending")
+            self.main_screen.close_questions("skipped")
         self._call_backend("answer", message.question_id, message.text)
 
     def _call_backend(self, method: str, *args) -> None:

@@ -115,3 +115,31 @@ async def test_pause_holds_the_agent_until_resumed(workspace, fake_api):
         await wait_for(pilot, lambda: "Resumed and working." in shown(app, "#conversation"), "the reply")
         assert len(api.requests) == 1
         await pilot.press("q")
+
+
+async def test_bash_needs_approval_in_a_dialog(workspace, fake_api):
+    api = fake_api([
+        reply(tool_use("bash", {"command": "echo approved-by-human"})),
+        reply(tool_use("bash", {"command": "echo refused-one"})),
+        reply(text("Understood.")),
+    ])
+    cfg = load_config(workspace).with_overrides(enable_bash=True)
+    app = KernelSeekApp(opener=SessionOpener(workspace, cfg, "attention_cpu"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        pane = app.main_screen.query_one("#questions")
+        await wait_for(pilot, lambda: pane.point == "session_start", "the first decision point")
+        await pilot.press("x")
+
+        dialog = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, "the dialog")
+        assert "echo approved-by-human" in dialog.question
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen is not dialog,
+                       "the second dialog")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: len(api.requests) >= 3, "both tool results sent back")
+
+    results = [b for m in api.requests[2]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    outputs = [str(b.get("content")) for b in results]
+    assert any("approved-by-human" in o for o in outputs)
+    assert any(b.get("is_error") and "did not approve" in str(b.get("content")) for b in results)

@@ -58,12 +58,16 @@ async def test_history_lists_attempts_compares_and_rolls_back(workspace):
         await pilot.press("q")
 
 
-async def test_rollback_can_be_declined(workspace):
+async def test_history_from_the_command_palette_and_a_declined_rollback(workspace):
     store, sid = seed_session(workspace)
     app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: app.backend is not None, "the session")
-        await pilot.press("h")
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette", "the command palette")
+        await pilot.press(*"History")
+        await pilot.pause(0.3)  # let the palette search settle before choosing
+        await pilot.press("enter")
         history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
         table = history.query_one("#attempts", DataTable)
         await wait_for(pilot, lambda: table.row_count == 3, "three attempts listed")

@@ -48,3 +48,39 @@ def test_ks_opens_the_main_screen_and_q_restores_the_terminal(workspace):
         assert state == ["0", "1"]  # back on the normal screen with a visible cursor
     finally:
         tmux(socket, "kill-server")
+
+
+CRASHING_APP = """\
+import sys
+from pathlib import Path
+from ks_tui.app.app import KernelSeekApp
+from ks_tui.app.connect import SessionOpener
+from ks_tui.config import load_config
+
+class Crashing(KernelSeekApp):
+    def action_history(self):  # a bug in a key handler, with the engine thread running
+        raise RuntimeError("planted failure")
+
+ws = Path(sys.argv[1])
+app = Crashing(opener=SessionOpener(ws, load_config(ws), "attention_cpu", use_agent=False))
+app.run()
+sys.exit(app.return_code or 0)
+"""
+
+
+def test_an_exception_still_gives_the_terminal_back(workspace, tmp_path):
+    script = tmp_path / "crashing_app.py"
+    script.write_text(CRASHING_APP)
+    socket = f"ks-test-{uuid.uuid4().hex[:8]}"
+    command = f"{sys.executable} {script} {workspace}; echo KS-EXIT=$?; sleep 30"
+    tmux(socket, "new-session", "-d", "-s", "ks", "-x", "120", "-y", "36", "-c", str(workspace), command)
+    try:
+        wait_pane(socket, "human mode")
+        tmux(socket, "send-keys", "-t", "ks", "h")
+        pane = wait_pane(socket, "KS-EXIT=")
+        assert "planted failure" in pane  # the traceback is printed on the normal screen
+        assert "KS-EXIT=0" not in pane
+        state = tmux(socket, "display", "-p", "-t", "ks", "#{alternate_on} #{cursor_flag}").split()
+        assert state == ["0", "1"]
+    finally:
+        tmux(socket, "kill-server")

@@ -148,13 +148,21 @@ class MainScreen(Screen):
     def _on_decision_point(self, e: ev.DecisionPointReached) -> None:
         self.query_one(QuestionPane).offer(e.point, e.reason, e.questions)
         self.query_one("#questions-panel").add_class("-pending")
-        if not isinstance(self.focused, type(None)) and self.focused.id == "question-input":
+        if self.focused is not None and self.focused.id == "question-input":
             return  # do not yank the cursor away from someone typing
         self.query_one("#question-list", OptionList).focus()
 
     def _on_question(self, e: ev.QuestionAsked) -> None:
-        self.query_one(QuestionPane).settle(f"asked ({e.chosen_by}): {e.text}")
+        self.close_questions(f"asked ({e.chosen_by}): {e.text}")
+
+    def close_questions(self, note: str) -> None:
+        """The decision point is over: idle pane, and the cursor back to the conversation."""
+        pane = self.query_one(QuestionPane)
+        pane.settle(note)
         self.query_one("#questions-panel").remove_class("-pending")
+        if self.focused is not None and pane in self.focused.ancestors_with_self and not \
+                pane.has_class("-typing"):
+            self.query_one(Conversation).focus()
 
     def _on_usage(self, e: ev.Usage) -> None:
         self.query_one(StatusBar).update_info(tokens=e.session_tokens, cost_usd=e.session_cost_usd)
@@ -212,8 +220,12 @@ class MainScreen(Screen):
 
     @on(AttemptsLoaded)
     def _attempts_loaded(self, message: AttemptsLoaded) -> None:
-        self.show_attempts(message.attempts)
-        if message.latest_result:
+        # An attempt event may have landed after the worker read the store: keep it.
+        loaded = {a.get("number") for a in message.attempts}
+        newer = [a for a in self.attempts if a.get("number") not in loaded
+                 and a.get("number", 0) > max(loaded, default=0)]
+        self.show_attempts(message.attempts + newer)
+        if message.latest_result and not newer:
             self.show_result(message.latest_result)
 
     @on(DiffLoaded)
