@@ -29,11 +29,12 @@ import time
 import uuid
 from pathlib import Path
 
-SOCKET = f"ks-latency-{uuid.uuid4().hex[:6]}"
+SOCKETS = Path(tempfile.mkdtemp(prefix="ks-latency-"))  # tmux server sockets, removed at the end
+SOCKET = str(SOCKETS / "none")
 
 
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True, timeout=30).stdout
+    return subprocess.run(["tmux", "-S", SOCKET, *args], capture_output=True, text=True, timeout=30).stdout
 
 
 def pane() -> str:
@@ -51,7 +52,7 @@ def wait_for(needle: str, timeout: float = 120.0, poll: float = 0.005) -> float:
 
 def start_ks(workspace: Path) -> float:
     global SOCKET
-    SOCKET = f"ks-latency-{uuid.uuid4().hex[:6]}"  # a fresh server: a killed one lingers briefly
+    SOCKET = str(SOCKETS / uuid.uuid4().hex[:6])  # a fresh server: a killed one lingers briefly
     command = f"{sys.executable} -m ks_tui tui --human; echo KS-EXIT=$?; sleep 600"
     t0 = time.monotonic()
     tmux("new-session", "-d", "-s", "ks", "-x", "120", "-y", "36", "-c", str(workspace), command)
@@ -132,6 +133,7 @@ def main() -> int:
         "progress_label_during_bench": next((re.search(r"\d+% [^│]*", line).group(0).strip()
                                              for line in progress_seen.splitlines() if "%" in line), ""),
     }
+    shutil.rmtree(SOCKETS, ignore_errors=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     return 0

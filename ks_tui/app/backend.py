@@ -53,17 +53,26 @@ class Backend:
         if self.engine is not None:
             self.engine.approve_bash(request_id, ok)
 
+    @property
+    def engine_running(self) -> bool:
+        """An engine whose loop has not ended (it sets `end` when it finishes)."""
+        return self.engine is not None and getattr(self.engine, "end", None) is None
+
     def rollback(self, ref: str | int) -> None:
-        # Through the engine when there is one, so the conversation rolls back with the code.
-        if self.engine is not None:
+        # Through a live engine, so the conversation rolls back with the code.
+        if self.engine_running:
             self.engine.rollback(ref)
         else:
             self.store.rollback(self.session_id, ref)
 
     def run_harness_now(self, quick: bool = False) -> None:
         """A bench run of the worktree kernel (a human edit is committed first by the engine)."""
-        if self.engine is not None:
-            self.engine.run_harness_now("bench", quick)
+        if not self.engine_running:
+            from ks_tui.errors import KsError
+
+            raise KsError("this session's loop has ended, so nothing runs the harness",
+                          hint="open the session again (o) or run `ks try --session ID`")
+        self.engine.run_harness_now("bench", quick)
 
     def answer(self, question_id: str | None, text: str | None) -> None:
         if self.engine is not None:

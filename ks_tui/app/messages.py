@@ -34,6 +34,7 @@ class DiffLoaded(Message):
 
     text: str
     title: str
+    note: str = ""  # shown instead of a diff (e.g. no best attempt yet)
 
 
 @dataclass

@@ -66,7 +66,16 @@ async def test_history_from_the_command_palette_and_a_declined_rollback(workspac
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette", "the command palette")
         await pilot.press(*"History")
-        await pilot.pause(0.3)  # let the palette search settle before choosing
+
+        def first_hit() -> str:
+            from textual.command import CommandList
+
+            hits = app.screen.query(CommandList)
+            if not hits or hits.first().option_count == 0 or hits.first().highlighted is None:
+                return ""
+            return str(hits.first().get_option_at_index(hits.first().highlighted).prompt)
+
+        await wait_for(pilot, lambda: "History" in first_hit(), "the History command in the palette")
         await pilot.press("enter")
         history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
         table = history.query_one("#attempts", DataTable)

@@ -65,3 +65,18 @@ async def test_edits_become_human_attempts_and_questions_are_offered(workspace, 
         await wait_for(pilot, lambda: not app.is_running, "the app to quit")
     trace = (workspace / "sessions" / app.backend.session_id / "trace.jsonl").read_text()
     assert '"chosen_by": "human"' in trace and "stop-limit" in trace
+
+
+async def test_diff_against_best_without_a_correct_attempt_says_so(workspace, base_env, tmp_path):
+    editor = tmp_path / "editor.py"
+    editor.write_text(BREAKING_EDITOR)
+    base_env.setenv("EDITOR", f"{sys.executable} {editor}")
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.agent_state == "human", "human mode")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: len(app.main_screen.attempts) == 1, "a failing attempt")
+        await pilot.press("d")  # against best: there is none yet
+        await wait_for(pilot, lambda: "no correct attempt" in shown(app, "#diff"), "the explanation")
+        assert not app._notifications or all("no correct" not in n.message for n in app._notifications)
+        await pilot.press("q")

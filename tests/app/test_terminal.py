@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -15,7 +14,8 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 
 def tmux(socket: str, *args: str) -> str:
-    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=30).stdout
+    """tmux on its own server, whose socket is a file in the test's tmp folder."""
+    return subprocess.run(["tmux", "-S", socket, *args], capture_output=True, text=True, timeout=30).stdout
 
 
 def wait_pane(socket: str, needle: str, timeout: float = 60.0) -> str:
@@ -29,8 +29,8 @@ def wait_pane(socket: str, needle: str, timeout: float = 60.0) -> str:
     raise AssertionError(f"{needle!r} never appeared; the pane showed:\n{pane}")
 
 
-def test_ks_opens_the_main_screen_and_q_restores_the_terminal(workspace):
-    socket = f"ks-test-{uuid.uuid4().hex[:8]}"
+def test_ks_opens_the_main_screen_and_q_restores_the_terminal(workspace, tmp_path):
+    socket = str(tmp_path / "tmux.sock")
     command = f"{sys.executable} -m ks_tui; echo KS-EXIT=$?; sleep 30"
     tmux(socket, "new-session", "-d", "-s", "ks", "-x", "120", "-y", "36", "-c", str(workspace), command)
     try:
@@ -71,7 +71,7 @@ sys.exit(app.return_code or 0)
 def test_an_exception_still_gives_the_terminal_back(workspace, tmp_path):
     script = tmp_path / "crashing_app.py"
     script.write_text(CRASHING_APP)
-    socket = f"ks-test-{uuid.uuid4().hex[:8]}"
+    socket = str(tmp_path / "tmux.sock")
     command = f"{sys.executable} {script} {workspace}; echo KS-EXIT=$?; sleep 30"
     tmux(socket, "new-session", "-d", "-s", "ks", "-x", "120", "-y", "36", "-c", str(workspace), command)
     try:

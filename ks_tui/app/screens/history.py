@@ -157,7 +157,12 @@ class HistoryScreen(Screen):
     @work(thread=True, exclusive=True, group="history-detail", exit_on_error=False,
           description="reading an attempt")
     def _load_detail(self, number: int, against: str | int) -> None:
-        diff = self.backend.diff(number, against)
+        from ks_tui.errors import KsError
+
+        try:
+            diff = self.backend.diff(number, against)
+        except KsError as e:  # e.g. no correct attempt to be "best" yet
+            diff = f"# {e.message}"
         result = self.backend.result(number)
         if get_current_worker().is_cancelled:
             return
@@ -217,7 +222,7 @@ class HistoryScreen(Screen):
     @work(thread=True, exclusive=True, group="history-rollback", exit_on_error=False,
           description="rollback")
     def _rollback(self, number: int) -> None:
-        self.backend.rollback(number)
-        self.app.call_from_thread(self.app.notify, f"rolled back to attempt #{number}")
+        self.backend.rollback(number)  # the engine does it at its next safe point
+        self.app.call_from_thread(self.app.notify, f"rolling back to attempt #{number}", timeout=3)
         self.selected = None
         self.reload()

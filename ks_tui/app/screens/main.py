@@ -230,7 +230,9 @@ class MainScreen(Screen):
 
     @on(DiffLoaded)
     def _diff_loaded(self, message: DiffLoaded) -> None:
-        if not message.text.strip() and len(self.attempts) == 1:
+        if message.note:
+            self.query_one(DiffView).show_message(message.note, style="yellow")
+        elif not message.text.strip() and len(self.attempts) == 1:
             self.query_one(DiffView).show_message("The first attempt: nothing earlier to compare with.")
         else:
             self.query_one(DiffView).show_diff(message.text)
@@ -254,6 +256,11 @@ class MainScreen(Screen):
 
     @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
     def _load_diff(self, backend, base: str, title: str) -> None:
-        text = backend.diff("latest", base)
+        from ks_tui.errors import KsError
+
+        try:
+            message = DiffLoaded(backend.diff("latest", base), title)
+        except KsError as e:  # e.g. no correct attempt yet to be "best": say so in the panel
+            message = DiffLoaded("", title, note=e.message)
         if not get_current_worker().is_cancelled:
-            self.post_message(DiffLoaded(text, title))
+            self.post_message(message)
