@@ -308,7 +308,9 @@ class AttemptStore:
             for a in attempts:
                 if a.number == n:
                     return a
-            raise KsError(f"session {sid} has no attempt {n}", hint=f"attempts are 1..{attempts[-1].number}")
+            # An all-digit hash prefix (one in ~40 commits at 8 digits) is still a hash.
+            if not (len(text) >= 4 and any(a.sha.startswith(text) for a in attempts)):
+                raise KsError(f"session {sid} has no attempt {n}", hint=f"attempts are 1..{attempts[-1].number}")
         if _HEX_RE.match(text):
             hits = [a for a in attempts if a.sha.startswith(text.lower())]
             if len(hits) == 1:

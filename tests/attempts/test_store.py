@@ -298,3 +298,22 @@ def test_a_summary_cannot_forge_trailers(workspace):
     a = store.record(s.id, result_for(kernel, status="incorrect", n_ok=1, speedup=None), summary=evil)
     assert (a.number, a.status, a.speedup) == (1, "incorrect", None)
     assert "\n" not in a.summary and a.summary.startswith("tried X")
+
+
+
+def test_an_all_digit_hash_prefix_resolves_to_its_attempt(workspace):
+    """A hash prefix made only of digits is a hash when no attempt has that number."""
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    for i in range(200):  # each commit has a (10/16)^5 ~ 10% chance of 5 leading digits
+        edit(kernel, f"variant {i}")
+        a = store.record(s.id, result_for(kernel, speedup=1.0))
+        if a.sha[:5].isdigit() and int(a.sha[:5]) > a.number:
+            break
+    else:
+        pytest.skip("no all-digit hash prefix came up")
+    assert store.resolve(s.id, a.sha[:5]).sha == a.sha
+    assert store.resolve(s.id, str(a.number)).sha == a.sha
+    with pytest.raises(KsError, match="no attempt"):
+        store.resolve(s.id, "99999" if not any(x.sha.startswith("99999") for x in store.attempts(s.id)) else "0")
