@@ -118,7 +118,8 @@ def main(phase: str) -> int:
     os.environ["KS_CACHE_DIR"] = "/tmp/ks-cache-device"  # starts empty on a fresh machine
     summary[f"gpu_before_{phase}"] = gpu_state()
     log(f"GPU: {summary[f'gpu_before_{phase}']}")
-    phases = {"quick": quick_phase, "full": full_phase, "quick_noise": quick_noise_phase}
+    phases = {"quick": quick_phase, "full": full_phase, "quick_noise": quick_noise_phase,
+              "kernels_quick": kernels_quick_phase}
     return phases[phase]()
 
 
@@ -133,6 +134,33 @@ def quick_noise_phase() -> int:
                                   "by_baseline": (r or {}).get("geomean_by_baseline")}
     if a and b and a.get("scenarios") and b.get("scenarios"):
         summary["noise_quick"] = noise(a, b)
+    finish()
+    return 0
+
+
+def kernels_quick_phase() -> int:
+    """Seed, best and the next candidate on the quick subset, in one process tree:
+    A (seed, baselines timed afresh), B (seed, cached baselines: the agent's loop noise),
+    best and candidate (cached baselines), then C (seed, baselines afresh again: the
+    baselines' own run-to-run spread)."""
+    best = "kernels/flash_attn_fwd/best"
+    steps = [("seed_a", ["--remeasure-baselines"]), ("seed_b", []),
+             ("best", ["--source", f"{best}/kernel.cu"]), ("v3_overlap", ["--source", f"{best}/v3_overlap.cu"]),
+             ("seed_c", ["--remeasure-baselines"])]
+    runs = {}
+    for name, extra in steps:
+        if left() < 45:
+            log(f"skipping {name}: {left():.0f}s left")
+            continue
+        r, w = ks(name, ["bench", TASK, "--quick", *extra], f"quick_{name}.json", timeout=max(30, left() - 10))
+        runs[name] = r
+        summary["steps"][name] = {"wall_s": w, "timings": (r or {}).get("timings"),
+                                  "correct": (r or {}).get("correct"), "geomean": (r or {}).get("geomean_speedup"),
+                                  "by_baseline": (r or {}).get("geomean_by_baseline")}
+    for key, (x, y) in {"noise_cached_baselines": ("seed_a", "seed_b"),
+                        "noise_fresh_baselines": ("seed_a", "seed_c")}.items():
+        if runs.get(x) and runs.get(y) and runs[x].get("scenarios") and runs[y].get("scenarios"):
+            summary[key] = noise(runs[x], runs[y])
     finish()
     return 0
 
@@ -196,7 +224,7 @@ def finish() -> None:
         print(f"{name:20s} wall {step.get('wall_s', 0):7.1f}s  compile {t.get('compile_s', '-')!s:>7}  "
               f"check {t.get('check_s', '-')!s:>8}  bench {t.get('bench_s', '-')!s:>8}  "
               f"{step.get('correct') or ''} geomean {step.get('geomean')}")
-    for key in ("noise_quick", "noise"):
+    for key in ("noise_quick", "noise", "noise_cached_baselines", "noise_fresh_baselines"):
         n = summary.get(key)
         if not n or n.get("geomean_rel_diff") is None:
             continue

@@ -6,6 +6,8 @@
 #   bash device_run.sh baselines  quick bench twice with fresh baseline timings (noise on the
 #                                 quick subset) -> SDPA layout check
 #   bash device_run.sh full       full bench twice (noise on all 182)
+#   bash device_run.sh kernels    quick subset: seed (fresh, cached, fresh baselines), best,
+#                                 best/v3_overlap.cu — loop noise and the next candidate
 set -uo pipefail
 MODE=${1:-all}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -35,6 +37,8 @@ baselines)
     layout ;;
 full)
     python3 $S/device_run.py full ;;
+kernels)
+    python3 $S/device_run.py kernels_quick ;;
 *)
-    echo "unknown mode $MODE (all | baselines | full)"; exit 2 ;;
+    echo "unknown mode $MODE (all | baselines | full | kernels)"; exit 2 ;;
 esac
