@@ -23,7 +23,7 @@ def attempt_line(a: Attempt) -> str:
     tail = f" [{', '.join(extra)}]" if extra else ""
     when = a.time.astimezone().strftime("%m-%d %H:%M")
     return (f"{mark}{a.number:>4}  {a.short}  {when}  {a.author:<5}  {a.status:<13}  "
-            f"{a.correct or '-':>7}  {_speed(a.speedup):>8}  {a.summary}{tail}")
+            f"{a.correct or '-':>7}  {_speed(a.speedup):>8}  {a.mode or '-':<11}  {a.summary}{tail}")
 
 
 def _fit(line: str, width: int | None) -> str:
@@ -32,7 +32,7 @@ def _fit(line: str, width: int | None) -> str:
 
 def log_table(attempts: list[Attempt], width: int | None = None) -> str:
     """One line per attempt; with `width` (a terminal's), long summaries are cut to fit."""
-    head = f" {'#':>4}  {'commit':<8}  {'time':<11}  {'by':<5}  {'status':<13}  {'correct':>7}  {'speedup':>8}  summary"
+    head = f" {'#':>4}  {'commit':<8}  {'time':<11}  {'by':<5}  {'status':<13}  {'correct':>7}  {'speedup':>8}  {'scope':<11}  summary"
     lines = [_fit(head, width)] + [_fit(attempt_line(a), width) for a in attempts]
     if any(a.best for a in attempts):
         lines.append("(* best correct attempt)")

@@ -317,3 +317,19 @@ def test_an_all_digit_hash_prefix_resolves_to_its_attempt(workspace):
     assert store.resolve(s.id, str(a.number)).sha == a.sha
     with pytest.raises(KsError, match="no attempt"):
         store.resolve(s.id, "99999" if not any(x.sha.startswith("99999") for x in store.attempts(s.id)) else "0")
+
+
+def test_best_prefers_a_full_grid_run_over_a_faster_quick_one(workspace):
+    """Quick-subset and full-grid geomeans are not comparable: a full run wins the mark."""
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    edit(kernel, "quick run")
+    quick = dict(result_for(kernel, speedup=1.5), quick=True)
+    store.record(s.id, quick)
+    assert store.resolve(s.id, "best").number == 1  # no full run yet: the quick one is best
+    edit(kernel, "full run")
+    store.record(s.id, result_for(kernel, speedup=1.1))
+    atts = store.attempts(s.id)
+    assert [a.mode for a in atts] == ["bench-quick", "bench"]
+    assert store.resolve(s.id, "best").number == 2
