@@ -670,7 +670,7 @@ class Session:
         history = self._history()
         last = self._results.get(history[-1].number) if history else None
         context = build_context(history, last, self.task.language)
-        ranked = select(self.bank, point, self.asked, self.efficacy.stats(), context, k=3)
+        ranked = select(self.bank, point, self.asked, self.efficacy.stats(noise=self.bank.config.noise), context, k=3)
         self.emit(ev.DecisionPointReached(point, reason, [q.to_dict() for q in ranked]))
         if not self.human_present:
             if ranked:

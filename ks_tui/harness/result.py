@@ -50,6 +50,15 @@ def summarize(result: dict, total: int | None = None) -> dict:
             if t and bt:
                 by_name.setdefault(name, []).append(bt / t)
     result["geomean_by_baseline"] = {n: geomean(v) for n, v in sorted(by_name.items())}
+    timed = [s for s in scen if s.get("time_ms")]
+    with_speedup = sum(1 for s in timed if s.get("speedup"))
+    result["geomean_scenarios"] = with_speedup
+    if timed and with_speedup < len(timed):
+        # A geomean over fewer scenarios than were timed (or none) must not pass silently.
+        note = (f"geomean over {with_speedup} of {len(timed)} timed scenarios: "
+                f"{len(timed) - with_speedup} had no baseline that ran (see skipped_baselines)")
+        warnings = result.setdefault("warnings", [])
+        warnings[:] = [w for w in warnings if not w.startswith("geomean over ")] + [note]
     return result
 
 
