@@ -3,7 +3,7 @@
 Layered like other terminal agents: built-in defaults, then ~/.config/ks/config.toml
 (`$XDG_CONFIG_HOME` honoured), then <workspace>/.ks/config.toml, then environment variables
 (KS_MODEL, KS_MAX_TOKENS, KS_THINKING, KS_API_MAX_RETRIES, KS_API_TIMEOUT, KS_TURN_RETRIES,
-KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT), then command-line flags (applied by the caller).
+KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT), then command-line flags (applied by the caller).
 The API key is never read from these files: the SDK takes it from ANTHROPIC_API_KEY.
 """
 
@@ -42,7 +42,7 @@ class Config:
     turn_retry_delay_s: float = 2.0
     max_turns: int | None = None
     max_cost_usd: float | None = None
-    question_timeout_s: float = 300.0  # human mode: the bank picks when nobody answers
+    question_timeout_s: float = 300.0  # a person present: the bank picks when nobody answers
     bash_timeout_s: float = 120.0
     enable_bash: bool = False
     prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))

@@ -83,6 +83,16 @@ class HarnessProgress(Event):
 
 
 @dataclass
+class HarnessFinished(Event):
+    """Screen-only: the run is over. A recorded run is also an AttemptRecorded."""
+
+    status: str  # the result's status, or "cancelled"
+    attempt: int | None = None  # the attempt it was recorded as; None: not recorded
+    note: str = ""  # why it was not recorded
+    kind = "harness_finished"
+
+
+@dataclass
 class AttemptRecorded(Event):
     """A harness run became a commit. `attempt` is Attempt.to_dict(); `result` the harness JSON."""
 
@@ -193,4 +203,4 @@ class SessionEnded(Event):
 
 
 # Events that only drive the screen; the trace does not keep them.
-EPHEMERAL_KINDS = frozenset({"text_delta", "thinking_delta", "harness_progress"})
+EPHEMERAL_KINDS = frozenset({"text_delta", "thinking_delta", "harness_progress", "harness_finished"})

@@ -26,6 +26,16 @@ def is_workspace(path: Path) -> bool:
     return (path / "kernels").is_dir()
 
 
+def main_workspace(path: Path) -> Path:
+    """The workspace itself when `path` lies in one of its session worktrees
+    (<ws>/sessions/<id>/worktree/...): sessions and question records live there. (Harness
+    commands keep the worktree: `ks check TASK` there checks the kernel being edited.)"""
+    for p in (path, *path.parents):
+        if p.name == "worktree" and p.parent.parent.name == "sessions" and is_workspace(p.parent.parent.parent):
+            return p.parent.parent.parent
+    return path
+
+
 def find_workspace(explicit: str | os.PathLike | None = None, start: Path | None = None) -> Path:
     """The workspace: `--workspace` if given, else the nearest folder upward holding `kernels/`.
 

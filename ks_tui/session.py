@@ -32,8 +32,8 @@ class Trace:
     def append(self, kind: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         record = {"time": _now(), "kind": kind, "payload": payload if payload is not None else {}}
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self._checked_tail:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._set_aside_torn_tail()
             self._checked_tail = True
         # O_APPEND keeps concurrent writers' lines whole (each line is one write call).

@@ -12,6 +12,7 @@ import itertools
 import keyword
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -90,7 +91,7 @@ class Task:
     def select(self, quick: bool = False, ids: list[str] | None = None) -> list[Scenario]:
         """The scenarios a run covers: explicit ids, else the quick subset, else all."""
         if ids:
-            return [self.scenario(i) for i in ids]
+            return [self.scenario(i) for i in dict.fromkeys(ids)]  # an id given twice runs once
         if quick:
             wanted = set(self.quick)
             return [s for s in self.scenarios if s.id in wanted]
@@ -135,6 +136,13 @@ def compile_expr(text: str, names: set[str], template: bool = False):
     """Parse and vet an expression (or an f-string template when `template`)."""
     if not isinstance(text, str):
         raise ExprError("expected a string expression")
+    return _compiled(text, frozenset(names), template)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(text: str, names: frozenset[str], template: bool):
+    # One parse per expression, not per scenario: 182 scenarios x 6 expressions was most of
+    # a task load.
     source = "f" + repr(text) if template else text
     try:
         tree = ast.parse(source.strip(), mode="eval")
@@ -165,18 +173,21 @@ class _Doc:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise InputFileError(path, f"cannot read: {e}") from None
-        try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        self.lines: dict[tuple, int] = {}
+        loader = yaml.SafeLoader(text)
+        try:  # one parse: the node tree gives the lines, the same tree gives the data
+            node = loader.get_single_node()
+            if node is None:
+                raise InputFileError(path, "the file is empty")
+            self._walk(node, ())  # before construction, which keeps a duplicate key silently
+            self.data = loader.construct_document(node)  # bad tags, unhashable keys fail here
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             problem = getattr(e, "problem", None) or str(e)
             raise InputFileError(path, f"YAML syntax error: {problem}",
                                  mark.line + 1 if mark else None) from None
-        self.lines: dict[tuple, int] = {}
-        if node is None:
-            raise InputFileError(path, "the file is empty")
-        self._walk(node, ())
-        self.data = yaml.SafeLoader(text).get_single_data()  # same text, already known to parse
+        finally:
+            loader.dispose()
         if not isinstance(self.data, dict):
             raise InputFileError(path, "expected a mapping of keys at the top level", 1)
 
@@ -344,7 +355,7 @@ def _quick_ids(doc: _Doc, quick, scenarios: list[Scenario]) -> list[str]:
         raise doc.error(("quick",), "quick must be a list of scenario ids or {every: N}")
     known = set(ids)
     for i, q in enumerate(quick):
-        if q not in known:
+        if not isinstance(q, str) or q not in known:
             raise doc.error(("quick", i), f"quick id {q!r} is not a scenario of this task",
                             hint="see the ids with `ks scenarios TASK`")
     return list(dict.fromkeys(quick))
@@ -354,7 +365,7 @@ def _tolerance(doc: _Doc, tol) -> dict:
     if not isinstance(tol, dict) or "rule" not in tol:
         raise doc.error(("tolerance",), "tolerance must be a mapping with a 'rule'")
     rule = tol["rule"]
-    if rule not in TOLERANCE_RULES:
+    if not isinstance(rule, str) or rule not in TOLERANCE_RULES:
         raise doc.error(("tolerance", "rule"), f"unknown tolerance rule {rule!r}",
                         hint="one of: " + ", ".join(TOLERANCE_RULES))
     out = {"rule": rule, **TOLERANCE_RULES[rule]}
@@ -376,9 +387,11 @@ def _timing(doc: _Doc, spec) -> Timing:
         raise doc.error(("timing",), "timing must be a mapping")
     _unknown_keys(doc, spec, TIMING_KEYS, ("timing",))
     for k, v in spec.items():
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
-            raise doc.error(("timing", k), f"timing.{k} must be a positive number")
-    t = Timing(**{k: (float(v) if k == "budget_s" else int(v)) for k, v in spec.items()})
+        kind = (int, float) if k == "budget_s" else int  # counts: 2.5 warm-up calls means nothing
+        if not isinstance(v, kind) or isinstance(v, bool) or v <= 0:
+            what = "a positive number" if k == "budget_s" else "a positive whole number"
+            raise doc.error(("timing", k), f"timing.{k} must be {what}")
+    t = Timing(**{k: (float(v) if k == "budget_s" else v) for k, v in spec.items()})
     if t.draws < 2:
         raise doc.error(("timing", "draws"), "timing.draws must be at least 2")
     if t.min_reps > t.max_reps:

@@ -1,9 +1,11 @@
 """`ks init DIR`: a workspace is a git repository holding kernels/ and question_bank.yaml.
 
-The bundled tasks are copied without their results/ and build leftovers, sessions/ is
-ignored, and the first commit is made (with a default identity when git has none). An
-existing repository is fine: only the files we add are committed, so whatever the user
-had staged stays staged and uncommitted.
+Each bundled task is copied as the files its task.yaml names (task.yaml, the kernel, the
+reference, its `readonly` files) plus a README.md when it has one: a new workspace starts
+from the seed kernel, not from our measurements (results/), device scripts or kernel
+variants. sessions/ is ignored, and the first commit is made (with a default identity when
+git has none). An existing repository is fine: only the files we add are committed, so
+whatever the user had staged stays staged and uncommitted.
 """
 
 from __future__ import annotations
@@ -15,20 +17,32 @@ from pathlib import Path
 from ks_tui.errors import KsError
 from ks_tui.paths import bundled_root
 
-# Never copied into a workspace: measurements of the bundled kernels and build junk.
-SKIP_DIRS = {"results", "__pycache__", ".ks-cache", "build", ".pytest_cache"}
-SKIP_SUFFIXES = {".so", ".o", ".pyc", ".a", ".ptx", ".cubin"}
 IGNORE_LINE = "/sessions/"
+TASK_DOCS = ("README.md",)
 
 
-def _ignore(folder: str, names: list[str]) -> set[str]:
-    return {n for n in names
-            if (n in SKIP_DIRS and os.path.isdir(os.path.join(folder, n)))
-            or Path(n).suffix in SKIP_SUFFIXES}
+def task_files(task_dir: Path) -> list[Path]:
+    """The files that make up a task, relative to its folder (task.yaml first)."""
+    from ks_tui.task import load_task
+
+    task = load_task(task_dir, task_dir.parent.parent)
+    root = task.dir.resolve()
+    named = [task.yaml_path, task.kernel, task.reference, *task.readonly]
+    named += [root / d for d in TASK_DOCS if (root / d).is_file()]
+    return list(dict.fromkeys(p.resolve().relative_to(root) for p in named))
+
+
+def _copy_tasks(src: Path, dest: Path) -> None:
+    for task_dir in sorted(p for p in src.iterdir() if (p / "task.yaml").is_file()):
+        for rel in task_files(task_dir):
+            (dest / task_dir.name / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(task_dir / rel, dest / task_dir.name / rel)
 
 
 def init_workspace(target: str | os.PathLike) -> Path:
     import git
+
+    from ks_tui.attempts.store import identity_env
 
     dest = Path(target).expanduser().resolve()
     src = bundled_root()
@@ -49,7 +63,7 @@ def init_workspace(target: str | os.PathLike) -> Path:
     top = Path(repo.working_tree_dir).resolve()
     prefix = dest.relative_to(top)
 
-    shutil.copytree(src / "kernels", dest / "kernels", ignore=_ignore)
+    _copy_tasks(src / "kernels", dest / "kernels")
     shutil.copy2(src / "question_bank.yaml", dest / "question_bank.yaml")
     ignore = dest / ".gitignore"
     existing = ignore.read_text() if ignore.exists() else ""
@@ -58,14 +72,7 @@ def init_workspace(target: str | os.PathLike) -> Path:
         ignore.write_text(existing + sep + "# KernelSeek sessions: worktrees and traces\n" + IGNORE_LINE + "\n")
 
     paths = [(prefix / p).as_posix() for p in ("kernels", "question_bank.yaml", ".gitignore")]
-    env = {}
-    reader = repo.config_reader()
-    for key, var, default in (("name", "NAME", "KernelSeek"), ("email", "EMAIL", "ks@localhost")):
-        try:
-            reader.get_value("user", key)
-        except Exception:
-            env[f"GIT_AUTHOR_{var}"] = os.environ.get(f"GIT_AUTHOR_{var}") or default
-            env[f"GIT_COMMITTER_{var}"] = os.environ.get(f"GIT_COMMITTER_{var}") or default
+    env = identity_env(repo)
     try:
         repo.git.execute(["git", "add", "--", *paths], env=env)
         # --only: commit exactly these paths, leaving anything the user staged alone.

@@ -44,17 +44,29 @@ def describe_api_error(err: Exception, model: str) -> tuple[str, bool]:
         return f"the API key may not use this model or feature (403): {_detail(err)}", False
     if isinstance(err, anthropic.NotFoundError):
         return f"unknown model {model!r} (404): choose another with --model or `model` in config.toml", False
-    if isinstance(err, anthropic.BadRequestError):
-        return f"the API refused the request (400): {_detail(err)}", False
     if isinstance(err, anthropic.APIStatusError):
-        # 429/529/5xx after the SDK's own retries, or an `event: error` in the middle of a stream.
+        code = err.status_code
+        if code < 400:
+            # An `event: error` in the middle of a stream keeps the stream's 200 and the bare
+            # class (anthropic-sdk-python#1918): only its type says whether a retry can help.
+            retry = _status(err) not in REFUSED_TYPES
+        else:  # after the SDK's own retries of 408/409/429/5xx
+            retry = code in (408, 409, 429) or code >= 500
+        if not retry:
+            return f"the API refused the request ({code if code >= 400 else _status(err)}): {_detail(err)}", False
         return f"API error {_status(err)}: {_detail(err)}", True
     if isinstance(err, anthropic.APIConnectionError):
         return f"cannot reach the API: {err}", True
     return f"{type(err).__name__}: {err}", True
 
 
+# Error types that a second try of the same request cannot fix.
+REFUSED_TYPES = {"invalid_request_error", "authentication_error", "billing_error", "permission_error",
+                 "not_found_error"}
+
+
 def _status(err) -> str:
+    """The error's type from its body (e.g. overloaded_error), else its HTTP status."""
     body = getattr(err, "body", None)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return body["error"].get("type", str(err.status_code))

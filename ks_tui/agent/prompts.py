@@ -52,3 +52,5 @@ def rollback_note(to_attempt: int, undone: list[str]) -> str:
 MAX_TOKENS_NOTE = ("[ks] Your last reply was cut off at the max_tokens limit. Continue from where it "
                    "stopped, in smaller steps (for a long file, several edit_file calls).")
 TRUNCATED_TOOL = "not run: the tool input was cut off by the max_tokens limit; send it again, shorter"
+EMPTY_REPLY_NOTE = ("[ks] Your last reply was empty. Continue with the next step, or say briefly that you "
+                    "are done.")

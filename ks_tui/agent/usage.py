@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass
@@ -34,3 +34,19 @@ def cost_usd(tokens: TokenCount, price: dict[str, float] | None) -> float | None
     return (tokens.input_tokens * price["input"] + tokens.output_tokens * price["output"]
             + tokens.cache_read_tokens * price["cache_read"]
             + tokens.cache_write_tokens * price["cache_write"]) / 1e6
+
+
+@dataclass
+class Spend:
+    """Model turns, tokens and cost summed over a stretch: a whole session, or one run of it."""
+
+    turns: int = 0
+    tokens: TokenCount = field(default_factory=TokenCount)
+    cost: float = 0.0
+    priced: bool = True  # False once a turn had no price: the cost is then a lower bound
+
+    def add(self, tokens: TokenCount, cost: float | None) -> None:
+        self.turns += 1
+        self.tokens += tokens
+        self.cost += cost or 0.0
+        self.priced = self.priced and cost is not None

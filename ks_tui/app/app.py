@@ -45,17 +45,15 @@ class KernelSeekApp(App):
     ]
 
     def __init__(self, backend: Backend | None = None, *, opener=None, session_id: str | None = None,
-                 pick_session: bool = False, start_engine: bool = True):
+                 pick_session: bool = False):
         """Either a ready `backend`, or an `opener` (connect.SessionOpener) that opens
         `session_id` (None: a new session) in a worker once the screen is drawn.
-        `pick_session` shows the sessions picker first; `start_engine=False` shows a
-        session without running its agent loop."""
+        `pick_session` shows the sessions picker first."""
         super().__init__()
         self.backend = backend
         self.opener = opener
         self.session_id = session_id
         self.pick_session = pick_session
-        self.start_engine = start_engine
         self.agent_state = "idle"
         self._unsubscribe = lambda: None
         self.pump = EventPump(lambda: self.post_message(EventsWaiting()))
@@ -87,15 +85,14 @@ class KernelSeekApp(App):
         self.load_attempts()
         if backend.engine is not None:
             self._unsubscribe = backend.engine.subscribe(self.pump.push)
-            if self.start_engine:
-                backend.start()
+            backend.start()
         self.refresh_bindings()
 
     @work(thread=True, exclusive=True, group="attempts", exit_on_error=False, description="reading attempts")
     def load_attempts(self) -> None:
         backend = self.backend
         attempts = backend.attempts()
-        latest = backend.latest_result() if attempts else None
+        latest = backend.result("latest") if attempts else None
         self.main_screen.post_message(AttemptsLoaded(attempts, latest))
 
     # ---- engine events -------------------------------------------------------------------
@@ -215,7 +212,7 @@ class KernelSeekApp(App):
             self.notify("no session is open", severity="warning")
             return
         path: Path = await asyncio.to_thread(self.backend.kernel_path)
-        before = _digest(path)
+        before = await asyncio.to_thread(_digest, path)
         command = [*shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"), str(path)]
         try:
             from textual.app import SuspendNotSupported
@@ -230,7 +227,7 @@ class KernelSeekApp(App):
             return
         if code != 0:
             self.notify(f"the editor exited with status {code}", severity="warning")
-        if _digest(path) == before:
+        if await asyncio.to_thread(_digest, path) == before:
             self.notify("kernel unchanged", timeout=3)
             return
         # The engine commits the edit as a human attempt before it runs the harness.
@@ -262,8 +259,6 @@ class KernelSeekApp(App):
             return agent and (self.agent_state == "paused") == (action == "resume")
         if action == "sessions":
             return self.opener is not None
-        if action == "ask":
-            return self.agent_state != "human"  # no agent to ask
         return True
 
     # ---- errors and the command palette --------------------------------------------------

@@ -26,11 +26,6 @@ class Backend:
     def result(self, ref: str | int) -> dict[str, Any]:
         return self.store.result(self.session_id, ref)
 
-    def latest_result(self) -> dict[str, Any] | None:
-        if not self.store.attempts(self.session_id):
-            return None
-        return self.result("latest")
-
     def diff(self, ref: str | int, against: str | int) -> str:
         return self.store.diff(self.session_id, ref, against=against)
 

@@ -110,9 +110,11 @@ def _git_processes_in(roots: list[Path]) -> list[int]:
     return found
 
 
-def check_git_locks(locks: list[Path], roots: list[Path], *, remove_stale: bool) -> list[Path]:
+def check_git_locks(locks: list[Path], roots: list[Path], *, remove_stale: bool,
+                    shared: tuple[Path, ...] = ()) -> list[Path]:
     """Raise KsError for a lock in use or a stale one (unless `remove_stale`); return the
-    stale locks removed."""
+    stale locks removed. A `shared` lock (one every session's git takes for a moment, such
+    as the notes ref's) that is in use is passed over: only a stale one is an error."""
     removed = []
     for lock in locks:
         try:
@@ -120,7 +122,10 @@ def check_git_locks(locks: list[Path], roots: list[Path], *, remove_stale: bool)
         except FileNotFoundError:
             continue
         holders = _holders_of(lock) or _git_processes_in(roots)
-        if holders or age < STALE_AFTER_S:
+        busy = bool(holders) or age < STALE_AFTER_S
+        if busy and lock in shared:
+            continue
+        if busy:
             who = f"process {', '.join(map(str, holders))}" if holders else "a git command that just started"
             raise KsError(f"git is busy in this repository ({who} holds {lock})",
                           hint="wait for it to finish and try again; the lock is not stale, so it was left alone")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.locks import check_git_locks, session_lock
 from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary
 from ks_tui.errors import InputFileError, KsError
+from ks_tui.paths import main_workspace
 from ks_tui.session import Trace
 
 NOTES_REF = "refs/notes/ks"
@@ -40,7 +42,6 @@ _HEX_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
 
 def kernel_sha256(path: Path) -> str:
-    import hashlib
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -51,12 +52,33 @@ def _first_line(err: Exception) -> str:
     return lines[-1].strip("'") if lines else str(err)
 
 
+def identity_env(repo) -> dict[str, str]:
+    """A default identity for our commits when git has none, without touching config."""
+    reader = repo.config_reader()
+
+    def configured(key: str) -> str | None:
+        try:
+            return reader.get_value("user", key) or None
+        except Exception:  # missing section/option
+            return None
+
+    env: dict[str, str] = {}
+    if not configured("name"):
+        for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+            env[var] = os.environ.get(var) or DEFAULT_NAME
+    if not configured("email"):
+        for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+            env[var] = os.environ.get(var) or DEFAULT_EMAIL
+    return env
+
+
 class AttemptStore:
     def __init__(self, workspace: str | os.PathLike, *, remove_stale_locks: bool = False):
         import git
 
         self._git_errors = (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError)
-        workspace = Path(workspace).resolve()
+        # From inside a session worktree (<ws>/sessions/<id>/worktree/...) act on <ws>.
+        workspace = main_workspace(Path(workspace).resolve())
         try:
             repo = git.Repo(workspace, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -67,12 +89,6 @@ class AttemptStore:
         top = Path(repo.working_tree_dir).resolve()
         prefix = workspace.relative_to(top) if workspace.is_relative_to(top) else Path()
         common = Path(repo.common_dir).resolve()
-        if top.name == "worktree" and top.parent.parent.name == "sessions" and _ID_RE.match(top.parent.name):
-            # Run from inside a session worktree (<ws>/sessions/<id>/worktree): act on <ws>.
-            main_ws = top.parent.parent.parent
-            repo = git.Repo(main_ws, search_parent_directories=True)
-            top = Path(repo.working_tree_dir).resolve()
-            prefix = main_ws.relative_to(top)
         self.repo = repo
         self.top = top
         self.prefix = prefix
@@ -80,30 +96,11 @@ class AttemptStore:
         self.sessions_dir = self.workspace / "sessions"
         self.common_dir = common
         self.remove_stale_locks = remove_stale_locks
-        self._env = self._identity_env()
+        self._env = identity_env(repo)
         self._tasks: dict[str, Any] = {}
         self._worktrees: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ git plumbing
-
-    def _identity_env(self) -> dict[str, str]:
-        """A default identity for our commits when git has none, without touching config."""
-        reader = self.repo.config_reader()
-
-        def configured(key: str) -> str | None:
-            try:
-                return reader.get_value("user", key) or None
-            except Exception:  # missing section/option
-                return None
-
-        env: dict[str, str] = {}
-        if not configured("name"):
-            for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
-                env[var] = os.environ.get(var) or DEFAULT_NAME
-        if not configured("email"):
-            for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
-                env[var] = os.environ.get(var) or DEFAULT_EMAIL
-        return env
 
     def _run(self, repo, *args: str, what: str, **kw) -> str:
         try:
@@ -234,7 +231,7 @@ class AttemptStore:
         for ref, _ in self._session_refs():
             sid = ref.split("/")[-1]
             info = self.session(sid)
-            attempts = self.attempts(sid)
+            attempts = self._attempts(info)
             best = next((a for a in attempts if a.best), None)
             last = attempts[-1].time if attempts else info.created
             summaries.append(SessionSummary(
@@ -278,57 +275,29 @@ class AttemptStore:
     # ------------------------------------------------------------------ reading attempts
 
     def attempts(self, sid: str) -> list[Attempt]:
-        info = self.session(sid)
-        rng = f"{info.base}..{info.branch}" if info.base else info.branch
-        out = self._run(self.repo, "log", "-z", "--reverse", f"--format={tr.LOG_FORMAT}", rng, "--",
+        return self._attempts(self.session(sid))
+
+    def _attempts(self, info: SessionInfo) -> list[Attempt]:
+        out = self._run(self.repo, "log", "-z", "--reverse", f"--format={tr.LOG_FORMAT}", self._range(info), "--",
                         what=f"reading the history of session {info.id}", strip_newline_in_stdout=False)
-        attempts = tr.parse_log(out, info.id)
-        # A quick-subset geomean is not comparable with a full-grid one: the best attempt is
-        # the fastest full-grid run, and only while there is none the fastest quick run.
-        timed = [a for a in attempts if a.status == "correct" and a.speedup is not None]
-        full = [a for a in timed if not a.mode.endswith("quick")]
-        best = max(full or timed, key=lambda a: a.speedup, default=None)
-        if best is not None:
-            best.best = True
-        return attempts
+        return mark_best(tr.parse_log(out, info.id))
+
+    @staticmethod
+    def _range(info: SessionInfo) -> str:
+        return f"{info.base}..{info.branch}" if info.base else info.branch
 
     def resolve(self, sid: str, ref: str | int) -> Attempt:
-        attempts = self.attempts(sid)
-        text = str(ref).strip().lstrip("#")
-        if not attempts:
-            raise KsError(f"session {sid} has no attempts yet", hint="record one with `ks try --session ID`")
-        if text == "latest":
-            return attempts[-1]
-        if text == "best":
-            best = next((a for a in attempts if a.best), None)
-            if best is None:
-                raise KsError(f"session {sid} has no correct attempt with a measured speedup yet")
-            return best
-        if text.isdigit():
-            n = int(text)
-            for a in attempts:
-                if a.number == n:
-                    return a
-            # An all-digit hash prefix (one in ~40 commits at 8 digits) is still a hash.
-            if not (len(text) >= 4 and any(a.sha.startswith(text) for a in attempts)):
-                raise KsError(f"session {sid} has no attempt {n}", hint=f"attempts are 1..{attempts[-1].number}")
-        if _HEX_RE.match(text):
-            hits = [a for a in attempts if a.sha.startswith(text.lower())]
-            if len(hits) == 1:
-                return hits[0]
-            if len(hits) > 1:
-                raise KsError(f"{text} matches {len(hits)} attempts of session {sid}", hint="give more hash digits")
-        raise KsError(f"no attempt {text!r} in session {sid}",
-                      hint="name an attempt by number, hash prefix, `best` or `latest`")
+        return resolve_in(self.attempts(sid), sid, ref)
 
     def diff(self, sid: str, ref: str | int, against: str | int = "previous") -> str:
         info = self.session(sid)
-        target = self.resolve(sid, ref)
+        attempts = self._attempts(info)
+        target = resolve_in(attempts, info.id, ref)
         if against == "previous":
-            earlier = [a for a in self.attempts(sid) if a.number < target.number]
+            earlier = [a for a in attempts if a.number < target.number]
             base = earlier[-1].sha if earlier else (info.base or f"{target.sha}~1")
         else:
-            base = self.resolve(sid, against).sha
+            base = resolve_in(attempts, info.id, against).sha
         return self._run(self.repo, "diff", "--no-color", base, target.sha, "--", self._kernel_rel(info),
                          what="computing the diff")
 
@@ -336,21 +305,26 @@ class AttemptStore:
         target = self.resolve(sid, ref)
         return self._note(target.sha)
 
+    def results(self, sid: str) -> dict[int, dict]:
+        """Every attempt's stored result by attempt number ({} when it has none): two git
+        calls for the whole session instead of two per attempt."""
+        info = self.session(sid)
+        out = self._run(self.repo, "log", "-z", f"--notes={NOTES_REF}", f"--format=%H{tr.FIELD}%N",
+                        self._range(info), "--", what=f"reading the results of session {info.id}",
+                        strip_newline_in_stdout=False)
+        notes = dict(r.strip("\n").partition(tr.FIELD)[::2] for r in out.split("\0") if tr.FIELD in r)
+        return {a.number: _json_object(notes.get(a.sha, "")) for a in self._attempts(info)}
+
     def _note(self, sha: str) -> dict:
         try:
-            text = self.repo.git.notes(f"--ref={NOTES_REF}", "show", sha)
+            return _json_object(self.repo.git.notes(f"--ref={NOTES_REF}", "show", sha))
         except self._git_errors:
             return {}
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return {}
-        return data if isinstance(data, dict) else {}
 
     def kernel_at(self, sid: str, ref: str | int) -> bytes:
         """The kernel file's bytes as committed in that attempt."""
         info = self.session(sid)
-        target = self.resolve(sid, ref)
+        target = resolve_in(self._attempts(info), info.id, ref)
         return self._run(self.repo, "show", f"{target.sha}:{self._kernel_rel(info)}", what="reading the kernel",
                          stdout_as_string=False, strip_newline_in_stdout=False)
 
@@ -370,10 +344,12 @@ class AttemptStore:
         """Refuse states we cannot commit from safely; the message says how to get out."""
         wt = self._wt(info)
         gitdir = Path(wt.git_dir)
+        # Another session's git takes the shared locks for a moment; ours only if it is ours.
+        shared = (self.common_dir / f"{NOTES_REF}.lock", self.common_dir / "packed-refs.lock")
         locks = [gitdir / "index.lock", gitdir / "HEAD.lock",
-                 self.common_dir / "refs" / "heads" / f"{info.branch}.lock",
-                 self.common_dir / f"{NOTES_REF}.lock", self.common_dir / "packed-refs.lock"]
-        check_git_locks(locks, [self.top, info.worktree.resolve()], remove_stale=self.remove_stale_locks)
+                 self.common_dir / "refs" / "heads" / f"{info.branch}.lock", *shared]
+        check_git_locks(locks, [self.top, info.worktree.resolve()], remove_stale=self.remove_stale_locks,
+                        shared=shared)
         if wt.head.is_detached:
             raise KsError(f"session {info.id}'s worktree has a detached HEAD ({wt.head.commit.hexsha[:8]})",
                           hint=f"reattach it: git -C {info.worktree} switch {info.branch} "
@@ -404,18 +380,22 @@ class AttemptStore:
     def unchanged_since(self, sid: str) -> Attempt | None:
         """The latest attempt if the worktree kernel still equals it (nothing new to record)."""
         info = self.session(sid)
-        attempts = self.attempts(info.id)
-        if attempts and self._blob_of_worktree(info) == self._blob_at(info, attempts[-1].sha):
+        attempts = self._attempts(info)
+        if attempts and self._blob_of_worktree(info) == self._blobs_at(info, attempts[-1].sha)[0]:
             return attempts[-1]
         return None
 
     def _blob_of_worktree(self, info: SessionInfo) -> str:
         return self._run(self._wt(info), "hash-object", "--", self._kernel_rel(info), what="hashing the kernel")
 
-    def _blob_at(self, info: SessionInfo, commit: str) -> str:
-        return self._run(self.repo, "rev-parse", f"{commit}:{self._kernel_rel(info)}", what="reading the kernel blob")
+    def _blobs_at(self, info: SessionInfo, *commits: str) -> list[str]:
+        """The kernel's blob id in each commit, from one git call."""
+        rel = self._kernel_rel(info)
+        return self._run(self.repo, "rev-parse", *(f"{c}:{rel}" for c in commits),
+                         what="reading the kernel blob").split()
 
-    def _commit(self, info: SessionInfo, message: str, *, allow_empty: bool) -> str:
+    def _commit(self, info: SessionInfo, message: str, attempts: list[Attempt], *, allow_empty: bool) -> Attempt:
+        """Commit the worktree kernel; the new attempt, with `best` set against `attempts`."""
         wt = self._wt(info)
         rel = self._kernel_rel(info)
         # --only: commit just the kernel even if other files are staged in this worktree.
@@ -425,7 +405,10 @@ class AttemptStore:
         if allow_empty:
             args.append("--allow-empty")
         self._run(wt, *args, "--only", "--", rel, what=f"committing the attempt in session {info.id}")
-        return self._run(wt, "rev-parse", "HEAD", what="reading the new commit")
+        out = self._run(wt, "log", "-1", "-z", f"--format={tr.LOG_FORMAT}", "HEAD", "--",
+                        what="reading the new commit", strip_newline_in_stdout=False)
+        new = tr.parse_log(out, info.id)[-1]
+        return mark_best([*attempts, new])[-1]
 
     def _write_note(self, sha: str, result: dict) -> None:
         # Sessions share refs/notes/ks: serialize writers across processes, retry a lost race.
@@ -456,65 +439,83 @@ class AttemptStore:
             "KS-Question": question, "KS-Rollback-Of": rollback_of,
         }
 
+    @contextlib.contextmanager
+    def _writing(self, info: SessionInfo):
+        """One writer per session, and only from a worktree we can commit from."""
+        with session_lock(self._session_dir(info.id) / ".lock", info.id):
+            self._check_worktree(info)
+            yield
+
     def record(self, sid: str, result: dict | None, author: str = "agent", question: str | None = None,
                summary: str = "") -> Attempt | None:
         """Commit the session's kernel with the result's trailers; None if it did not change."""
         if author not in ("agent", "human"):
             raise KsError(f"author must be agent or human, not {author!r}")
-        result = dict(result or {})
-        status = result.get("status", "unchecked")
-        if status == "cancelled":
-            raise KsError("the harness run was cancelled; nothing recorded")
-        if status not in STATUSES:
-            raise KsError(f"unknown result status {status!r}", hint="one of " + ", ".join(STATUSES))
+        result = _checked_result(result)
         info = self.session(sid)
-        with self.lock(info.id):
-            self._check_worktree(info)
-            kernel = self._task(info).kernel
-            claimed = result.get("kernel_sha256")
-            if claimed and claimed != kernel_sha256(kernel):
-                raise KsError(f"the result is for a different kernel (sha256 {claimed[:12]}…) than the one in "
-                              f"session {info.id}'s worktree ({kernel_sha256(kernel)[:12]}…); nothing recorded",
-                              hint="the kernel changed after the harness ran; run it again")
-            attempts = self.attempts(info.id)
-            now_blob = self._blob_of_worktree(info)
-            if attempts and now_blob == self._blob_at(info, attempts[-1].sha):
-                return None
-            number = (attempts[-1].number if attempts else 0) + 1
-            head_blob = self._blob_at(info, "HEAD")
-            summary = summary or default_summary(number, author, status, result)
-            message = tr.build_message(summary, self._trailers(info, number, author, status, result, question))
-            sha = self._commit(info, message, allow_empty=(now_blob == head_blob))
-            if status != "unchecked" and result:
-                self._write_note(sha, result)
-            return self.attempts(info.id)[-1]
+        with self._writing(info):
+            self._check_result_kernel(info, result)
+            return self._record(info, result, author, question, summary, new_only=True)
+
+    def _check_result_kernel(self, info: SessionInfo, result: dict) -> None:
+        claimed = result.get("kernel_sha256")
+        actual = kernel_sha256(self._task(info).kernel) if claimed else None
+        if claimed and claimed != actual:
+            raise KsError(f"the result is for a different kernel (sha256 {claimed[:12]}…) than the one in "
+                          f"session {info.id}'s worktree ({actual[:12]}…); nothing recorded",
+                          hint="the kernel changed after the harness ran; run it again")
+
+    def _record(self, info: SessionInfo, result: dict, author: str, question: str | None, summary: str,
+                *, new_only: bool, attempts: list[Attempt] | None = None) -> Attempt | None:
+        """Commit the worktree kernel as the next attempt (lock held, worktree checked).
+
+        None when it equals the latest attempt's kernel, or with `new_only` False (a human
+        edit) also when there is no attempt yet and it equals the session's start."""
+        attempts = self._attempts(info) if attempts is None else attempts
+        last = attempts[-1].sha if attempts else (info.base or info.branch)
+        now_blob = self._blob_of_worktree(info)
+        # The branch, not "HEAD": in self.repo that is the user's checkout.
+        last_blob, tip_blob = self._blobs_at(info, last, info.branch)
+        if now_blob == last_blob and (attempts or not new_only):
+            return None
+        status = result.get("status", "unchecked")
+        number = (attempts[-1].number if attempts else 0) + 1
+        summary = summary or default_summary(number, author, status, result)
+        message = tr.build_message(summary, self._trailers(info, number, author, status, result, question))
+        # The seed kernel as attempt 1 changes no file.
+        new = self._commit(info, message, attempts, allow_empty=(now_blob == tip_blob))
+        if status != "unchecked" and result:
+            self._write_note(new.sha, result)
+        return new
 
     def commit_human_edit(self, sid: str, result: dict | None = None) -> Attempt | None:
         """Commit a person's edit of the kernel as its own attempt (KS-Author: human) before
         anyone else writes to it. Status "unchecked" unless a harness result is given."""
+        checked = _checked_result(result or {"status": "unchecked"})
         info = self.session(sid)
-        with self.lock(info.id):
-            self._check_worktree(info)
-            attempts = self.attempts(info.id)
-            last = attempts[-1].sha if attempts else (info.base or "HEAD")
-            if self._blob_of_worktree(info) == self._blob_at(info, last):
-                return None
-            return self.record(info.id, result or {"status": "unchecked"}, author="human",
-                               summary="human edit" if result is None else "")
+        with self._writing(info):
+            self._check_result_kernel(info, checked)
+            return self._record(info, checked, "human", None, "human edit" if result is None else "", new_only=False)
 
-    def rollback(self, sid: str, ref: str | int, author: str = "human") -> Attempt:
+    def rollback(self, sid: str, ref: str | int, author: str = "human", *, trace: bool = True) -> Attempt:
+        """A new commit whose kernel equals attempt `ref`'s, after saving an unrecorded edit.
+
+        `trace=False` when the caller records the rollback in the trace itself (the engine
+        emits RolledBack), so it appears there once."""
         info = self.session(sid)
-        with self.lock(info.id):
-            self._check_worktree(info)
-            target = self.resolve(info.id, ref)
-            self.commit_human_edit(info.id)  # a person's unsaved edit becomes history first
-            attempts = self.attempts(info.id)
+        with self._writing(info):
+            attempts = self._attempts(info)
+            target = resolve_in(attempts, info.id, ref)
+            # A person's unsaved edit becomes history first.
+            saved = self._record(info, {"status": "unchecked"}, "human", None, "human edit", new_only=False,
+                                 attempts=attempts)
+            attempts = [*attempts, saved] if saved else attempts
             latest = attempts[-1]
-            if self._blob_at(info, latest.sha) == self._blob_at(info, target.sha):
+            latest_blob, target_blob = self._blobs_at(info, latest.sha, target.sha)
+            if latest_blob == target_blob:
                 raise KsError(f"the latest attempt ({latest.number}) already has attempt {target.number}'s kernel; "
                               "nothing to roll back")
-            rel = self._kernel_rel(info)
-            self._run(self._wt(info), "checkout", target.sha, "--", rel, what="restoring the kernel")
+            self._run(self._wt(info), "checkout", target.sha, "--", self._kernel_rel(info), what="restoring the kernel")
             result = self._note(target.sha)
             fields = self._trailers(info, latest.number + 1, author, target.status, result, None,
                                     rollback_of=target.number)
@@ -522,13 +523,13 @@ class AttemptStore:
             fields.update({"KS-Correct": target.correct or tr.NONE, "KS-Speedup": tr.format_speedup(target.speedup),
                            "KS-Baseline": target.baseline or tr.NONE, "KS-Mode": target.mode or tr.NONE})
             message = tr.build_message(f"rollback to attempt {target.number}: {target.summary}", fields)
-            sha = self._commit(info, message, allow_empty=False)
+            new = self._commit(info, message, attempts, allow_empty=False)
             if result:
-                self._write_note(sha, result)
-            new = self.attempts(info.id)[-1]
-            Trace(self.trace_path(info.id)).append("rollback", {
-                "to_attempt": target.number, "new_attempt": new.number, "to_sha": target.sha, "sha": new.sha,
-                "source": "attempts"})
+                self._write_note(new.sha, result)
+            if trace:
+                Trace(self.trace_path(info.id)).append("rollback", {
+                    "to_attempt": target.number, "new_attempt": new.number, "to_sha": target.sha, "sha": new.sha,
+                    "source": "attempts"})
             return new
 
 
@@ -548,3 +549,64 @@ def default_summary(number: int, author: str, status: str, result: dict) -> str:
     if result.get("geomean_speedup") is not None:
         parts.append(f"{result['geomean_speedup']:.3f}x")
     return ", ".join(parts)
+
+
+def _checked_result(result: dict | None) -> dict:
+    """A copy of a harness result whose status can be recorded (KsError otherwise)."""
+    result = dict(result or {})
+    status = result.get("status", "unchecked")
+    if status == "cancelled":
+        raise KsError("the harness run was cancelled; nothing recorded")
+    if status not in STATUSES:
+        raise KsError(f"unknown result status {status!r}", hint="one of " + ", ".join(STATUSES))
+    return result
+
+
+def _json_object(text: str) -> dict:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def mark_best(attempts: list[Attempt]) -> list[Attempt]:
+    """Set `best` on the fastest correct attempt (the earliest on a tie, so a rollback never
+    takes the mark from the attempt it copies). A quick-subset geomean is not comparable with
+    a full-grid one: the fastest full-grid run wins, and only while there is none a quick run."""
+    timed = [a for a in attempts if a.status == "correct" and a.speedup is not None]
+    full = [a for a in timed if not a.mode.endswith("quick")]
+    best = max(full or timed, key=lambda a: a.speedup, default=None)
+    for a in attempts:
+        a.best = a is best
+    return attempts
+
+
+def resolve_in(attempts: list[Attempt], sid: str, ref: str | int) -> Attempt:
+    """The attempt `ref` names: a number (or #number), a hash prefix, "best" or "latest"."""
+    text = str(ref).strip().lstrip("#")
+    if not attempts:
+        raise KsError(f"session {sid} has no attempts yet", hint="record one with `ks try --session ID`")
+    if text == "latest":
+        return attempts[-1]
+    if text == "best":
+        best = next((a for a in attempts if a.best), None)
+        if best is None:
+            raise KsError(f"session {sid} has no correct attempt with a measured speedup yet")
+        return best
+    if text.isdigit():
+        n = int(text)
+        for a in attempts:
+            if a.number == n:
+                return a
+        # An all-digit hash prefix (one in ~40 commits at 8 digits) is still a hash.
+        if not (len(text) >= 4 and any(a.sha.startswith(text) for a in attempts)):
+            raise KsError(f"session {sid} has no attempt {n}", hint=f"attempts are 1..{attempts[-1].number}")
+    if _HEX_RE.match(text):
+        hits = [a for a in attempts if a.sha.startswith(text.lower())]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise KsError(f"{text} matches {len(hits)} attempts of session {sid}", hint="give more hash digits")
+    raise KsError(f"no attempt {text!r} in session {sid}",
+                  hint="name an attempt by number, hash prefix, `best` or `latest`")

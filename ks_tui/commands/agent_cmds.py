@@ -79,6 +79,11 @@ def cmd_run(args) -> int:
 
     printer = HeadlessPrinter(sys.stdout)
     session.subscribe(printer)
+    if cfg.enable_bash:  # headless, --enable-bash is the approval: nobody is asked per command
+        from ks_tui import events as ev
+
+        session.subscribe(lambda e: session.approve_bash(e.id, True) if isinstance(e, ev.BashApprovalRequested)
+                          else None)
     mode = "autonomous" if kw["autonomous"] else "you answer questions on stdin (number, text, or empty to skip)"
     print(f"session {session.id} on {session.task.name} with {cfg.resolved_model()} ({mode})", flush=True)
     print(f"worktree {session.info.worktree}", flush=True)

@@ -191,11 +191,12 @@ def cmd_try(args) -> int:
                 if result.get("status") == "cancelled":
                     raise KsError("the harness run was cancelled; nothing recorded")
         attempt = store.record(info.id, result, author=args.author, question=args.question, summary=args.summary)
+        if attempt is not None:  # traced under the session lock, as the engine and rollback do
+            compact = {k: result.get(k) for k in ("status", "correct", "geomean_speedup", "mode", "quick", "message")}
+            store.trace(info.id).append("attempt", {"attempt": attempt.to_dict(), "result": compact})
     if attempt is None:
         _unchanged(args, store.attempts(info.id)[-1])
         return EXIT_OK
-    compact = {k: result.get(k) for k in ("status", "correct", "geomean_speedup", "mode", "quick", "message")}
-    store.trace(info.id).append("attempt", {"attempt": attempt.to_dict(), "result": compact})
     if args.json:
         _dump({"attempt": attempt.to_dict(), "result": result})
     else:
@@ -212,6 +213,8 @@ def _session_for(store, args):
 def _find_attempt(store, args):
     """The attempt named on the command line; a hash is looked up in every session when
     no --session is given."""
+    from ks_tui.attempts.store import resolve_in
+
     info = _session_for(store, args)
     try:
         return info, store.resolve(info.id, args.attempt)
@@ -220,8 +223,9 @@ def _find_attempt(store, args):
         if args.session or ref.isdigit() or len(ref) < 4 or not all(c in "0123456789abcdef" for c in ref.lower()):
             raise
         for s in store.sessions():
-            if any(a.sha.startswith(ref.lower()) for a in store.attempts(s.id)):
-                return store.session(s.id), store.resolve(s.id, ref)
+            attempts = store.attempts(s.id)
+            if any(a.sha.startswith(ref.lower()) for a in attempts):
+                return store.session(s.id), resolve_in(attempts, s.id, ref)
         raise
 
 

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from ks_tui.errors import KsError
 
-RESULTS_READ = 20  # `ks questions next` reads the stored results of this many latest attempts
-
 
 def register(sub) -> None:
     from ks_tui.questions.vocab import POINTS
@@ -44,9 +42,11 @@ def register(sub) -> None:
 
 
 def _workspace(args) -> Path:
-    from ks_tui.paths import find_workspace
+    """The workspace; from inside a session worktree, the one that holds the sessions (and
+    the shared question records)."""
+    from ks_tui.paths import find_workspace, main_workspace
 
-    return find_workspace(getattr(args, "workspace", None))
+    return main_workspace(find_workspace(getattr(args, "workspace", None)))
 
 
 def _bank(args, file: str | None):
@@ -140,28 +140,24 @@ def cmd_next(args) -> int:
     from ks_tui.questions import (DecisionPoint, EfficacyStore, build_context, detect,
                                   from_attempt_dict, select)
 
-    try:
-        from ks_tui.attempts import AttemptStore
-    except ImportError:
-        raise KsError("the attempt store (ks_tui.attempts) is not available in this build") from None
+    from ks_tui.attempts import AttemptStore
+
     if args.k < 1:
         raise KsError("-k must be at least 1")
     workspace = _workspace(args)
     bank = _bank(args, args.bank)
     store = AttemptStore(workspace)
     info = store.session(args.session)
-    attempts = store.attempts(args.session)
-    # Stored results supply device, TFLOP/s and kernel hash; each read walks the log, so
-    # only the recent ones are read (enough for the noise estimate and the latest checks).
-    recent = attempts[-RESULTS_READ:]
-    results = [{}] * (len(attempts) - len(recent)) + [store.result(args.session, a.number) for a in recent]
-    history = [from_attempt_dict(a.to_dict(), r) for a, r in zip(attempts, results)]
-    result = results[-1] if results else None
+    attempts = store.attempts(info.id)
+    # Stored results supply device, TFLOP/s and kernel hash (the noise estimate, the peak check).
+    results = store.results(info.id)
+    history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
+    result = results.get(attempts[-1].number) if attempts else None
 
     efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k)
     asked = efficacy.asked_ids(args.session) or [a.question for a in history if a.question]
     stats = efficacy.stats(noise=bank.config.noise)
-    context = build_context(history, result, _task_language(info.task, workspace))
+    context = build_context(history, result, _task_language(store, info.id))
     if args.point:
         points = [DecisionPoint(args.point, "requested with --point")]
     else:
@@ -185,11 +181,9 @@ def cmd_next(args) -> int:
     return 0
 
 
-def _task_language(task_name: str, workspace: Path) -> str | None:
-    """The task's language, or None when the task cannot be read (the result decides then)."""
+def _task_language(store, session_id: str) -> str | None:
+    """The session's task language, or None when its task cannot be read (the result decides then)."""
     try:
-        from ks_tui.task import load_task
-
-        return load_task(task_name, workspace).language
-    except (ImportError, KsError):
+        return store.task(session_id).language
+    except KsError:
         return None

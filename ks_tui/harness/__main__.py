@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()  # a segfault prints the Python stack: which scenario, which call
 
     from ks_tui.errors import KsError
+    from ks_tui.harness.result import summarize, where_text
     from ks_tui.harness.runner import BadTaskInput, Runner, emit
     from ks_tui.task import load_task
 
@@ -63,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as e:  # the kernel broke the process state (e.g. a CUDA illegal address)
         traceback.print_exc()
+        first = (str(e).strip().splitlines() or [""])[0]
         result["status"] = "crashed"
-        result["message"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        result["message"] = f"{type(e).__name__}{where_text(runner.at)}: {first}"
+        summarize(result, total=len(runner.scenarios))  # `correct` counts what finished, as for a signal
     text = json.dumps(result, indent=1, default=str)
     if args.out:
         Path(args.out).write_text(text)

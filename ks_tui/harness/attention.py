@@ -133,14 +133,18 @@ def reference_lowp(inputs: dict, p: dict) -> torch.Tensor:
     return _attention_chunked(q, inputs["k"], inputs["v"], p, q.dtype, lowp=True)
 
 
-def sdpa_args(inputs: dict, p: dict) -> tuple[tuple, dict]:
-    """Arguments for torch's scaled_dot_product_attention on [b, h, s, d] views (no copies)."""
+def sdpa_args(inputs: dict, p: dict, lower_right: bool = True) -> tuple[tuple, dict]:
+    """Arguments for torch's scaled_dot_product_attention on [b, h, s, d] views (no copies).
+
+    `lower_right=False` passes plain is_causal even when s_q != s_k (top-left in most
+    backends), for a backend that the lower-right mask object would reroute (cuDNN).
+    """
     q, k, v = (inputs[x].transpose(1, 2) for x in ("q", "k", "v"))
     kw: dict = {"scale": scale_of(p)}
     if p["h_q"] != p["h_kv"]:
         kw["enable_gqa"] = True
     if p["causal"]:
-        if p["s_q"] == p["s_k"]:
+        if p["s_q"] == p["s_k"] or not lower_right:
             kw["is_causal"] = True
         else:  # bottom-right alignment; SDPA's is_causal is top-left
             import warnings

@@ -148,7 +148,9 @@ def build(source: Path, *, language: str, compiler: str, flags: list[str], arch:
             proc = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, timeout=timeout)
             log, ok = (proc.stdout + proc.stderr), proc.returncode == 0
         except subprocess.TimeoutExpired as e:
-            log, ok = f"compiler timed out after {timeout:.0f}s\n{e.stderr or ''}", False
+            # On POSIX the partial output comes back as bytes even with text=True.
+            partial = e.stderr.decode("utf-8", "replace") if isinstance(e.stderr, bytes) else e.stderr or ""
+            log, ok = f"compiler timed out after {timeout:.0f}s\n{partial}", False
         record["seconds"] = round(time.monotonic() - t0, 4)
         record["log"] = log[-20000:]
         record["ok"] = ok

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Callable
 
 from ks_tui.errors import KsError
-from ks_tui.harness.result import skeleton, summarize
+from ks_tui.harness.result import skeleton, summarize, where_text
 
 TAIL_LINES = 60
+LINE_LIMIT = 1 << 20   # a kernel printing without newlines must not grow the parent's memory
+TAIL_LINE_CHARS = 2000
 POLL_S = 0.05
 
 
@@ -45,33 +47,46 @@ class _StderrReader(threading.Thread):
         self.bad_input: str | None = None
 
     def run(self) -> None:
-        for raw in iter(self.stream.readline, b""):
+        for raw in iter(lambda: self.stream.readline(LINE_LIMIT), b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            msg = None
-            if line.startswith("{"):
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    msg = None
-            if not isinstance(msg, dict) or not msg.keys() & {"progress", "partial", "bad_input"}:
-                self.tail.append(line)
-                continue
-            if "progress" in msg:
-                self.last_progress = msg["progress"]
-                if self.on_progress:
-                    try:
-                        self.on_progress(msg["progress"])
-                    except Exception:  # a UI callback must not kill the watcher
-                        pass
-            elif "partial" in msg:
-                part = msg["partial"]
-                if "compile" in part:
-                    self.compile = part["compile"]
-                if "scenario" in part:
-                    self.scenarios[part["scenario"]["id"]] = part["scenario"]
-            else:
-                self.bad_input = msg["bad_input"]
+            if not self._take(line):
+                self.tail.append(line[:TAIL_LINE_CHARS])
         self.stream.close()
+
+    def _take(self, line: str) -> bool:
+        """Use one of the harness's JSON lines; False for anything else (kernel output, tracebacks).
+
+        The kernel shares this pipe, so a line only counts when its shape is right: a kernel
+        printing `{"partial": 5}` must not kill the thread that drains the pipe.
+        """
+        if not line.startswith("{"):
+            return False
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(msg, dict):
+            return False
+        if isinstance(msg.get("progress"), dict):
+            self.last_progress = msg["progress"]
+            if self.on_progress:
+                try:
+                    self.on_progress(msg["progress"])
+                except Exception:  # a UI callback must not kill the watcher
+                    pass
+        elif isinstance(msg.get("partial"), dict):
+            part = msg["partial"]
+            if isinstance(part.get("compile"), dict):
+                self.compile = part["compile"]
+            elif isinstance(part.get("scenario"), dict) and isinstance(part["scenario"].get("id"), str):
+                self.scenarios[part["scenario"]["id"]] = part["scenario"]
+            else:
+                return False
+        elif isinstance(msg.get("bad_input"), str):
+            self.bad_input = msg["bad_input"]
+        else:
+            return False
+        return True
 
 
 def child_command(task, source: Path, mode: str, quick: bool, scenarios, seed, out: Path,
@@ -176,8 +191,7 @@ def _result_without_child(task, source, mode, quick, seed, reader: _StderrReader
     result = skeleton(task, source, mode, quick, seed)
     result["compile"] = reader.compile
     result["scenarios"] = list(reader.scenarios.values())
-    where = reader.last_progress or {}
-    at = f" during {where.get('phase')}" + (f" of {where['scenario']}" if where.get("scenario") else "")
+    at = where_text(reader.last_progress)
     if ended_by == "timeout":
         result["status"] = "timeout"
         result["message"] = f"killed after {timeout:g}s{at}"

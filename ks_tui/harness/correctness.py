@@ -26,7 +26,8 @@ def _nonfinite(out: torch.Tensor) -> dict | None:
     n = int(bad.sum())
     if n == 0:
         return None
-    first = int(bad.reshape(-1).nonzero()[0])
+    # argmax gives the first True without nonzero()'s index list (2 GB for an unwritten 32k output).
+    first = int(torch.argmax(bad.reshape(-1).to(torch.uint8)))
     return {"ok": False, "max_abs": None, "bound": None, "nonfinite": n,
             "where": _where(first, out.shape),
             "what": f"{n} of {out.numel()} values are NaN/Inf (never written, or overflow); "

@@ -21,38 +21,13 @@ import importlib
 import importlib.metadata
 from typing import Callable
 
-from ks_tui.harness.reference_api import Unavailable
+import torch
 
+from ks_tui.harness.attention import reference, scale_of, sdpa_args
+from ks_tui.harness.reference_api import Unavailable
 
 # Probe results, keyed by (baseline, scenario kind): None when it passed, else the reason.
 _probe_cache: dict[tuple, str | None] = {}
-
-
-def _scale(p: dict) -> float:
-    return float(p["scale"]) if "scale" in p else 1.0 / float(p["d"]) ** 0.5
-
-
-def _bhsd(t):
-    """[b, s, h, d] -> [b, h, s, d] as a view (no copy)."""
-    return t.transpose(1, 2)
-
-
-def _masked_reference(q, k, v, causal: bool, scale: float):
-    """fp32 attention with a bottom-right causal mask; small shapes only (probe)."""
-    import torch
-
-    qf, kf, vf = (_bhsd(t).float() for t in (q, k, v))
-    group = qf.shape[1] // kf.shape[1]
-    kf = kf.repeat_interleave(group, dim=1)
-    vf = vf.repeat_interleave(group, dim=1)
-    scores = torch.matmul(qf, kf.transpose(-1, -2)) * scale
-    if causal:
-        s_q, s_k = qf.shape[2], kf.shape[2]
-        i = torch.arange(s_q, device=q.device)[:, None]
-        j = torch.arange(s_k, device=q.device)[None, :]
-        scores = scores.masked_fill(j > i + (s_k - s_q), float("-inf"))
-    probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-    return torch.matmul(probs, vf).transpose(1, 2)
 
 
 def _probe_shape(p: dict) -> tuple[int, int]:
@@ -66,8 +41,6 @@ def _probe_shape(p: dict) -> tuple[int, int]:
 
 def _verified(name: str, factory: Callable, inputs: dict, p: dict) -> Callable:
     """Build the timed callable, after checking the library on a probe of the same kind."""
-    import torch
-
     q = inputs["q"]
     key = (name, q.dtype, p["h_q"], p["h_kv"], p["d"], bool(p["causal"]),
            (p["s_q"] > p["s_k"]) - (p["s_q"] < p["s_k"]))
@@ -81,8 +54,9 @@ def _verified(name: str, factory: Callable, inputs: dict, p: dict) -> Callable:
         pv = torch.randn(shape_kv, generator=gen, device=q.device).to(q.dtype)
         probe_p = dict(p, b=1, s_q=s_q, s_k=s_k)
         try:
-            out = factory({"q": pq, "k": pk, "v": pv}, probe_p)()
-            ref = _masked_reference(pq, pk, pv, bool(p["causal"]), _scale(p))
+            probe = {"q": pq, "k": pk, "v": pv}
+            out = factory(probe, probe_p)()
+            ref = reference(probe, probe_p)  # the task's own answer: bottom-right causal, GQA
             err = (out.float() - ref).abs().max().item()
             # bf16/fp16 attention of N(0,1) inputs is off by ~1e-2 at most; a wrong mask is
             # off by ~1e-1 or more.
@@ -107,26 +81,16 @@ def _sdpa(backend_name: str, inputs: dict, p: dict, lower_right_bias: bool) -> C
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     backend = getattr(SDPBackend, backend_name)
-    q, k, v = (_bhsd(inputs[n]) for n in ("q", "k", "v"))
-    causal = bool(p["causal"])
-    kwargs = dict(scale=_scale(p), enable_gqa=p["h_q"] != p["h_kv"])
-    if causal and p["s_q"] != p["s_k"] and lower_right_bias:
-        from torch.nn.attention.bias import causal_lower_right
-
-        kwargs["attn_mask"] = causal_lower_right(p["s_q"], p["s_k"])
-    else:
-        kwargs["is_causal"] = causal
+    args, kwargs = sdpa_args(inputs, p, lower_right=lower_right_bias)
 
     def call():
         with sdpa_kernel([backend]):
-            return F.scaled_dot_product_attention(q, k, v, **kwargs).transpose(1, 2)
+            return F.scaled_dot_product_attention(*args, **kwargs).transpose(1, 2)
 
     return call
 
 
 def _need_cuda() -> None:
-    import torch
-
     if not torch.cuda.is_available():
         raise Unavailable("no CUDA device")
 
@@ -164,7 +128,7 @@ def _first(out):
 
 def _fa_call(fn, inputs: dict, p: dict) -> Callable:
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
-    scale, causal = _scale(p), bool(p["causal"])
+    scale, causal = scale_of(p), bool(p["causal"])
     return lambda: _first(fn(q, k, v, softmax_scale=scale, causal=causal))
 
 
@@ -202,8 +166,6 @@ _MODULES = {"fa2": "flash_attn", "fa3": "flash_attn_interface", "fa4": "flash_at
 
 def availability() -> dict[str, str]:
     """Name -> one line: version or why it is missing. Imports torch; no GPU work."""
-    import torch
-
     found: dict[str, str] = {}
     cuda = torch.cuda.is_available()
     cudnn = torch.backends.cudnn.version() if cuda else None

@@ -51,15 +51,23 @@ def summarize(result: dict, total: int | None = None) -> dict:
                 by_name.setdefault(name, []).append(bt / t)
     result["geomean_by_baseline"] = {n: geomean(v) for n, v in sorted(by_name.items())}
     timed = [s for s in scen if s.get("time_ms")]
-    with_speedup = sum(1 for s in timed if s.get("speedup"))
-    result["geomean_scenarios"] = with_speedup
-    if timed and with_speedup < len(timed):
-        # A geomean over fewer scenarios than were timed (or none) must not pass silently.
-        note = (f"geomean over {with_speedup} of {len(timed)} timed scenarios: "
-                f"{len(timed) - with_speedup} had no baseline that ran (see skipped_baselines)")
-        warnings = result.setdefault("warnings", [])
-        warnings[:] = [w for w in warnings if not w.startswith("geomean over ")] + [note]
+    bare = [s for s in timed if not s.get("speedup")]
+    result["geomean_scenarios"] = len(timed) - len(bare)
+    warnings = [w for w in result.get("warnings") or [] if not w.startswith("geomean over ")]
+    if bare:  # a geomean over fewer scenarios than were timed (or none) must not pass silently
+        why = "; ".join(sorted({f"{k}: {v}" for s in bare for k, v in (s.get("skipped_baselines") or {}).items()}))
+        warnings.append(f"geomean over {len(timed) - len(bare)} of {len(timed)} timed scenarios: "
+                        f"no baseline ran on {len(bare)} scenario(s) ({why or 'none listed'})")
+    result["warnings"] = warnings
     return result
+
+
+def where_text(progress: dict | None) -> str:
+    """' during check of <id>' from the last progress line: where a run died."""
+    p = progress or {}
+    if not p.get("phase"):
+        return ""
+    return f" during {p['phase']}" + (f" of {p['scenario']}" if p.get("scenario") else "")
 
 
 def failure_message(result: dict) -> str:

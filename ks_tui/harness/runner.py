@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import importlib.util
 import json
 import os
@@ -82,8 +83,11 @@ class _BackgroundImport:
         return self.module
 
 
-def _draw_seed(seed: int, index: int, draw: int) -> int:
-    return (seed * 1_000_003 + index * 7919 + draw) % (1 << 62)
+def _draw_seed(seed: int, scenario_id: str, draw: int) -> int:
+    # Keyed by the scenario's id, not its position in this run's selection, so `--seed N`
+    # with `--scenarios ID` reproduces exactly the inputs that ID got in the full run.
+    digest = hashlib.blake2b(f"{seed}:{scenario_id}:{draw}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 2
 
 
 class Runner:
@@ -95,6 +99,11 @@ class Runner:
         self.remeasure = remeasure_baselines
         self.result = skeleton(task, self.source, mode, quick, self.seed)
         self.timings = self.result["timings"]
+        self.at: dict = {}  # the last progress sent: where an exception (e.g. a CUDA fault) hit
+
+    def _progress(self, done: int, scenario: str, phase: str) -> None:
+        self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
+        emit("progress", self.at)
 
     # ------------------------------------------------------------ phases
 
@@ -113,7 +122,7 @@ class Runner:
             # Same thread count for the kernel's OpenMP and torch's baseline; set before either loads.
             os.environ["OMP_NUM_THREADS"] = str(threads)
         torch_import = _BackgroundImport("torch")  # ~1 s, overlapped with the compiler
-        emit("progress", {"done": 0, "total": len(self.scenarios), "scenario": "", "phase": "compile"})
+        self._progress(0, "", "compile")
         t0 = time.monotonic()
         record, lib_path = build_mod.build(
             self.source, language=task.language, compiler=task.build.compiler, flags=task.build.flags,
@@ -146,7 +155,9 @@ class Runner:
             res["status"], res["message"] = "compile_error", f"cannot load {task.entry} from the library: {e}"
             return
 
-        stream = torch.cuda.Stream() if task.device == "cuda" else None
+        # The legacy default stream: torch's own streams are non-blocking, so a kernel that ignored
+        # its `stream` argument (a common slip) would run outside the timing events and time as ~0.
+        stream = torch.cuda.default_stream() if task.device == "cuda" else None
         self.stream_ptr = stream.cuda_stream if stream is not None else 0
         ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
         with ctx:
@@ -176,10 +187,10 @@ class Runner:
 
     # ------------------------------------------------------------ correctness
 
-    def _new_inputs(self, ref, p, index: int, draw: int) -> dict:
+    def _new_inputs(self, ref, sc, draw: int) -> dict:
         gen = self.torch.Generator(device=self.task.device)
-        gen.manual_seed(_draw_seed(self.seed, index, draw))
-        return ref.make_inputs(p, gen, self.task.device)
+        gen.manual_seed(_draw_seed(self.seed, sc.id, draw))
+        return ref.make_inputs(sc.params, gen, self.task.device)
 
     def _call_and_judge(self, ref, fn, inputs: dict, out, p: dict) -> dict:
         """Poison the output, call once, and judge; inputs must come back untouched."""
@@ -200,18 +211,18 @@ class Runner:
 
         return judge(out, ref, inputs, p, self.task.tolerance)
 
-    def _check_one(self, ref, fn, index: int, sc) -> dict:
+    def _check_one(self, ref, fn, sc) -> dict:
         p = sc.params
         entry = {"id": sc.id, "shape": _shape(ref, p), "ok": False, "error": None, "draws": 0,
                  "time_ms": None, "tflops": None, "baseline": None, "baselines": {},
                  "skipped_baselines": {}, "speedup": None}
-        inputs = self._new_inputs(ref, p, index, 0)
+        inputs = self._new_inputs(ref, sc, 0)
         out = ref.make_output(p, inputs)
         worst = None
         for draw in range(self.task.timing.draws):
             if draw:
                 # Later draws refill the SAME buffers: a kernel caching results by pointer fails.
-                for k, v in self._new_inputs(ref, p, index, draw).items():
+                for k, v in self._new_inputs(ref, sc, draw).items():
                     inputs[k].copy_(v)
             verdict = self._call_and_judge(ref, fn, inputs, out, p)
             verdict["draw"] = draw
@@ -228,11 +239,11 @@ class Runner:
         t0 = time.monotonic()
         n = len(self.scenarios)
         for i, sc in enumerate(self.scenarios):
-            emit("progress", {"done": i, "total": n, "scenario": sc.id, "phase": "check"})
-            entry = self._check_one(ref, fn, i, sc)
+            self._progress(i, sc.id, "check")
+            entry = self._check_one(ref, fn, sc)
             self.result["scenarios"].append(entry)
             emit("partial", {"scenario": entry})
-        emit("progress", {"done": n, "total": n, "scenario": "", "phase": "check"})
+        self._progress(n, "", "check")
         self.timings["check_s"] = round(time.monotonic() - t0, 4)
 
     # ------------------------------------------------------------ timing
@@ -249,14 +260,10 @@ class Runner:
         cache = BaselineCache(build_mod.cache_root(), _environment(torch, self.result)) if gpu else None
         n = len(self.scenarios)
         for i, (sc, entry) in enumerate(zip(self.scenarios, self.result["scenarios"])):
-            emit("progress", {"done": i, "total": n, "scenario": sc.id, "phase": "bench"})
-            self._bench_one(ref, fn, i, sc, entry, gpu, cache)
+            self._progress(i, sc.id, "bench")
+            self._bench_one(ref, fn, sc, entry, gpu, cache)
             emit("partial", {"scenario": entry})
-        emit("progress", {"done": n, "total": n, "scenario": "", "phase": "bench"})
-        bare = [e for e in self.result["scenarios"] if e["time_ms"] is not None and not e["baselines"]]
-        if bare:  # a speedup left out of the geomean must not pass unnoticed
-            why = "; ".join(sorted({f"{k}: {v}" for e in bare for k, v in e["skipped_baselines"].items()}))
-            self.result["warnings"].append(f"no baseline ran on {len(bare)} scenario(s): {why or 'none listed'}")
+        self._progress(n, "", "bench")
         if cache is not None:
             cache.save()
         self.timings["bench_s"] = round(time.monotonic() - t0, 4)
@@ -279,11 +286,11 @@ class Runner:
             self._sync_quietly()
         return None
 
-    def _bench_one(self, ref, fn, index: int, sc, entry: dict, gpu, cache) -> None:
+    def _bench_one(self, ref, fn, sc, entry: dict, gpu, cache) -> None:
         from ks_tui.harness.timing import time_cpu
 
         task, p = self.task, sc.params
-        sets = self._input_sets(ref, p, index, gpu)
+        sets = self._input_sets(ref, sc, gpu)
         funcs = {"": [(lambda s=s: ref.call_kernel(fn, s[0], s[1], p, self.stream_ptr)) for s in sets]}
         for name in task.baselines:
             hit = None if (self.remeasure or cache is None) else cache.get(name, p)
@@ -317,7 +324,7 @@ class Runner:
             entry["speedup"] = entry["baselines"][best] / entry["time_ms"]
         # Re-check after timing: fresh data in the same buffers the timed calls used.
         inputs, out = sets[0]
-        for k, v in self._new_inputs(ref, p, index, 1000).items():
+        for k, v in self._new_inputs(ref, sc, 1000).items():
             inputs[k].copy_(v)
         verdict = self._call_and_judge(ref, fn, inputs, out, p)
         verdict["draw"] = "after-timing"
@@ -325,18 +332,18 @@ class Runner:
             verdict["what"] = "re-check after timing failed: " + verdict["what"]
             entry["ok"], entry["error"] = False, verdict
 
-    def _input_sets(self, ref, p, index: int, gpu) -> list[tuple]:
-        inputs, out = self._fresh_set(ref, p, index, 500)
+    def _input_sets(self, ref, sc, gpu) -> list[tuple]:
+        inputs, out = self._fresh_set(ref, sc, 500)
         sets = [(inputs, out)]
         if gpu is not None:
             nbytes = sum(t.numel() * t.element_size() for t in inputs.values()) + out.numel() * out.element_size()
             for extra in range(1, gpu.rotation_sets(nbytes)):
-                sets.append(self._fresh_set(ref, p, index, 500 + extra))
+                sets.append(self._fresh_set(ref, sc, 500 + extra))
         return sets
 
-    def _fresh_set(self, ref, p, index: int, draw: int) -> tuple:
-        inputs = self._new_inputs(ref, p, index, draw)
-        return inputs, ref.make_output(p, inputs)
+    def _fresh_set(self, ref, sc, draw: int) -> tuple:
+        inputs = self._new_inputs(ref, sc, draw)
+        return inputs, ref.make_output(sc.params, inputs)
 
     def _sync_quietly(self) -> None:
         try:

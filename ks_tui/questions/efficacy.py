@@ -147,7 +147,11 @@ class EfficacyStore:
 
     @staticmethod
     def _append(fd: int, record: dict[str, Any]) -> None:
-        os.write(fd, (json.dumps(record, sort_keys=True) + "\n").encode())
+        # After a torn last line (a writer killed mid-write) start a new line, so the torn
+        # one stays the only loss.
+        size = os.fstat(fd).st_size
+        torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        os.write(fd, (("\n" if torn else "") + json.dumps(record, sort_keys=True) + "\n").encode())
 
     def record_asked(self, session: str, question: Question, *, point: str | None,
                      history: Sequence[AttemptView], chosen_by: str = "bank") -> str:

@@ -35,7 +35,8 @@ class AttemptView:
 
     @property
     def measured(self) -> bool:
-        return self.status not in UNMEASURED_STATUSES
+        # A rollback copies the figures of the attempt it restores: no new measurement.
+        return self.status not in UNMEASURED_STATUSES and self.rollback_of is None
 
     @property
     def timed_speedup(self) -> float | None:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tests.agent.conftest import REPO, make_workspace
+from tests.support.workspace import GIT_IDENTITY, make_workspace
 from tests.support.fake_messages_api import FakeMessagesAPI, reply, text, tool_use
 
+REPO = Path(__file__).resolve().parents[2]
 OLD = "std::vector<float> acc(d);"
 NOTE = ("Example trace, made by tests/agent/make_example_trace.py against the scripted fake Messages API "
         "(tests/support/fake_messages_api.py). The assistant's replies are scripted, not written by Claude; "
@@ -36,9 +36,9 @@ def main() -> Path:
               reply(text("Correct on the quick scenarios; that is where I stop for now.")),
               reply(text("I have not touched threading or SIMD yet; that is the next layer to try."))]
     with tempfile.TemporaryDirectory(prefix="ks-example-") as tmp, FakeMessagesAPI(script) as api:
-        os.environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-example", KS_MODEL="claude-opus-4-6")
-        ws = make_workspace(Path(tmp))
-        shutil.copy(REPO / "question_bank.yaml", ws / "question_bank.yaml")  # the real bank, not the tests'
+        os.environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-example", KS_MODEL="claude-opus-4-6",
+                          **GIT_IDENTITY)
+        ws = make_workspace(Path(tmp), bank=None)  # the real bank, not the tests'
         cfg = load_config(ws, env={"KS_MODEL": "claude-opus-4-6"}).with_overrides(max_turns=5)
         session = Session.create(ws, "attention_cpu", cfg, autonomous=True, human_present=False)
         session.run_forever()

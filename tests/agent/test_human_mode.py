@@ -12,6 +12,7 @@ import json
 from ks_tui import events as ev
 from ks_tui.config import load_config
 from ks_tui.engine import Session
+from ks_tui.session import Trace
 from tests.support.fake_messages_api import reply, text, tool_use
 
 OLD = "std::vector<float> acc(d);"
@@ -23,9 +24,9 @@ def edit_and_check(tag: str):
                  tool_use("run_harness", {"mode": "check", "quick": True}))
 
 
-def test_answers_typed_questions_and_rollback_with_the_conversation(workspace, api_env):
+def test_answers_typed_questions_and_rollback_with_the_conversation(workspace, fake_api):
     global OLD
-    api = api_env([edit_and_check("first"),
+    api = fake_api([edit_and_check("first"),
                    reply(text("Now a second idea."),
                          tool_use("edit_file", {"path": "kernel.cpp", "old_string": f"{OLD}  // first",
                                                 "new_string": f"{OLD}  // second"}),
@@ -73,13 +74,14 @@ def test_answers_typed_questions_and_rollback_with_the_conversation(workspace, a
     assert "rolled the kernel and this conversation back to attempt 1" in note and "attempt 2" in note
     rolled = [e for e in seen if isinstance(e, ev.RolledBack)]
     assert rolled[0].to_attempt == 1 and rolled[0].conversation_len == len(at_attempt_1)
+    assert [r["kind"] for r in Trace.read(session.trace_path)].count("rollback") == 1  # the engine's line only
     # The trace rebuilds the same conversation, rollback included.
     reopened = Session.open(workspace, session.id, cfg, autonomous=True, human_present=False)
     assert reopened.conv.messages == session.conv.messages and reopened.resumed
 
 
-def test_bash_runs_only_when_enabled_and_approved(workspace, api_env):
-    api = api_env([reply(tool_use("bash", {"command": "echo approved-run > marker.txt; pwd"})),
+def test_bash_runs_only_when_enabled_and_approved(workspace, fake_api):
+    api = fake_api([reply(tool_use("bash", {"command": "echo approved-run > marker.txt; pwd"})),
                    reply(tool_use("bash", {"command": "touch refused-run.txt"})),
                    reply(text("done"))])
     cfg = load_config(workspace).with_overrides(max_turns=3, enable_bash=True, question_timeout_s=30.0)
@@ -107,8 +109,8 @@ def test_bash_runs_only_when_enabled_and_approved(workspace, api_env):
     assert "bash" in [t["name"] for t in api.requests[0]["tools"]]
 
 
-def test_bash_is_refused_when_not_enabled(workspace, api_env):
-    api = api_env([reply(tool_use("bash", {"command": "touch x"})), reply(text("ok"))])
+def test_bash_is_refused_when_not_enabled(workspace, fake_api):
+    api = fake_api([reply(tool_use("bash", {"command": "touch x"})), reply(text("ok"))])
     cfg = load_config(workspace).with_overrides(max_turns=2)
     session = Session.create(workspace, "attention_cpu", cfg, autonomous=True, human_present=False)
     session.run_forever()
@@ -118,10 +120,7 @@ def test_bash_is_refused_when_not_enabled(workspace, api_env):
     assert not (session.info.worktree / "x").exists()
 
 
-def test_without_a_key_the_session_runs_in_human_mode(workspace, monkeypatch, tmp_path):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_without_a_key_the_session_runs_in_human_mode(workspace):  # base_env: no key
     session = Session.create(workspace, "attention_cpu", load_config(workspace))
     assert not session.agent_enabled
     kernel = session.files.kernel
@@ -142,3 +141,69 @@ def test_without_a_key_the_session_runs_in_human_mode(workspace, monkeypatch, tm
     [attempt] = [e for e in seen if isinstance(e, ev.AttemptRecorded)]
     assert attempt.attempt["author"] == "human" and attempt.attempt["status"] == "correct"
     assert json.dumps(seen[-1].to_dict())  # SessionEnded serializes
+
+
+def test_a_question_typed_without_an_agent_goes_on_the_next_attempt_and_to_a_later_agent(workspace, fake_api):
+    cfg = load_config(workspace).with_overrides(max_turns=1, question_timeout_s=5.0)
+    session = Session.create(workspace, "attention_cpu", cfg, use_agent=False)
+    kernel = session.files.kernel
+    kernel.write_text(kernel.read_text().replace(OLD, OLD + "  // typed by a person"))
+    seen: list[ev.Event] = []
+
+    def on(e):
+        seen.append(e)
+        if isinstance(e, ev.HarnessFinished) and e.attempt is None:
+            session.stop()
+
+    session.subscribe(on)
+    session.start()
+    session.answer_question(None, "Is the inner loop vectorized?")  # no decision point is open
+    session.run_harness_now(mode="check", quick=True)
+    session.run_harness_now(mode="check", quick=True)  # the same kernel again: nothing to record
+    assert session.join(timeout=120)
+    [asked] = [e for e in seen if isinstance(e, ev.QuestionAsked)]
+    assert asked.chosen_by == "human" and asked.text == "Is the inner loop vectorized?"
+    [attempt] = session.store.attempts(session.id)
+    assert attempt.question == asked.question_id
+    finished = [(e.attempt, e.note) for e in seen if isinstance(e, ev.HarnessFinished)]
+    assert finished[0] == (1, "") and finished[1][0] is None and "unchanged" in finished[1][1]
+
+    # An agent that joins later is told the task first, and gets the question too.
+    api = fake_api([reply(text("Looking."))])
+    later = Session.open(workspace, session.id, cfg, autonomous=True, human_present=False, use_agent=True)
+    assert later.run_forever().reason == "max turns reached (1)"
+    sent = [b["text"] for b in api.requests[0]["messages"][0]["content"]]
+    assert any(t.startswith("Make the attention_cpu kernel") for t in sent)
+    assert any(t.endswith("Is the inner loop vectorized?") for t in sent)
+
+
+def test_attempts_made_while_a_decision_point_waits_do_not_open_another(workspace):
+    cfg = load_config(workspace).with_overrides(question_timeout_s=150.0)
+    session = Session.create(workspace, "attention_cpu", cfg, use_agent=False)
+    kernel = session.files.kernel
+    seed = kernel.read_text()
+    runs: list[ev.HarnessFinished] = []
+    points: list[ev.DecisionPointReached] = []
+
+    def run_broken() -> None:  # a person's edit that does not compile, then `r`
+        kernel.write_text(seed + f"\nint broken_{len(runs)} = undeclared_{len(runs)};\n")
+        session.run_harness_now(mode="check", quick=True)
+
+    def on(e):
+        if isinstance(e, ev.DecisionPointReached):
+            points.append(e)
+        elif isinstance(e, ev.HarnessFinished):
+            runs.append(e)
+            if len(runs) < 6:  # 3 failures open failure_streak; 3 more arrive while it waits
+                run_broken()
+            else:
+                session.answer_question(None, None)  # skip the point that is open
+        elif isinstance(e, ev.StateChanged) and e.state == "human" and len(runs) == 6:
+            session.stop()
+
+    session.subscribe(on)
+    session.start()
+    run_broken()
+    assert session.join(timeout=170)
+    assert [a.status for a in session.store.attempts(session.id)] == ["compile_error"] * 6
+    assert [p.point for p in points] == ["failure_streak"]

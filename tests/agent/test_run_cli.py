@@ -29,8 +29,8 @@ def only_session(ws) -> str:
     return sid
 
 
-def test_killed_session_resumes_with_the_same_conversation(workspace, api_env):
-    api = api_env([reply(text("Reading."), tool_use("read_file", {"path": "kernel.cpp"})),
+def test_killed_session_resumes_with_the_same_conversation(workspace, fake_api):
+    api = fake_api([reply(text("Reading."), tool_use("read_file", {"path": "kernel.cpp"})),
                    reply(tool_use("edit_file", {"path": "kernel.cpp", "old_string": OLD,
                                                 "new_string": OLD + "  // row"})),
                    hang()])  # the third request never gets an answer: the process is killed meanwhile
@@ -46,7 +46,7 @@ def test_killed_session_resumes_with_the_same_conversation(workspace, api_env):
     before_kill = api.requests[2]
     sid = only_session(workspace)
 
-    api2 = api_env([reply(text("Carrying on."))])
+    api2 = fake_api([reply(text("Carrying on."))])
     out = ks(workspace, "run", "--resume", sid, "--headless", "--autonomous", "--max-turns", "1")
     assert out.returncode == 0, out.stderr
     resumed = api2.requests[0]
@@ -63,16 +63,15 @@ def test_killed_session_resumes_with_the_same_conversation(workspace, api_env):
     assert [q["id"] for q in data["questions"]] == ["start-where"]
 
 
-def test_missing_api_key_says_what_to_set(workspace, api_env, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY")
+def test_missing_api_key_says_what_to_set(workspace):  # base_env: no key
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous")
     assert out.returncode == 2
     assert "ANTHROPIC_API_KEY" in out.stderr and "Traceback" not in out.stderr
     assert not (workspace / "sessions").exists()  # nothing was started
 
 
-def test_invalid_key_and_unknown_model_give_one_clear_line(workspace, api_env, monkeypatch):
-    api_env([reply(text("never"))], api_key="sk-the-right-one", models={"claude-opus-4-6"})
+def test_invalid_key_and_unknown_model_give_one_clear_line(workspace, fake_api, monkeypatch):
+    fake_api([reply(text("never"))], api_key="sk-the-right-one", models={"claude-opus-4-6"})
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-wrong")
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "1")
     assert out.returncode == 2 and "Traceback" not in out.stderr
@@ -84,7 +83,8 @@ def test_invalid_key_and_unknown_model_give_one_clear_line(workspace, api_env, m
     assert "unknown model 'claude-nope' (404)" in out.stderr.strip().splitlines()[-1]
 
 
-def test_bad_arguments_are_exit_2(workspace, api_env):
+def test_bad_arguments_are_exit_2(workspace, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-key")  # so no refusal is for a missing key
     assert ks(workspace, "run", "attention_cpu", "--autonomous").returncode == 2  # no --headless
     out = ks(workspace, "run", "attention_cpu", "--headless", "--max-turns", "0")
     assert out.returncode == 2 and "--max-turns" in out.stderr
@@ -98,11 +98,11 @@ def test_bad_arguments_are_exit_2(workspace, api_env):
     os.unlink(bad)
 
 
-def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, api_env):
+def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, fake_api):
     import time
 
     once = "if [ -f once ]; then echo second run; else echo $$ > once; sleep 120; fi"
-    api = api_env([reply(text("Running it."), tool_use("bash", {"command": once}))])
+    api = fake_api([reply(text("Running it."), tool_use("bash", {"command": once}))])
     child = subprocess.Popen([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "run", "attention_cpu",
                               "--headless", "--autonomous", "--enable-bash", "--max-turns", "5"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
@@ -122,9 +122,27 @@ def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, api_env):
         time.sleep(0.05)
     os.killpg(int(marker.read_text()), signal.SIGKILL)  # the orphaned command's own process group
 
-    api2 = api_env([reply(text("Finished."))])
+    api2 = fake_api([reply(text("Finished."))])
     out = ks(workspace, "run", "--resume", sid, "--headless", "--autonomous", "--enable-bash", "--max-turns", "1")
     assert out.returncode == 0, out.stderr
     [result] = api2.requests[0]["messages"][-1]["content"]
     assert result["type"] == "tool_result" and result["content"] == "exit code 0\nsecond run\n"
     assert api2.requests[0]["messages"][:-1] == api.requests[0]["messages"] + [api2.requests[0]["messages"][-2]]
+
+
+def test_headless_with_a_terminal_runs_bash_without_asking(workspace, fake_api, monkeypatch):
+    import pty
+
+    fake_api([reply(tool_use("bash", {"command": "echo ran > marker.txt"})), reply(text("done"))])
+    monkeypatch.setenv("KS_QUESTION_TIMEOUT", "1")  # session_start: the bank picks when nobody answers
+    leader, terminal = pty.openpty()  # a person's terminal on stdin: questions wait for answers
+    try:
+        out = subprocess.run([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "run", "attention_cpu",
+                              "--headless", "--enable-bash", "--max-turns", "2"],
+                             capture_output=True, text=True, timeout=120, stdin=terminal)
+    finally:
+        os.close(terminal)
+        os.close(leader)
+    assert out.returncode == 0, out.stderr
+    assert "you answer questions on stdin" in out.stdout
+    assert (workspace / "sessions" / only_session(workspace) / "worktree" / "marker.txt").read_text() == "ran\n"

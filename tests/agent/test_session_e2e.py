@@ -14,7 +14,7 @@ from ks_tui.agent.tools import TOOL_NAMES
 from ks_tui.config import load_config
 from ks_tui.engine import Session
 from ks_tui.session import Trace
-from tests.agent.conftest import git
+from tests.support.workspace import git
 from tests.support.fake_messages_api import Reply, overloaded, reply, stream_error, text, tool_use
 
 OLD = "std::vector<float> acc(d);"
@@ -44,7 +44,7 @@ def trailers(ws, branch: str) -> list[dict[str, str]]:
     return commits
 
 
-def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max_turns(workspace, api_env):
+def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max_turns(workspace, fake_api):
     def edit_what_was_read(body):
         # The model "saw" the kernel in the tool_result it was sent.
         result = body["messages"][-1]["content"][0]
@@ -52,7 +52,7 @@ def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max
         return reply(text("Adding a comment."), tool_use("edit_file", {"path": "kernel.cpp", "old_string": OLD,
                                                                         "new_string": NEW}))
 
-    api = api_env([reply(text("Reading the kernel."), tool_use("read_file", {"path": "kernel.cpp"})),
+    api = fake_api([reply(text("Reading the kernel."), tool_use("read_file", {"path": "kernel.cpp"})),
                    edit_what_was_read,
                    reply(tool_use("run_harness", {"mode": "bench", "quick": True})),
                    reply(text("That is all I can do.")),
@@ -106,8 +106,8 @@ def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max
                                           "decision_point", "question", "usage", "turn_end", "session_end"}
 
 
-def test_overload_and_a_broken_stream_still_end_in_a_complete_session(workspace, api_env):
-    api = api_env([overloaded(),  # retried by the SDK
+def test_overload_and_a_broken_stream_still_end_in_a_complete_session(workspace, fake_api):
+    api = fake_api([overloaded(),  # retried by the SDK
                    reply(text("Looking."), tool_use("list_attempts", {})),
                    stream_error(text("I will now half-"), tool_use("read_file", {"path": "kernel.cpp"})),
                    Reply([text("Cut off"), text("mid-way")], drop_after_blocks=1),  # connection dropped
@@ -128,10 +128,10 @@ def test_overload_and_a_broken_stream_still_end_in_a_complete_session(workspace,
     assert session.conv.messages[-1]["content"] == [{"type": "text", "text": "Done."}]
 
 
-def test_paths_outside_the_task_folder_and_task_files_are_refused(workspace, api_env, tmp_path):
+def test_paths_outside_the_task_folder_and_task_files_are_refused(workspace, fake_api, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("not for the agent")
-    api = api_env([reply(tool_use("read_file", {"path": "../../../../secret.txt"}),
+    api = fake_api([reply(tool_use("read_file", {"path": "../../../../secret.txt"}),
                          tool_use("read_file", {"path": str(secret)}),
                          tool_use("read_file", {"path": "escape/secret.txt"}),
                          tool_use("write_file", {"path": "reference.py", "content": "cheat"}),
@@ -151,9 +151,9 @@ def test_paths_outside_the_task_folder_and_task_files_are_refused(workspace, api
     assert (session.files.root / "reference.py").read_text() == reference_before
 
 
-def test_stop_reasons_max_tokens_pause_turn_and_refusal(workspace, api_env):
+def test_stop_reasons_max_tokens_pause_turn_and_refusal(workspace, fake_api):
     cut = tool_use("write_file", {"path": "kernel.cpp", "content": "int x"})
-    api = api_env([reply(text("Writing a long file"), cut, stop_reason="max_tokens"),
+    api = fake_api([reply(text("Writing a long file"), cut, stop_reason="max_tokens"),
                    reply(text("Searching..."), stop_reason="pause_turn"),
                    reply(text("I can't help with that."), stop_reason="refusal")])
     session, seen = start(workspace, max_turns=10)
@@ -174,16 +174,39 @@ def test_stop_reasons_max_tokens_pause_turn_and_refusal(workspace, api_env):
     assert [e.stop_reason for e in seen if isinstance(e, ev.TurnEnded)] == ["max_tokens", "pause_turn", "refusal"]
 
 
-def test_max_cost_ends_the_run_and_stop_aborts_a_stream(workspace, api_env):
+def test_an_empty_reply_is_not_kept_and_the_model_is_asked_to_go_on(workspace, fake_api):
+    api = fake_api([reply(tool_use("list_attempts", {})), reply(), reply(text("Done."))])
+    session, seen = start(workspace, max_turns=3)
+    assert session.run_forever().reason == "max turns reached (3)"
+    assert len(api.requests) == 3  # and each was valid: the server answers a bad one with a 400
+    last = api.requests[2]["messages"]
+    assert last[-2]["role"] == "assistant" and last[-2]["content"][0]["type"] == "tool_use"
+    assert last[-1]["content"][0]["type"] == "tool_result" and "reply was empty" in last[-1]["content"][-1]["text"]
+
+
+def test_errors_a_retry_cannot_fix_end_the_run_at_once(workspace, fake_api):
+    from tests.support.fake_messages_api import Fault
+
+    for step, why in ((stream_error(text("half"), error_type="invalid_request_error"), "invalid_request_error"),
+                      (Fault(413, "request_too_large", "Request exceeds the maximum size"), "(413)")):
+        api = fake_api([step, reply(text("never sent"))])
+        session, seen = start(workspace, max_turns=3)
+        end = session.run_forever()
+        assert len(api.requests) == 1  # neither the SDK nor the engine sent it again
+        assert end.reason.startswith("error: the API refused the request") and why in end.reason
+        assert [e.recoverable for e in seen if isinstance(e, ev.ErrorEvent)] == [False]
+
+
+def test_max_cost_ends_the_run_and_stop_aborts_a_stream(workspace, fake_api):
     import threading
 
-    api = api_env([reply(text("A costly answer.")), reply(text("never sent"))])
+    api = fake_api([reply(text("A costly answer.")), reply(text("never sent"))])
     session, _ = start(workspace, max_turns=10)
     session.cfg.max_cost_usd = 1e-9  # any priced turn passes it
     end = session.run_forever()
     assert end.reason.startswith("max cost reached") and end.turns == 1 and len(api.requests) == 1
 
-    api = api_env([Reply([text(f"word{i} ") for i in range(200)], slow_s=0.05)])
+    api = fake_api([Reply([text(f"word{i} ") for i in range(200)], slow_s=0.05)])
     session, seen = start(workspace, max_turns=10)
     streaming = threading.Event()
     session.subscribe(lambda e: streaming.set() if isinstance(e, ev.TextDelta) else None)
@@ -195,10 +218,10 @@ def test_max_cost_ends_the_run_and_stop_aborts_a_stream(workspace, api_env):
     assert not any(isinstance(e, ev.AssistantMessage) for e in seen)  # the cut turn is not kept
 
 
-def test_stop_returns_while_the_api_has_not_started_answering(workspace, api_env):
+def test_stop_returns_while_the_api_has_not_started_answering(workspace, fake_api):
     from tests.support.fake_messages_api import hang
 
-    api = api_env([hang()])
+    api = fake_api([hang()])
     session, _ = start(workspace, max_turns=10)
     session.start()
     assert api.wait_for_requests(1, timeout=60)

@@ -1,70 +1,20 @@
-"""Fixtures for the screen's tests: a real workspace made by `ks init` (a git repository
-with the bundled tasks) carrying a small question bank, environments with and without an
-API key, and helpers to wait for the app and read what it shows."""
+"""Helpers for the screen's tests: wait for the app, read what it shows, and a session seeded
+with recorded attempts. The workspace and the environments (with and without an API key)
+are the shared fixtures of tests/conftest.py."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+import io
 
 import pytest
 from rich.console import Console
 
-from tests.support.fake_messages_api import FakeMessagesAPI
-
 DATA = Path(__file__).parent / "data"
 
-# A small bank so each test knows which questions a decision point brings.
-TEST_BANK = """\
-version: 1
-thresholds:
-  plateau_n: 4
-  failure_n: 3
-  every_n: 50
-questions:
-  - id: start-where
-    text: Where does the time go in this kernel today?
-    category: measurement
-    points: [session_start]
-  - id: stop-layer
-    text: Which layer of the system have you not touched yet?
-    category: layer
-    points: [agent_stop, plateau, failure_streak]
-  - id: stop-limit
-    text: What limit are you assuming that might not be real?
-    category: limit
-    points: [agent_stop, failure_streak]
-"""
-
 FIXED_DATE = "2026-12-01T09:30:00+00:00"
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
-@pytest.fixture
-def base_env(monkeypatch, tmp_path):
-    """No user config, no workspace from the environment, no API key: human mode."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Engineer")
-    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")
-    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Engineer")
-    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.com")
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "KS_WORKSPACE"):
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
-@pytest.fixture
-def workspace(base_env, tmp_path) -> Path:
-    from ks_tui.workspace import init_workspace
-
-    ws = init_workspace(tmp_path / "ws")
-    (ws / "question_bank.yaml").write_text(TEST_BANK)
-    git(ws, "commit", "-q", "-am", "a small question bank for the tests")
-    return ws
 
 
 @pytest.fixture
@@ -74,38 +24,16 @@ def fixed_dates(base_env):
     base_env.setenv("GIT_COMMITTER_DATE", FIXED_DATE)
 
 
-@pytest.fixture
-def fake_api(base_env):
-    """Start the scripted Messages API and point the real SDK at it (agent mode)."""
-    servers: list[FakeMessagesAPI] = []
-
-    def start(script) -> FakeMessagesAPI:
-        api = FakeMessagesAPI(script)
-        api.start()
-        servers.append(api)
-        base_env.setenv("ANTHROPIC_BASE_URL", api.url)
-        base_env.setenv("ANTHROPIC_API_KEY", "sk-test-key")
-        base_env.setenv("KS_API_MAX_RETRIES", "0")
-        base_env.setenv("KS_TURN_RETRY_DELAY", "0.01")
-        return api
-
-    yield start
-    for api in servers:
-        api.close()
-
-
 def plain(renderable, width: int = 200) -> str:
     """What a Rich renderable reads as, without styles."""
-    console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system=None)
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
     console.print(renderable)
     return console.export_text()
 
 
 def shown(app, selector: str) -> str:
     """The plain text of every Static under `selector` on the current screen stack."""
-    from textual.widgets import Static
-
-    from textual.widgets import OptionList
+    from textual.widgets import OptionList, Static
 
     root = app.screen.query_one(selector)
     widgets = [root, *root.query(Static)] if isinstance(root, Static) else list(root.query(Static))

@@ -23,7 +23,18 @@ def test_coalesce_joins_text_and_keeps_last_progress_in_order():
     assert merged[3].text == "done"
 
 
-def test_pump_wakes_once_per_batch_and_loses_nothing():
+def test_pump_wakes_once_per_batch():
+    wakes = []
+    pump = EventPump(lambda: wakes.append(1))
+    for w in ("a", "b", "c"):
+        pump.push(ev.TextDelta(w))
+    assert len(wakes) == 1  # one wake-up for the three, until the UI drains them
+    assert [e.text for e in pump.drain()] == ["abc"]
+    pump.push(ev.TextDelta("d"))
+    assert len(wakes) == 2
+
+
+def test_pump_loses_nothing_across_threads():
     wakes = []
     pump = EventPump(lambda: wakes.append(1))
     words = [f"w{i} " for i in range(5000)]
@@ -41,4 +52,3 @@ def test_pump_wakes_once_per_batch_and_loses_nothing():
             received.extend(pump.drain())
     received.extend(pump.drain())
     assert "".join(e.text for e in received) == "".join(words)
-    assert len(received) < len(words)  # batched: far fewer UI updates than deltas

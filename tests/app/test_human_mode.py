@@ -35,10 +35,16 @@ async def test_edits_become_human_attempts_and_questions_are_offered(workspace, 
         assert "human mode" in shown(app, "#status")
         kernel = Path(app.backend.kernel_path())
 
+        # No agent and no decision point: a typed question is kept for the next attempt.
+        await pilot.press("a", *"why so slow", "enter")
+        await wait_for(pilot, lambda: "asked (human): why so slow" in shown(app, "#questions"),
+                       "the typed question to be taken")
+
         await pilot.press("e")
         await wait_for(pilot, lambda: len(app.main_screen.attempts) == 1, "the edit to become attempt 1")
         first = app.main_screen.attempts[0]
         assert (first["author"], first["status"]) == ("human", "compile_error")
+        assert first["question"].startswith("human-")
         compile_text = shown(app, "#compile")
         assert "compile failed" in compile_text
         broken_line = kernel.read_text().splitlines().index("int broken_0 = undeclared_tile + 0;") + 1

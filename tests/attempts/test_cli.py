@@ -36,7 +36,12 @@ def test_init_makes_a_committed_workspace_without_a_git_identity(tmp_path, git_e
     assert (ws / "kernels" / "attention_cpu" / "task.yaml").is_file()
     assert (ws / "question_bank.yaml").is_file()
     assert "/sessions/" in (ws / ".gitignore").read_text()
-    assert not list(ws.glob("kernels/*/results")) and not list(ws.rglob("__pycache__"))
+    # The tasks as task.yaml names them: no results/, device scripts or kernel variants.
+    assert sorted(git(ws, "ls-files").split()) == [
+        ".gitignore",
+        "kernels/attention_cpu/kernel.cpp", "kernels/attention_cpu/reference.py", "kernels/attention_cpu/task.yaml",
+        "kernels/flash_attn_fwd/kernel.cu", "kernels/flash_attn_fwd/reference.py", "kernels/flash_attn_fwd/task.yaml",
+        "question_bank.yaml"]
     assert git(ws, "log", "--format=%an <%ae>").strip() == "KernelSeek <ks@localhost>"
     assert git(ws, "status", "--porcelain") == ""
     assert "user" not in (git_env / ".gitconfig").read_text()
@@ -44,6 +49,26 @@ def test_init_makes_a_committed_workspace_without_a_git_identity(tmp_path, git_e
     again = ks("init", "ws", cwd=tmp_path)
     bad_input(again, "already exists")
     assert git(ws, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+def test_a_task_is_copied_as_the_files_its_task_yaml_names(tmp_path):
+    from ks_tui.workspace import _copy_tasks
+    from tests.attempts.conftest import KERNEL, TASK_YAML
+
+    src = tmp_path / "bundled"
+    toy = src / "toy"
+    files = {"task.yaml": TASK_YAML + "readonly: [docs/notes.md]\n", "kernel.cpp": KERNEL, "reference.py": "#\n",
+             "docs/notes.md": "read me\n", "README.md": "the task\n", "best/kernel.cpp": KERNEL,
+             "scripts/run.sh": "echo\n", "results/run.json": "{}\n", "scratch.py": "#\n"}
+    for rel, text in files.items():
+        (toy / rel).parent.mkdir(parents=True, exist_ok=True)
+        (toy / rel).write_text(text)
+    (src / "not_a_task").mkdir()
+    (src / "not_a_task" / "x.txt").write_text("x\n")
+    _copy_tasks(src, tmp_path / "out")
+    copied = sorted(p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert copied == ["toy/README.md", "toy/docs/notes.md", "toy/kernel.cpp", "toy/reference.py", "toy/task.yaml"]
+    assert (tmp_path / "out/toy/task.yaml").read_text() == files["task.yaml"]
 
 
 def test_init_inside_an_existing_repo_commits_only_its_own_files(tmp_path, git_env):

@@ -148,6 +148,21 @@ def test_a_fresh_lock_is_treated_as_live(session):
     assert lock.exists()
 
 
+def test_a_fresh_lock_on_the_shared_notes_ref_does_not_stop_another_session(session):
+    """Every session's `git notes add` takes refs/notes/ks.lock for a moment: one session
+    recording must not make another's check fail, while a stale one is still reported."""
+    store, s, kernel = session
+    lock = store.common_dir / "refs" / "notes" / "ks.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    store.check(s.id)
+    old = time.time() - 120
+    os.utime(lock, (old, old))
+    with pytest.raises(KsError, match="stale git lock"):
+        store.check(s.id)
+    assert lock.exists()
+
+
 def test_second_writer_on_a_session_gets_a_clear_message(session):
     store, s, kernel = session
     code = ("import sys,time; from ks_tui.attempts import AttemptStore\n"

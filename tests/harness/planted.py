@@ -95,6 +95,12 @@ VARIANTS = {
                  "if (++slot.first > 2 && !slot.second.empty()) { std::memcpy(o, slot.second.data(), n_out * 4); return 0; }",
         "EXIT": "slot.second.assign(o, o + n_out);",
     },
+    # On every call: a line shaped like the harness's own JSON, then 3 MB without a newline;
+    # then it answers honestly.
+    "chatty": {"ENTRY": "{ static std::vector<char> junk(3 << 20, 'x');"
+                        "  std::printf(\"{\\\"partial\\\": 5}\\n\");"
+                        "  std::fwrite(junk.data(), 1, junk.size(), stdout); std::printf(\"\\n\");"
+                        "  std::fflush(stdout); }"},
     # Spins forever after forking a spinning grandchild; both pids go to $KS_TEST_PID_FILE.
     "infinite_loop": {
         "ENTRY": "{ pid_t child = fork(); if (child == 0) { for (;;) pause(); }"

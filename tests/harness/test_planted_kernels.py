@@ -40,6 +40,25 @@ def test_each_run_draws_a_new_seed(cpu_task, planted_dir):
     assert a["seed"] != b["seed"]
 
 
+def test_a_seed_reproduces_a_scenarios_inputs_whatever_else_runs(cpu_task, planted_dir):
+    # The naive kernel is deterministic, so equal errors mean equal inputs.
+    both = check(cpu_task, planted_dir, "naive", seed=1234)
+    alone = check(cpu_task, planted_dir, "naive", seed=1234, scenarios=SUBSET[2:])
+    other = check(cpu_task, planted_dir, "naive", seed=1235, scenarios=SUBSET[2:])
+    assert alone["scenarios"][0]["error"] == both["scenarios"][2]["error"]
+    assert other["scenarios"][0]["error"]["max_abs"] != alone["scenarios"][0]["error"]["max_abs"]
+
+
+def test_kernel_output_is_drained_kept_apart_and_cut(cpu_task, planted_dir):
+    seen = []
+    r = check(cpu_task, planted_dir, "chatty", scenarios=SUBSET[2:], on_progress=seen.append)
+    assert r["status"] == "correct", r["message"]
+    assert '{"partial": 5}' in r["stderr_tail"]  # look-alike JSON is kernel output, not a message
+    assert "xxxx" in r["stderr_tail"]
+    assert max(len(line) for line in r["stderr_tail"].splitlines()) <= 2000
+    assert seen[-1]["phase"] == "check" and seen[-1]["done"] == 1  # the watcher lived to the end
+
+
 @pytest.mark.parametrize("kind, needle", [
     ("zeros", "max|err|"),
     ("skip_row", "NaN/Inf"),
@@ -143,3 +162,30 @@ def test_cancel_stops_a_running_kernel(cpu_task, planted_dir, tmp_path, monkeypa
 def _wait_for(path: Path) -> None:
     while not (path.exists() and path.read_text().strip().count(" ") == 1):
         time.sleep(0.05)
+
+
+FAULTY_REFERENCE = '''
+from ks_tui.harness.attention import make_inputs, make_output, call_cpu as call_kernel
+
+
+def reference(inputs, p):  # stands in for torch failing after the call, as after a CUDA fault
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+'''
+
+
+def test_an_error_raised_after_the_kernel_call_is_a_crash_that_says_where(tmp_path):
+    import shutil
+
+    from ks_tui.task import load_task
+    from tests.harness.conftest import CPU_TASK_DIR
+
+    task_dir = tmp_path / "attention_cpu"
+    shutil.copytree(CPU_TASK_DIR, task_dir, ignore=shutil.ignore_patterns("results"))
+    (task_dir / "reference.py").write_text(FAULTY_REFERENCE)
+    task = load_task(task_dir, tmp_path)
+    r = run_harness(task, scenarios=SUBSET[:2])
+    assert r["status"] == "crashed"
+    assert r["message"] == (f"RuntimeError during check of {SUBSET[0]}: "
+                            "CUDA error: an illegal memory access was encountered")
+    assert r["correct"] == "0/2"
+    assert "Traceback" in r["stderr_tail"]

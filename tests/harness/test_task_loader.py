@@ -45,6 +45,10 @@ CASES = {
     "bad_rule": ("rule: fp32_relative", "rule: close_enough", "unknown tolerance rule"),
     "constraint": ("h_kv: 2, d: 48}", "h_kv: 3, d: 48}", "breaks the constraint"),
     "wrong_type": ("timeout_s: 180", "timeout_s: soon", "timeout_s must be a positive number"),
+    "unsafe_tag": ("timeout_s: 180", "timeout_s: !!python/name:os.system 180", "YAML syntax error"),
+    "rule_not_a_name": ("rule: fp32_relative", "rule: [fp32_relative]", "unknown tolerance rule"),
+    "quick_not_an_id": ("  - d24-h2-1-q31-k45-b4\n", "  - {id: d24-h2-1-q31-k45-b4}\n", "is not a scenario"),
+    "fractional_count": ("warmup: 2", "warmup: 2.5", "timing.warmup must be a positive whole number"),
 }
 
 
@@ -66,7 +70,8 @@ def test_malformed_task_names_file_and_line(task_copy, case):
         assert info.value.line == line, msg
 
 
-@pytest.mark.parametrize("case", ["yaml_syntax", "unknown_key", "missing_file", "quick_unknown_id"])
+@pytest.mark.parametrize("case", ["yaml_syntax", "unknown_key", "missing_file", "quick_unknown_id",
+                                  "unsafe_tag", "rule_not_a_name"])
 def test_cli_exits_2_with_one_line_and_no_traceback(task_copy, case):
     old, new, words = CASES[case]
     line = edit(task_copy, old, new)

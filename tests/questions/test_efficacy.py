@@ -106,6 +106,9 @@ def test_a_torn_line_is_skipped_and_counted(store):
     stats = store.stats()
     assert stats.skipped_lines == 1
     assert stats.questions["qa"].asked == 3
+    store.record_asked("s9", B, point="plateau", history=[])      # lands on a line of its own
+    stats = store.stats()
+    assert stats.skipped_lines == 1 and stats.questions["qb"].asked == 2
 
 
 def test_asked_ids_lists_one_session_in_order(store):

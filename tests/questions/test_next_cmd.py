@@ -113,3 +113,14 @@ def test_text_output_and_bad_input(session, capsys):
     with pytest.raises(SystemExit) as e:
         main(["--workspace", str(workspace), "questions", "next", "--session", sid, "--point", "lunch"])
     assert e.value.code == 2
+
+
+def test_from_inside_the_session_worktree_the_workspace_records_are_read(session, capsys, monkeypatch):
+    workspace, sid, _ = session
+    bank = load_bank(default_bank_path(workspace))
+    EfficacyStore(workspace).record_asked(sid, bank.questions[0], point="session_start", history=[])
+    monkeypatch.chdir(workspace / "sessions" / sid / "worktree" / "kernels" / "attention_cpu")
+    assert main(["questions", "next", "--session", sid, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["asked"] == [bank.questions[0].id]
+    assert main(["questions", "stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["questions"][bank.questions[0].id]["asked"] == 1

@@ -86,6 +86,13 @@ def test_unmeasured_attempts_do_not_count_toward_a_plateau():
     assert attempts_since_gain(run(1.0, 0.9, "unchecked", "cancelled", 0.95), 0.02) == 2
 
 
+def test_a_rollback_measures_nothing_so_it_neither_extends_a_plateau_nor_breaks_a_streak():
+    back = ok(3, 1.0, rollback_of=1)
+    assert attempts_since_gain([*run(1.0, 0.9), back, ok(4, 0.95)], 0.02) == 2
+    assert "failure_streak" in points([*run(1.0, "incorrect", "incorrect"), ok(4, 1.0, rollback_of=1),
+                                       fail(5)])
+
+
 def test_suspicious_gain_on_a_jump_larger_than_the_factor():
     assert "suspicious_gain" in points(run(1.0, 1.1, 1.7))
     assert "suspicious_gain" not in points(run(1.0, 1.1, 1.6))  # 1.45x the best, under 1.5

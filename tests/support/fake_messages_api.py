@@ -395,6 +395,9 @@ def _validate(body: dict) -> str | None:
     for a, b in zip(msgs, msgs[1:]):
         if a.get("role") == b.get("role"):
             return "messages: roles must alternate between user and assistant"
+    for i, m in enumerate(msgs[:-1]):
+        if not m.get("content"):
+            return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
     # Every tool_use must be answered by a tool_result in the next user message.
     for i, m in enumerate(msgs):
         if m.get("role") != "assistant" or isinstance(m.get("content"), str):

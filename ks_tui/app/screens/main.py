@@ -134,6 +134,12 @@ class MainScreen(Screen):
         self.query_one(BenchPanel).harness_progress(e.done, e.total, e.scenario, e.phase)
         self.query_one(StatusBar).update_info(harness=f"{e.phase} {e.done}/{e.total}")
 
+    def _on_harness_finished(self, e: ev.HarnessFinished) -> None:
+        self.query_one(BenchPanel).harness_finished()
+        self.query_one(StatusBar).update_info(harness="")
+        if e.attempt is None and e.note:
+            self.query_one(Conversation).note(f"harness {e.status}: {e.note}")
+
     def _on_attempt(self, e: ev.AttemptRecorded) -> None:
         number = e.attempt.get("number")
         self.attempts = [a for a in self.attempts if a.get("number") != number] + [e.attempt]

@@ -54,8 +54,7 @@ class QuestionPane(Vertical):
     def compose(self):
         yield Static(self._idle_text(), id="question-point")
         yield OptionList(id="question-list", classes="-empty")
-        yield Input(placeholder="your question for the agent, enter to send, esc to cancel",
-                    id="question-input")
+        yield Input(placeholder=self._input_hint(), id="question-input")
 
     @property
     def pending(self) -> bool:
@@ -94,12 +93,18 @@ class QuestionPane(Vertical):
 
     def set_human(self, human: bool) -> None:
         self.human = human
+        self.query_one(Input).placeholder = self._input_hint()
         if not self.pending:
             self.settle()
 
+    def _input_hint(self) -> str:
+        if self.human:  # no agent to send it to: the engine records it with the next attempt
+            return "your question, recorded with your next attempt; enter to send, esc to cancel"
+        return "your question for the agent, enter to send, esc to cancel"
+
     def _idle_text(self) -> Text:
         if self.human:
-            return Text("No decision point. Questions from the bank appear here after attempts.", style="dim")
+            return Text("No decision point. a: note a question for your next attempt.", style="dim")
         return Text("No decision point. a: ask the agent your own question.", style="dim")
 
     def _answer(self, question_id: str | None, text: str | None) -> None:

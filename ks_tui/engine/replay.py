@@ -1,0 +1,46 @@
+"""What a session's trace says so far: the conversation, the spend and the question state.
+
+A pure fold over trace records, so a killed session resumes exactly where its trace ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ks_tui.agent.conversation import Conversation, conversation_from_events
+from ks_tui.agent.usage import Spend, TokenCount
+
+
+@dataclass
+class Replayed:
+    conv: Conversation
+    spend: Spend = field(default_factory=Spend)
+    asked: list[str] = field(default_factory=list)       # question ids, oldest first
+    pending_question: str | None = None                   # asked, not yet on an attempt
+    marks: dict[int, int] = field(default_factory=dict)   # attempt -> conversation length to roll back to
+    results: dict[int, dict] = field(default_factory=dict)  # attempt -> its harness result
+
+
+def replay(records: list[dict]) -> Replayed:
+    out = Replayed(conversation_from_events(records))
+    for rec in records:
+        kind, p = rec.get("kind"), rec.get("payload", {})
+        if kind == "usage":
+            out.spend.tokens += TokenCount(p["input_tokens"], p["output_tokens"],
+                                           p["cache_read_tokens"], p["cache_write_tokens"])
+            out.spend.cost = p.get("session_cost_usd", out.spend.cost)
+            out.spend.turns = max(out.spend.turns, p.get("turn", 0))
+            out.spend.priced = out.spend.priced and p.get("priced", True)
+        elif kind == "question":
+            out.asked.append(p["question_id"])
+            out.pending_question = p["question_id"]
+        elif kind == "attempt":
+            num = p["attempt"]["number"]
+            out.results[num] = p.get("result") or out.results.get(num, {})
+            if p.get("conversation_len") is not None:
+                out.marks[num] = p["conversation_len"]
+            if p["attempt"].get("question"):
+                out.pending_question = None
+        elif kind == "rollback":  # the restored kernel's result stands for the new attempt too
+            out.results[p["new_attempt"]] = out.results.get(p["to_attempt"], {})
+    return out

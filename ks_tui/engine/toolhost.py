@@ -1,0 +1,100 @@
+"""The agent's tool calls: running them, and the host side of the tools that reach the
+harness, the attempt store or a shell (ks_tui.agent.tools.ToolHost)."""
+
+from __future__ import annotations
+
+import queue
+import time
+
+from ks_tui import events as ev
+from ks_tui.agent.files import ToolRefused
+from ks_tui.agent.summary import summarize_result
+from ks_tui.errors import KsError
+
+MAX_SHOW_CHARS = 12_000
+
+
+class ToolHostMixin:
+    """Part of Session (ks_tui/engine/session.py)."""
+
+    def _run_tools(self, tool_uses: list[dict]) -> None:
+        self._decisions_due = []
+        for block in tool_uses:
+            if self._stop.is_set():
+                self._tool_result(block, "not run: the session was stopped", True)
+                continue
+            output, is_error = self.toolbox.execute(block["name"], block.get("input") or {})
+            self._tool_result(block, output, is_error)
+        # Decision points raised by attempts are handled once every tool_use has its result.
+        due, self._decisions_due = self._decisions_due, None
+        if due and not self._stop.is_set():
+            self._decision(due[0].point, due[0].reason)
+
+    def _tool_result(self, block: dict, output: str, is_error: bool) -> None:
+        self.conv.add_tool_result(block["id"], output, is_error)
+        self.emit(ev.ToolResult(block["id"], block["name"], output, is_error))
+
+    # ToolHost ------------------------------------------------------------------------------
+
+    def before_edit(self) -> None:
+        if self._kernel_sha() != self._kernel_known:
+            self._commit_human_edit()
+
+    def after_edit(self) -> None:
+        self._kernel_known = self._kernel_sha()
+
+    def tool_run_harness(self, mode: str, quick: bool) -> str:
+        return self._run_harness(mode, quick, author="agent")
+
+    def tool_list_attempts(self) -> str:
+        attempts = self.store.attempts(self.id)
+        if not attempts:
+            return "no attempts yet"
+        lines = []
+        for a in attempts:
+            sp = "-" if a.speedup is None else f"{a.speedup:.3f}x"
+            extra = f", rollback of {a.rollback_of}" if a.rollback_of else ""
+            lines.append(f"{a.number}{' (best)' if a.best else ''}: {a.status} {a.correct or ''} {sp} "
+                         f"by {a.author}{extra} - {a.summary}")
+        return "\n".join(lines)
+
+    def tool_show_attempt(self, ref) -> str:
+        a = self._resolve(ref)
+        out = [summarize_result(self.store.result(self.id, a.number), a.to_dict())]
+        diff = self.store.diff(self.id, a.number, against="previous")
+        out.append(f"diff against the previous attempt:\n{diff}" if diff.strip() else "no diff against the previous attempt")
+        text = "\n".join(out)
+        return text if len(text) <= MAX_SHOW_CHARS else text[:MAX_SHOW_CHARS] + "\n[... cut]"
+
+    def tool_rollback(self, ref) -> str:
+        target = self._resolve(ref)
+        new = self.store.rollback(self.id, target.number, author="agent", trace=False)  # RolledBack is its trace line
+        self._after_rollback(target.number, new, conversation_len=None)
+        return (f"kernel restored to attempt {target.number} (recorded as attempt {new.number}); "
+                "the conversation is unchanged")
+
+    def tool_bash(self, command: str) -> str:
+        from ks_tui.agent.bash import run_bash
+
+        if self.human_present:
+            req = f"bash-{int(time.time() * 1000)}"
+            answer: queue.Queue = queue.Queue()
+            self._approvals[req] = answer
+            self.emit(ev.BashApprovalRequested(req, command))
+            self._set_state("waiting_question", "bash approval")
+            try:
+                ok = answer.get(timeout=self.cfg.question_timeout_s)
+            except queue.Empty:
+                ok = False
+            finally:
+                self._approvals.pop(req, None)
+                self._set_state("running")
+            if not ok:
+                raise ToolRefused("the engineer did not approve this command")
+        return run_bash(command, self.info.worktree, self.cfg.bash_timeout_s)
+
+    def _resolve(self, ref):
+        try:
+            return self.store.resolve(self.id, ref)
+        except KsError as e:
+            raise ToolRefused(e.message) from None

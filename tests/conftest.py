@@ -1,0 +1,49 @@
+"""Fixtures shared by the agent and screen tests (tests/support/ holds the pieces)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_messages_api import FakeMessagesAPI
+from tests.support.workspace import GIT_IDENTITY, HOST_VARS, make_workspace
+
+
+@pytest.fixture
+def base_env(monkeypatch, tmp_path):
+    """A fixed git identity, no user config, no API key (human mode), no workspace from the
+    environment. Returns the monkeypatch, for more settings."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(name, value)
+    for name in HOST_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def workspace(base_env, tmp_path) -> Path:
+    return make_workspace(tmp_path)
+
+
+@pytest.fixture
+def fake_api(base_env):
+    """`fake_api(script)` starts the scripted Messages API on 127.0.0.1 and points the real
+    SDK at it with a key (agent mode); turn retries wait almost nothing."""
+    servers: list[FakeMessagesAPI] = []
+
+    def start(script, **kw) -> FakeMessagesAPI:
+        api = FakeMessagesAPI(script, **kw)
+        api.start()
+        servers.append(api)
+        base_env.setenv("ANTHROPIC_BASE_URL", api.url)
+        base_env.setenv("ANTHROPIC_API_KEY", "sk-test-key")
+        base_env.setenv("KS_API_MAX_RETRIES", "2")
+        base_env.setenv("KS_TURN_RETRY_DELAY", "0.01")
+        base_env.setenv("KS_MODEL", "claude-opus-4-6")
+        return api
+
+    yield start
+    for api in servers:
+        api.close()
