@@ -19,8 +19,16 @@ LABEL_WIDTH = 7
 @dataclass(frozen=True)
 class ChartPoint:
     number: int
-    speedup: float | None  # None or a failed status: drawn as a cross
+    speedup: float | None  # None: not timed (a check-only run, or a failure)
     correct: bool
+
+    @property
+    def failed(self) -> bool:
+        return not self.correct
+
+    @property
+    def timed(self) -> bool:
+        return self.correct and self.speedup is not None
 
 
 def points_from_attempts(attempts: list[dict]) -> list[ChartPoint]:
@@ -76,7 +84,8 @@ class SpeedupChart:
         legend.append("  █ attempt ", "green")
         legend.append("━ best ", "magenta")
         legend.append("┈ 1.0x ", "dim")
-        legend.append("× failed", "red")
+        legend.append("× failed ", "red")
+        legend.append("· not timed", "dim")
         grid.append(legend)
         return grid
 
@@ -92,12 +101,12 @@ def _label(r: int, rows: int, top: float, one: int) -> str:
 
 
 def _cell(p: ChartPoint, best: float | None, row_floor: int, level, one: int, bottom: bool):
-    failed = p.speedup is None or not p.correct
-    if failed and bottom:
-        return ("×", "bold red")
-    bar = 0 if failed else level(p.speedup) - row_floor
+    if not p.timed and bottom:
+        # A correct check-only run is no failure: it just has no speedup to draw.
+        return ("×", "bold red") if p.failed else ("·", "dim")
+    bar = level(p.speedup) - row_floor if p.timed else 0
     best_level = level(best) if best is not None else -1
-    if 0 <= best_level - row_floor < 8 and (failed or best_level > level(p.speedup)):
+    if 0 <= best_level - row_floor < 8 and (not p.timed or best_level > level(p.speedup)):
         return ("━", "magenta")  # the best so far sits above this bar, in this row
     if bar >= 8:
         return ("█", "green" if p.speedup >= 1.0 else "yellow")
