@@ -30,7 +30,7 @@ TOP_KEYS = {"name", "description", "kernel", "entry", "build", "reference", "tim
             "constraints"}
 BUILD_KEYS = {"compiler", "flags", "arch"}
 SCENARIO_KEYS = {"grid", "list", "id", "derive", "defaults"}
-TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "threads", "draws"}
+TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "threads", "draws", "rounds"}
 EXPR_FUNCS = {"min": min, "max": max, "abs": abs}
 
 
@@ -55,6 +55,7 @@ class Timing:
     budget_s: float = 0.25         # per scenario and per timed function
     threads: int | None = None     # CPU: same count for kernel and baselines
     draws: int = 2                 # correctness draws per scenario (at least 2)
+    rounds: int = 5                # GPU: kernel and baselines timed in this many alternating blocks
 
 
 @dataclass(frozen=True)

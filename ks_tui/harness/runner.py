@@ -302,13 +302,12 @@ class Runner:
             if calls is not None:
                 funcs[name] = calls
         if gpu is not None:
-            timed = {"": gpu.time(funcs.pop(""), task.timing)}  # a kernel failing here is a crash
-            for name, calls in funcs.items():
-                try:
-                    timed[name] = gpu.time(calls, task.timing)
-                except Exception as e:  # e.g. out of memory in a library: skip, do not fail
-                    entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
-                    self._sync_quietly()
+            timed, errors = gpu.time_interleaved(funcs, task.timing, rounds=task.timing.rounds)
+            if "" in errors:
+                raise errors[""]  # the kernel failing while timed is a crash, not a skip
+            for name, e in errors.items():  # e.g. out of memory in a library: skip, do not fail
+                entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
+                self._sync_quietly()
         else:
             timed = time_cpu(funcs, task.timing)
         kt = timed.pop("")

@@ -86,10 +86,52 @@ class GpuTimer:
         return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
 
     def time(self, calls: list[Callable[[], object]], timing) -> dict:
-        def call(i):
-            calls[i % len(calls)]()
+        """Median of one function's calls (see `interleaved` for several)."""
+        timed, errors = interleaved({"": calls}, timing, 1, self._timed)
+        if "" in errors:
+            raise errors[""]
+        return timed[""]
 
-        # The warm-up calls are timed too: their tail estimates one call for the rep count.
-        warm = self._timed(call, max(2, timing.warmup))
-        probe = statistics.median(warm[1:])
-        return _summary(self._timed(call, _reps_for(probe, timing)))
+    def time_interleaved(self, funcs, timing, rounds: int = 5):
+        return interleaved(funcs, timing, rounds, self._timed)
+
+
+def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: int,
+                timed_block: Callable[[Callable[[int], object], int], list[float]]
+                ) -> tuple[dict[str, dict], dict[str, Exception]]:
+    """Time several functions in alternating blocks; the median of each one's calls.
+
+    `timed_block(call, n)` runs call(0..n-1) and returns n durations in seconds. Blocks of
+    the kernel and of each baseline take turns (the order rotates every round), so a clock
+    or temperature drift during the run moves all of them alike and their ratio holds. A
+    function that raises is dropped and its error returned; the caller decides whether
+    that is fatal (the kernel) or a skip (a library).
+    """
+    errors: dict[str, Exception] = {}
+    plan: dict[str, tuple[Callable[[int], object], int]] = {}
+    for name, calls in funcs.items():
+        def call(i, calls=calls):
+            calls[i % len(calls)]()
+        try:
+            # The warm-up calls are timed too: their tail estimates one call.
+            warm = timed_block(call, max(2, timing.warmup))
+        except Exception as e:
+            errors[name] = e
+            continue
+        plan[name] = (call, _reps_for(statistics.median(warm[1:]), timing))
+    rounds = max(1, rounds)
+    samples: dict[str, list[float]] = {name: [] for name in plan}
+    order = list(plan)
+    for r in range(rounds):
+        shift = r % max(1, len(order))
+        for name in order[shift:] + order[:shift]:
+            call, reps = plan[name]
+            n = reps // rounds + (1 if r < reps % rounds else 0)
+            if name in errors or n == 0:
+                continue
+            try:
+                samples[name].extend(timed_block(call, n))
+            except Exception as e:
+                errors[name] = e
+    return ({name: {**_summary(s), "rounds": rounds} for name, s in samples.items()
+             if s and name not in errors}, errors)

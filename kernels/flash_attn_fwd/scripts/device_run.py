@@ -119,7 +119,7 @@ def main(phase: str) -> int:
     summary[f"gpu_before_{phase}"] = gpu_state()
     log(f"GPU: {summary[f'gpu_before_{phase}']}")
     phases = {"quick": quick_phase, "full": full_phase, "quick_noise": quick_noise_phase,
-              "kernels_quick": kernels_quick_phase}
+              "kernels_quick": kernels_quick_phase, "full_best": full_best_phase}
     return phases[phase]()
 
 
@@ -210,6 +210,21 @@ def full_phase() -> int:
             summary["noise"] = noise(a, b)
     else:
         log(f"skipping full bench B: {left():.0f}s left, it needs about {need:.0f}s")
+    finish()
+    return 0
+
+
+def full_best_phase() -> int:
+    """Full bench of best/kernel.cu with every baseline timed afresh (issue 8's number)."""
+    src = os.environ.get("KS_BEST", "kernels/flash_attn_fwd/best/kernel.cu")
+    r, w = ks("full_bench_best", ["bench", TASK, "--source", src, "--remeasure-baselines"],
+              "bench_full_best.json", timeout=max(60, left() - 10))
+    summary["steps"]["full_bench_best"] = {"wall_s": w, "timings": (r or {}).get("timings"),
+                                           "correct": (r or {}).get("correct"),
+                                           "geomean": (r or {}).get("geomean_speedup"),
+                                           "by_baseline": (r or {}).get("geomean_by_baseline")}
+    if r and r.get("status") != "correct":
+        log("full bench of best not correct: " + "; ".join(failures(r)[:10]))
     finish()
     return 0
 

@@ -8,6 +8,8 @@
 #   bash device_run.sh full       full bench twice (noise on all 182)
 #   bash device_run.sh kernels    quick subset: seed (fresh, cached, fresh baselines), best,
 #                                 best/v3_overlap.cu — loop noise and the next candidate
+#   bash device_run.sh verify     gpu tests -> cuDNN time in 3 fresh processes (noise cause)
+#                                 -> kernels -> full bench of best/kernel.cu, baselines timed
 set -uo pipefail
 MODE=${1:-all}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -39,6 +41,15 @@ full)
     python3 $S/device_run.py full ;;
 kernels)
     python3 $S/device_run.py kernels_quick ;;
+verify)
+    t0=$(date +%s)
+    timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/flash tests/harness \
+        > "$OUT/pytest_gpu.txt" 2>&1
+    echo "gpu tests ($(( $(date +%s) - t0 ))s): $(tail -1 "$OUT/pytest_gpu.txt")"
+    timeout 150 python3 $S/cudnn_noise.py 3 sdpa_cudnn d96-h16-16-s4096 d128-h32-1-s2048 \
+        d128-h16-16-s1024-fp16 d256-h16-4-s1024 2>&1 | tail -20
+    python3 $S/device_run.py kernels_quick
+    python3 $S/device_run.py full_best ;;
 *)
     echo "unknown mode $MODE (all | baselines | full | kernels)"; exit 2 ;;
 esac

@@ -1,0 +1,83 @@
+"""The GPU timer's block interleaving, driven by a CPU block timer (no timing asserted)."""
+
+import time
+
+import pytest
+
+from ks_tui.harness.timing import interleaved
+from ks_tui.task import Timing
+
+
+def _recording_block(log):
+    def timed_block(call, n):
+        out = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            call(i)
+            out.append(time.perf_counter() - t0)
+        log.append(n)
+        return out
+    return timed_block
+
+
+def _counter(trace, name, fail_after=None):
+    count = [0]
+
+    def f():
+        count[0] += 1
+        trace.append(name)
+        if fail_after is not None and count[0] > fail_after:
+            raise RuntimeError(f"{name} broke")
+    return f
+
+
+def test_blocks_alternate_and_rotate_and_count_reps():
+    trace, blocks = [], []
+    timing = Timing(warmup=2, min_reps=12, max_reps=12, budget_s=1e-9)
+    funcs = {"": [_counter(trace, "k")], "a": [_counter(trace, "a")], "b": [_counter(trace, "b")]}
+    timed, errors = interleaved(funcs, timing, 4, _recording_block(blocks))
+    assert errors == {}
+    assert {k: v["reps"] for k, v in timed.items()} == {"": 12, "a": 12, "b": 12}
+    assert all(v["rounds"] == 4 for v in timed.values())
+    body = trace[3 * 2:]  # after the warm-up of each
+    # 4 rounds of 3 blocks of 3 calls; the order starts one later each round.
+    firsts = [body[i] for i in range(0, len(body), 3)]
+    assert firsts == ["k", "a", "b", "a", "b", "k", "b", "k", "a", "k", "a", "b"]
+
+
+def test_uneven_reps_spread_over_rounds():
+    trace, blocks = [], []
+    timing = Timing(warmup=2, min_reps=7, max_reps=7, budget_s=1e-9)
+    timed, _ = interleaved({"": [_counter(trace, "k")]}, timing, 3, _recording_block(blocks))
+    assert timed[""]["reps"] == 7
+    assert blocks == [2, 3, 2, 2]  # warm-up, then 7 split as 3 + 2 + 2
+
+
+def test_a_failing_function_is_dropped_and_the_rest_still_timed():
+    trace, blocks = [], []
+    timing = Timing(warmup=2, min_reps=10, max_reps=10, budget_s=1e-9)
+    funcs = {"": [_counter(trace, "k")], "lib": [_counter(trace, "lib", fail_after=5)],
+             "dead": [_counter(trace, "dead", fail_after=0)]}
+    timed, errors = interleaved(funcs, timing, 5, _recording_block(blocks))
+    assert set(errors) == {"lib", "dead"}
+    assert "lib broke" in str(errors["lib"]) and "dead broke" in str(errors["dead"])
+    assert set(timed) == {""} and timed[""]["reps"] == 10
+    # Once dropped, a function is not called again.
+    assert trace.count("lib") == 6 and trace.count("dead") == 1
+
+
+def test_rounds_is_read_from_task_yaml():
+    from ks_tui.task import load_task
+    from tests.harness.conftest import REPO
+
+    task = load_task("flash_attn_fwd", REPO)
+    assert task.timing.rounds == 5
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 9])
+def test_all_rounds_counts_give_exact_reps(rounds):
+    trace, blocks = [], []
+    timing = Timing(warmup=3, min_reps=9, max_reps=9, budget_s=1e-9)
+    timed, _ = interleaved({"": [_counter(trace, "k")], "x": [_counter(trace, "x")]}, timing,
+                           rounds, _recording_block(blocks))
+    assert timed[""]["reps"] == timed["x"]["reps"] == 9
