@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--scenarios", help="comma-separated scenario ids")
     r.add_argument("--out", help="write the result here instead of stdout")
     r.add_argument("--seed", type=int)
-    r.add_argument("--remeasure-baselines", action="store_true")
+    r.add_argument("--cached-baselines", action="store_true")
     return p
 
 
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         if not source.is_file():
             raise KsError(f"kernel source not found: {source}")
         ids = [s for s in args.scenarios.split(",") if s] if args.scenarios else None
-        runner = Runner(task, source, args.mode, args.quick, ids, args.seed, args.remeasure_baselines)
+        runner = Runner(task, source, args.mode, args.quick, ids, args.seed, args.cached_baselines)
     except KsError as e:
         emit("bad_input", str(e))
         return 2

@@ -1,8 +1,9 @@
 """Baseline timings remembered across runs, keyed by everything that could change them.
 
 Key: device name, library versions, thread count, baseline name and scenario parameters.
-A baseline does not change between attempts, so on a GPU the agent's inner loop need not
-re-time five libraries on 182 scenarios each run; `--remeasure-baselines` refreshes them.
+Every GPU bench writes its fresh baseline timings here; `--cached-baselines` reads them back
+so a quick inner loop need not re-time five libraries. Not the default: the GPU's clock
+moves with its load, so a cached time was taken at another clock than the kernel's.
 Standard library only; one JSON file, replaced atomically (a lost update only costs a
 re-measurement).
 """

@@ -90,7 +90,7 @@ class _StderrReader(threading.Thread):
 
 
 def child_command(task, source: Path, mode: str, quick: bool, scenarios, seed, out: Path,
-                  remeasure_baselines: bool) -> list[str]:
+                  cached_baselines: bool) -> list[str]:
     cmd = [sys.executable, "-m", "ks_tui.harness", "run", "--task", str(task.dir),
            "--source", str(source), "--mode", mode, "--out", str(out)]
     if quick:
@@ -99,15 +99,15 @@ def child_command(task, source: Path, mode: str, quick: bool, scenarios, seed, o
         cmd += ["--scenarios", ",".join(scenarios)]
     if seed is not None:
         cmd += ["--seed", str(seed)]
-    if remeasure_baselines:
-        cmd.append("--remeasure-baselines")
+    if cached_baselines:
+        cmd.append("--cached-baselines")
     return cmd
 
 
 def run_harness(task, source: Path | None = None, *, mode: str = "check", quick: bool = False,
                 scenarios: list[str] | None = None, timeout: float | None = None, seed: int | None = None,
                 on_progress: Callable[[dict], None] | None = None,
-                cancel: threading.Event | None = None, remeasure_baselines: bool = False) -> dict:
+                cancel: threading.Event | None = None, cached_baselines: bool = False) -> dict:
     """Compile, check (and for mode="bench" time) one kernel in a child process.
 
     Kernel failures are statuses in the returned dict; KsError only for bad input.
@@ -126,7 +126,7 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
 
     with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
         out = Path(tmp) / "result.json"
-        cmd = child_command(task, source, mode, quick, scenarios, seed, out, remeasure_baselines)
+        cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         spawned = time.time()
         t0 = time.monotonic()

@@ -93,3 +93,19 @@ def test_kernel_leaving_rows_unwritten_is_caught(tmp_path):
     assert verdicts(result) == {ids[0]: True, ids[1]: False}
     bad = next(s for s in result["scenarios"] if s["id"] == ids[1])
     assert bad["error"].get("nonfinite", 0) > 0
+
+
+def test_bench_times_baselines_alongside_unless_cached_ones_are_asked_for(tmp_path):
+    sid = "d128-h16-16-s512-causal"
+    first = run_harness(SEED, tmp_path, "--mode", "bench", "--scenarios", sid)
+    again = run_harness(SEED, tmp_path, "--mode", "bench", "--scenarios", sid)
+    cached = run_harness(SEED, tmp_path, "--mode", "bench", "--scenarios", sid, "--cached-baselines")
+    for r in (first, again):
+        (entry,) = r["scenarios"]
+        assert entry["baselines"] and not entry.get("cached_baselines")
+        assert entry["timing"]["rounds"] == 5
+    (entry,) = cached["scenarios"]
+    assert sorted(entry["cached_baselines"]) == sorted(entry["baselines"])
+    # The cache holds the second run's timings (each fresh run refreshes it).
+    (second,) = again["scenarios"]
+    assert entry["baselines"] == second["baselines"]

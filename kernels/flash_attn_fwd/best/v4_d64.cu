@@ -1,14 +1,17 @@
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 //
-// One thread block (CTA) owns 128 query rows of one (batch, head) and has three warpgroups:
+// One thread block (CTA) owns 128 query rows (192 for d <= 64) of one (batch, head) and has
+// one producer warpgroup plus one consumer warpgroup per 64 query rows:
 //   warpgroup 0: producer. One thread issues bulk tensor copies (TMA) of the Q tile once and
 //                of K and V tiles into a ring of shared-memory stages, each stage guarded by
 //                "full" mbarriers (the copy engine counts the bytes in) and an "empty" mbarrier
 //                (the consumers release it). It gives most of its registers away (setmaxnreg).
-//   warpgroups 1, 2: consumers, 64 query rows each. Per key tile: S = Q K^T by wgmma from
-//                shared memory, the online softmax in registers (exp2 with the scale folded in),
-//                then O += P V by wgmma with P taken straight from registers. The two
-//                consumers run independently, so one's softmax overlaps the other's matrix work.
+//   warpgroups 1..C: consumers, 64 query rows each (C = 2, or 3 for d <= 64). Per key tile:
+//                S = Q K^T by wgmma from shared memory, the online softmax in registers (exp2
+//                with the scale folded in), then O += P V by wgmma with P taken straight from
+//                registers. The consumers run independently, so one's softmax overlaps the
+//                others' matrix work. d64 has half the matrix work of d128 per key tile but the
+//                same softmax work, so it runs a third consumer (as FlashAttention-3 does).
 //
 // Shared-memory tiles use the 128-byte swizzle on both sides: the TMA writes it and the wgmma
 // descriptors read it. A tile of R rows and Dp columns is stored as Dp/64 column panels of
@@ -30,22 +33,38 @@
 
 namespace {
 
-constexpr int kBlockM = 128;        // query rows per CTA (two consumer warpgroups x 64)
-constexpr int kThreads = 384;       // three warpgroups
-constexpr int kProducerRegs = 24;   // setmaxnreg budgets: 128*24 + 256*240 <= 64K registers
-constexpr int kConsumerRegs = 240;
-
-// Tile shape per padded head dim: keys per tile and pipeline depth (shared memory bound).
+// Tile shape per padded head dim: consumer warpgroups (64 query rows each), keys per tile,
+// pipeline depth (shared memory bound) and the setmaxnreg budgets of producer and consumers.
+template <int Consumers, int BlockN, int Stages, int ProducerRegs, int ConsumerRegs>
+struct TileConfig {
+  static constexpr int kConsumers = Consumers;
+  static constexpr int kBlockM = 64 * Consumers;          // query rows per CTA
+  static constexpr int kThreads = 128 * (Consumers + 1);  // + the producer warpgroup
+  static constexpr int kBlockN = BlockN, kStages = Stages;
+  static constexpr int kProducerRegs = ProducerRegs, kConsumerRegs = ConsumerRegs;
+  // The CTA starts with 64K / kThreads registers per thread (rounded down to 8, as ptxas
+  // does); setmaxnreg.dec must go down from there, .inc up, and the sum must fit 64K.
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+  static_assert(128 * ProducerRegs + 128 * Consumers * ConsumerRegs <= 65536, "register file");
+  static_assert(ProducerRegs % 8 == 0 && ConsumerRegs % 8 == 0, "setmaxnreg needs multiples of 8");
+  static_assert(24 <= ProducerRegs && ProducerRegs <= kLaunchRegs, "setmaxnreg.dec range");
+  static_assert(kLaunchRegs <= ConsumerRegs && ConsumerRegs <= 256, "setmaxnreg.inc range");
+  static_assert(kBlockM <= 256 && BlockN <= 256, "TMA box rows <= 256");
+};
 template <int Dp> struct Config;
-template <> struct Config<64>  { static constexpr int kBlockN = 128, kStages = 3; };
-template <> struct Config<128> { static constexpr int kBlockN = 128, kStages = 2; };
-template <> struct Config<256> { static constexpr int kBlockN = 64,  kStages = 2; };
+// d64: 192x128 tiles (3 consumers, 512 threads): 128*24 + 384*160 = 64512 registers.
+template <> struct Config<64>  : TileConfig<3, 128, 3, 24, 160> {};
+// d96/d128/d256: 128-row tiles (2 consumers, 384 threads): 128*24 + 256*240 = 64512.
+template <> struct Config<128> : TileConfig<2, 128, 2, 24, 240> {};
+template <> struct Config<256> : TileConfig<2, 64,  2, 24, 240> {};
 
 template <int Dp> constexpr int smem_bytes() {
-  constexpr int BN = Config<Dp>::kBlockN, S = Config<Dp>::kStages;
+  constexpr int BM = Config<Dp>::kBlockM, BN = Config<Dp>::kBlockN, S = Config<Dp>::kStages;
   // Q + stages x (K + V) + barriers (3 per stage + 1) + slack to align the base to 1024
-  return kBlockM * Dp * 2 + S * 2 * BN * Dp * 2 + (3 * S + 1) * 8 + 1024;
+  return BM * Dp * 2 + S * 2 * BN * Dp * 2 + (3 * S + 1) * 8 + 1024;
 }
+static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
+              smem_bytes<256>() <= 227 * 1024, "shared memory per CTA");
 
 // ---- PTX wrappers: shared memory addresses, mbarriers, TMA ------------------------------
 
@@ -369,10 +388,12 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float 
 }
 
 template <typename T, int Dp, int kQkSteps>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                   const __grid_constant__ CUtensorMap tm_v, T* __restrict__ out, int s_q, int s_k,
                   int h_q, int h_kv, int d, int causal, float scale_log2, int num_m_blocks) {
+  constexpr int kBlockM = Config<Dp>::kBlockM;
+  constexpr int kConsumers = Config<Dp>::kConsumers;
   constexpr int BN = Config<Dp>::kBlockN;
   constexpr int kStages = Config<Dp>::kStages;
   constexpr int kPanels = Dp / 64;
@@ -407,7 +428,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full_k(s), 1);
       mbar_init(full_v(s), 1);
-      mbar_init(empty(s), 8);  // one arrive per consumer warp
+      mbar_init(empty(s), 4 * kConsumers);  // one arrive per consumer warp
     }
     mbar_init(bar_q, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -416,7 +437,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (warpgroup == 0) {
     // ------------------------------- producer ---------------------------------------------
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Config<Dp>::kProducerRegs));
     if (threadIdx.x == 0 && n_blocks > 0) {
       mbar_expect_tx(bar_q, kQBytes);
 #pragma unroll
@@ -440,8 +461,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // --------------------------------- consumers --------------------------------------------
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-  const int cw = warpgroup - 1;             // which 64-row half of the Q tile
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Config<Dp>::kConsumerRegs));
+  const int cw = warpgroup - 1;             // which 64-row slice of the Q tile
   const int warp = (threadIdx.x / 32) % 4;  // warp within the warpgroup: 16 rows each
   const int lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;     // accumulator fragment coordinates
@@ -453,7 +474,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
 
-  const uint32_t q_half = sQ + cw * 64 * 128;
+  const uint32_t q_half = sQ + cw * 64 * 128;  // 8 swizzle atoms of 1024 B per slice
 
   if (n_blocks > 0) mbar_wait(bar_q, 0);
   for (int i = 0; i < n_blocks; ++i) {
@@ -611,6 +632,7 @@ template <typename T, int Dp, int kQkSteps>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
   constexpr int BN = Config<Dp>::kBlockN;
+  constexpr int kBlockM = Config<Dp>::kBlockM;
   CUtensorMap tq, tk, tv;
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
       !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN))
@@ -622,7 +644,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   const int num_m_blocks = (s_q + kBlockM - 1) / kBlockM;
   const dim3 grid(num_m_blocks, h_q, b);
   const float scale_log2 = scale * 1.4426950408889634f;
-  attn_fwd_sm90<T, Dp, kQkSteps><<<grid, kThreads, smem, stream>>>(tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q,
+  attn_fwd_sm90<T, Dp, kQkSteps><<<grid, Config<Dp>::kThreads, smem, stream>>>(tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q,
                                                          h_kv, d, causal, scale_log2, num_m_blocks);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }

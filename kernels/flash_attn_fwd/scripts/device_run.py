@@ -125,8 +125,8 @@ def main(phase: str) -> int:
 
 def quick_noise_phase() -> int:
     """The quick subset benched twice, baselines timed afresh both times."""
-    a, wa = ks("quick_bench_a", ["bench", TASK, "--quick", "--remeasure-baselines"], "quick_bench_a.json")
-    b, wb = ks("quick_bench_b", ["bench", TASK, "--quick", "--remeasure-baselines"], "quick_bench_b.json")
+    a, wa = ks("quick_bench_a", ["bench", TASK, "--quick"], "quick_bench_a.json")
+    b, wb = ks("quick_bench_b", ["bench", TASK, "--quick"], "quick_bench_b.json")
     for name, r, w in (("quick_bench_a", a, wa), ("quick_bench_b", b, wb)):
         summary["steps"][name] = {"wall_s": w, "timings": (r or {}).get("timings"),
                                   "correct": (r or {}).get("correct"),
@@ -144,9 +144,9 @@ def kernels_quick_phase() -> int:
     best and candidate (cached baselines), then C (seed, baselines afresh again: the
     baselines' own run-to-run spread)."""
     best = "kernels/flash_attn_fwd/best"
-    steps = [("seed_a", ["--remeasure-baselines"]), ("seed_b", []),
+    steps = [("seed_a", []), ("seed_b", ["--cached-baselines"]),
              ("best", ["--source", f"{best}/kernel.cu"]), ("v3_overlap", ["--source", f"{best}/v3_overlap.cu"]),
-             ("seed_c", ["--remeasure-baselines"])]
+             ("seed_c", [])]
     runs = {}
     for name, extra in steps:
         if left() < 45:
@@ -191,7 +191,7 @@ def quick_phase() -> int:
 
 def full_phase() -> int:
     # 3. Full bench A (182 scenarios, every baseline timed), then B the same, for noise.
-    a, wa = ks("full_bench_a", ["bench", TASK, "--remeasure-baselines"], "bench_full_a.json",
+    a, wa = ks("full_bench_a", ["bench", TASK], "bench_full_a.json",
                timeout=max(60, left() - 20))
     summary["steps"]["full_bench_a"] = {"wall_s": wa, "timings": (a or {}).get("timings"),
                                         "correct": (a or {}).get("correct"),
@@ -201,7 +201,7 @@ def full_phase() -> int:
         log("full bench A not correct: " + "; ".join(failures(a)[:10]))
     need = (wa or 0) + 15
     if a and left() > need:
-        b, wb = ks("full_bench_b", ["bench", TASK, "--remeasure-baselines"], "bench_full_b.json",
+        b, wb = ks("full_bench_b", ["bench", TASK], "bench_full_b.json",
                    timeout=max(60, left() - 10))
         summary["steps"]["full_bench_b"] = {"wall_s": wb, "timings": (b or {}).get("timings"),
                                             "correct": (b or {}).get("correct"),
@@ -217,7 +217,7 @@ def full_phase() -> int:
 def full_best_phase() -> int:
     """Full bench of best/kernel.cu with every baseline timed afresh (issue 8's number)."""
     src = os.environ.get("KS_BEST", "kernels/flash_attn_fwd/best/kernel.cu")
-    r, w = ks("full_bench_best", ["bench", TASK, "--source", src, "--remeasure-baselines"],
+    r, w = ks("full_bench_best", ["bench", TASK, "--source", src],
               "bench_full_best.json", timeout=max(60, left() - 10))
     summary["steps"]["full_bench_best"] = {"wall_s": w, "timings": (r or {}).get("timings"),
                                            "correct": (r or {}).get("correct"),
