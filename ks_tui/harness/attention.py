@@ -103,19 +103,25 @@ def _attention_chunked(q, k, v, p: dict, work_dtype: torch.dtype, lowp: bool = F
     cols = torch.arange(s_k, device=q.device)
     for i0 in range(0, s_q, rows):
         i1 = min(s_q, i0 + rows)
+        # Causal: keys past the chunk's last visible one are masked for every row in it, so
+        # they are left out (exp(-inf) adds exactly 0): half the score work on long rows.
+        n_k = min(s_k, i1 + s_k - s_q) if causal else s_k
+        if n_k <= 0:  # no row of this chunk sees any key
+            out[:, i0:i1] = 0
+            continue
         qc = q[:, i0:i1].to(work_dtype).reshape(b, i1 - i0, h_kv, g, d).permute(0, 2, 3, 1, 4)
         if not lowp:  # scale the small q block, not the big score block (one pass fewer)
             qc = qc * scale
-        scores = torch.matmul(qc, kh.transpose(-1, -2))            # [b, h_kv, g, c, s_k]
+        scores = torch.matmul(qc, kh[..., :n_k, :].transpose(-1, -2))  # [b, h_kv, g, c, n_k]
         if lowp:
             scores = scores.float() * scale
         if causal:
             last_key = torch.arange(i0, i1, device=q.device) + (s_k - s_q)
-            scores.masked_fill_(cols[None, :] > last_key[:, None], float("-inf"))
+            scores.masked_fill_(cols[None, :n_k] > last_key[:, None], float("-inf"))
         probs = torch.softmax(scores, dim=-1)
         if causal and s_q > s_k:  # only then can a row see no key: NaN -> zeros
             probs.nan_to_num_(0.0)
-        oc = torch.matmul(probs.to(work_dtype), vh)               # [b, h_kv, g, c, d]
+        oc = torch.matmul(probs.to(work_dtype), vh[..., :n_k, :])  # [b, h_kv, g, c, d]
         out[:, i0:i1] = oc.permute(0, 3, 1, 2, 4).reshape(b, i1 - i0, h_q, d)
     return out
 

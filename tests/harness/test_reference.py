@@ -12,6 +12,7 @@ SHAPES = [
     dict(b=2, s_q=37, s_k=91, h_q=6, h_kv=2, d=16, causal=True),    # GQA, s_q < s_k
     dict(b=1, s_q=64, s_k=64, h_q=4, h_kv=1, d=32, causal=True),    # MQA, square
     dict(b=1, s_q=29, s_k=53, h_q=3, h_kv=3, d=8, causal=False),
+    dict(b=1, s_q=40, s_k=13, h_q=2, h_kv=1, d=8, causal=True),     # s_q > s_k: rows with no key
 ]
 
 
@@ -45,7 +46,19 @@ def test_chunked_reference_equals_plain_attention(p, monkeypatch):
     torch.testing.assert_close(whole, _plain(x, p), rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("p", SHAPES)
+@pytest.mark.parametrize("p", [sh for sh in SHAPES if sh["causal"]])
+def test_chunked_lowp_reference_equals_the_whole_one(p, monkeypatch):
+    # Causal chunks leave out keys no row of the chunk sees; that must change nothing.
+    x = {k: v.to(torch.bfloat16) for k, v in _inputs(p).items()}
+    whole = attention.reference_lowp(x, p)
+    monkeypatch.setitem(attention._CHUNK_ELEMS, "cpu", 1)
+    chunked = attention.reference_lowp(x, p)
+    assert chunked.dtype == torch.bfloat16
+    torch.testing.assert_close(chunked.float(), whole.float(), rtol=0, atol=1e-2)
+    assert chunked.isfinite().all()
+
+
+@pytest.mark.parametrize("p", SHAPES[:3])
 def test_reference_agrees_with_torch_sdpa(p):
     x = _inputs(p, 1)
     got = attention.sdpa_baseline(x, p)().transpose(1, 2)

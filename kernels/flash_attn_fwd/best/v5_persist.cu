@@ -42,8 +42,9 @@ namespace {
 
 constexpr int kBlockM = 128;        // query rows per CTA (two consumer warpgroups x 64)
 constexpr int kThreads = 384;       // three warpgroups
-constexpr int kProducerRegs = 24;   // setmaxnreg budgets: 128*24 + 256*240 <= 64K registers
-constexpr int kConsumerRegs = 240;
+constexpr int kProducerRegs = 40;   // setmaxnreg budgets: 128*40 + 256*232 = 64512 = 384*168, the
+                                    // launch pool (the persistent producer spills at 24)
+constexpr int kConsumerRegs = 232;
 
 // Tile shape per padded head dim: keys per tile and pipeline depth (shared memory bound).
 template <int Dp> struct Config;
@@ -56,7 +57,7 @@ template <> struct Config<256> { static constexpr int kBlockN = 64,  kStages = 2
 constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
 
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
-template <int Dp> constexpr int num_barriers() {
+template <int Dp> __host__ __device__ constexpr int num_barriers() {
   return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots;
 }
 
@@ -100,6 +101,16 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       "}\n" ::"r"(bar),
       "r"(parity)
       : "memory");
+}
+
+// Plain 32-bit shared-memory store / load (the tile-index slots; ordered by the mbarriers).
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
 }
 
 // 4-d tiled copy global -> shared, completing on an mbarrier. Coordinates innermost first:
@@ -394,39 +405,68 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float 
   }
 }
 
+// ---- work decomposition ----------------------------------------------------------------------
+// Tiles are (batch, head, 128-row query block); bh = batch * h_q + head.
+// Non-causal (sec = 1): bh outer, query block inner, so the CTAs working at the same time share
+// a head's K/V through L2.
+// Causal: the tiles are cut into sections of `sec` consecutive bh (a multiple of the GQA group,
+// sized on the host so a section's K/V fits in a slice of L2); inside a section the query block
+// is outermost and descending (under the bottom-right mask the last query block sees the most
+// keys: heaviest first), then bh. Short sequences get one section (global heaviest-first), very
+// long ones one kv head per section (the order of a head-major schedule).
+struct Tile {
+  int m_block, head, batch, n_blocks;
+};
+
+template <int BN>
+__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
+                                            int s_q, int s_k, int causal) {
+  const int per_sec = sec * num_m_blocks;
+  const int si = t / per_sec;
+  const int rem = t - si * per_sec;
+  const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
+  const int mi = rem / width;
+  const int bh = si * sec + (rem - mi * width);
+  Tile w;
+  w.m_block = causal ? num_m_blocks - 1 - mi : mi;
+  w.head = bh % h_q;
+  w.batch = bh / h_q;
+  int kv_end = s_k;
+  if (causal) kv_end = min(s_k, w.m_block * kBlockM + kBlockM + s_k - s_q);
+  w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+  return w;
+}
+
+// ---- the kernel --------------------------------------------------------------------------------
 template <typename T, int Dp, int kQkSteps>
 __global__ void __launch_bounds__(kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                   const __grid_constant__ CUtensorMap tm_v, T* __restrict__ out, int s_q, int s_k,
-                  int h_q, int h_kv, int d, int causal, float scale_log2, int num_m_blocks) {
+                  int h_q, int h_kv, int d, int causal, float scale_log2, int num_m_blocks,
+                  int num_bh, int sec, int num_tiles) {
   constexpr int BN = Config<Dp>::kBlockN;
   constexpr int kStages = Config<Dp>::kStages;
+  constexpr int kQBufs = Config<Dp>::kQBufs;
   constexpr int kPanels = Dp / 64;
   constexpr uint32_t kQBytes = kBlockM * Dp * 2;
   constexpr uint32_t kKVBytes = BN * Dp * 2;
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
-  const uint32_t sQ = base;
-  const uint32_t sK = sQ + kQBytes;                 // stage s at sK + s * kKVBytes
+  const uint32_t sQ = base;                         // buffer b at sQ + b * kQBytes
+  const uint32_t sK = sQ + kQBufs * kQBytes;        // stage s at sK + s * kKVBytes
   const uint32_t sV = sK + kStages * kKVBytes;      // stage s at sV + s * kKVBytes
-  const uint32_t bars = sV + kStages * kKVBytes;    // fullK[S], fullV[S], empty[S], q
+  const uint32_t bars = sV + kStages * kKVBytes;    // see num_barriers()
   auto full_k = [&](int s) { return bars + 8 * s; };
   auto full_v = [&](int s) { return bars + 8 * (kStages + s); };
   auto empty = [&](int s) { return bars + 8 * (2 * kStages + s); };
-  const uint32_t bar_q = bars + 8 * (3 * kStages);
-
-  // Heaviest causal blocks first: they set the tail of the schedule.
-  const int m_block = causal ? num_m_blocks - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y;
-  const int batch = blockIdx.z;
-  const int kv_head = head / (h_q / h_kv);
-  const int m0 = m_block * kBlockM;
+  auto q_full = [&](int b) { return bars + 8 * (3 * kStages + b); };
+  auto q_empty = [&](int b) { return bars + 8 * (3 * kStages + kQBufs + b); };
+  auto tile_full = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + i); };
+  auto tile_empty = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + kTileSlots + i); };
+  const uint32_t slots = bars + 8 * num_barriers<Dp>();  // kTileSlots x u32 tile index
   const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
-
-  int kv_end = s_k;
-  if (causal) kv_end = min(s_k, m0 + kBlockM + diag);
-  const int n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+  const int group = h_q / h_kv;
 
   const int warpgroup = threadIdx.x / 128;
   if (threadIdx.x == 0) {
@@ -435,7 +475,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(full_v(s), 1);
       mbar_init(empty(s), 8);  // one arrive per consumer warp
     }
-    mbar_init(bar_q, 1);
+    for (int b = 0; b < kQBufs; ++b) {
+      mbar_init(q_full(b), 1);
+      mbar_init(q_empty(b), 8);  // one arrive per consumer warp, after the tile's last Q K^T
+    }
+    for (int i = 0; i < kTileSlots; ++i) {
+      mbar_init(tile_full(i), 1);
+      mbar_init(tile_empty(i), 8);  // one arrive per consumer warp, after reading the index
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -443,23 +490,50 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warpgroup == 0) {
     // ------------------------------- producer ---------------------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (threadIdx.x == 0 && n_blocks > 0) {
-      mbar_expect_tx(bar_q, kQBytes);
+    if (threadIdx.x == 0) {
+      int stage = 0;          // K/V ring position and phase, carried across tiles
+      uint32_t phase = 0;
+      int q_buf = 0;          // Q buffer and phase, advanced per tile that loads Q
+      uint32_t q_phase = 0;
+      int slot = 0;           // tile-index slot and phase
+      uint32_t slot_phase = 0;
+      uint32_t tile = blockIdx.x;  // first tile without the atomic; then the counter
+      while (true) {
+        // Publish the tile (or the sentinel) to the consumers.
+        mbar_wait(tile_empty(slot), slot_phase ^ 1);
+        st_shared_u32(slots + 4 * slot, tile);
+        mbar_arrive(tile_full(slot));
+        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+        if (tile >= static_cast<uint32_t>(num_tiles)) break;
+
+        const Tile w = decode_tile<BN>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q,
+                                       s_k, causal);
+        if (w.n_blocks > 0) {  // a tile that sees no key loads nothing (consumers store zeros)
+          const int kv_head = w.head / group;
+          mbar_wait(q_empty(q_buf), q_phase ^ 1);
+          mbar_expect_tx(q_full(q_buf), kQBytes);
 #pragma unroll
-      for (int p = 0; p < kPanels; ++p)
-        tma_load(sQ + p * kBlockM * 128, &tm_q, bar_q, p * 64, head, m0, batch);
-      for (int i = 0; i < n_blocks; ++i) {
-        const int n = n_blocks - 1 - i;  // masked (diagonal / tail) tiles first
-        const int s = i % kStages;
-        mbar_wait(empty(s), ((i / kStages) & 1) ^ 1);
-        mbar_expect_tx(full_k(s), kKVBytes);
+          for (int p = 0; p < kPanels; ++p)
+            tma_load(sQ + q_buf * kQBytes + p * kBlockM * 128, &tm_q, q_full(q_buf), p * 64, w.head,
+                     w.m_block * kBlockM, w.batch);
+          if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
+          for (int i = 0; i < w.n_blocks; ++i) {
+            const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first
+            mbar_wait(empty(stage), phase ^ 1);
+            mbar_expect_tx(full_k(stage), kKVBytes);
 #pragma unroll
-        for (int p = 0; p < kPanels; ++p)
-          tma_load(sK + s * kKVBytes + p * BN * 128, &tm_k, full_k(s), p * 64, kv_head, n * BN, batch);
-        mbar_expect_tx(full_v(s), kKVBytes);
+            for (int p = 0; p < kPanels; ++p)
+              tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
+                       n * BN, w.batch);
+            mbar_expect_tx(full_v(stage), kKVBytes);
 #pragma unroll
-        for (int p = 0; p < kPanels; ++p)
-          tma_load(sV + s * kKVBytes + p * BN * 128, &tm_v, full_v(s), p * 64, kv_head, n * BN, batch);
+            for (int p = 0; p < kPanels; ++p)
+              tma_load(sV + stage * kKVBytes + p * BN * 128, &tm_v, full_v(stage), p * 64, kv_head,
+                       n * BN, w.batch);
+            if (++stage == kStages) { stage = 0; phase ^= 1; }
+          }
+        }
+        tile = atomicAdd(&g_tile_counter, 1u) + gridDim.x;
       }
     }
     return;
@@ -471,129 +545,160 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp = (threadIdx.x / 32) % 4;  // warp within the warpgroup: 16 rows each
   const int lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;     // accumulator fragment coordinates
-  const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8
 
-  float o_acc[Dp / 2];
+  int stage = 0;  // the same counters as the producer's, advanced in the same order
+  uint32_t phase = 0;
+  int q_buf = 0;
+  uint32_t q_phase = 0;
+  int slot = 0;
+  uint32_t slot_phase = 0;
+
+  while (true) {
+    mbar_wait(tile_full(slot), slot_phase);
+    const uint32_t tile = ld_shared_u32(slots + 4 * slot);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(tile_empty(slot));
+    if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+    if (tile >= static_cast<uint32_t>(num_tiles)) break;
+
+    const Tile w = decode_tile<BN>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k,
+                                   causal);
+    const int n_blocks = w.n_blocks;
+    const int m0 = w.m_block * kBlockM;
+    const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8
+
+    float o_acc[Dp / 2];
 #pragma unroll
-  for (int i = 0; i < Dp / 2; ++i) o_acc[i] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY};
-  float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
+    for (int i = 0; i < Dp / 2; ++i) o_acc[i] = 0.f;
+    float row_max[2] = {-INFINITY, -INFINITY};
+    float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
 
-  const uint32_t q_half = sQ + cw * 64 * 128;
-
-  if (n_blocks > 0) mbar_wait(bar_q, 0);
-  for (int i = 0; i < n_blocks; ++i) {
-    const int n = n_blocks - 1 - i;
-    const int s = i % kStages;
-    const uint32_t parity = (i / kStages) & 1;
-
-    // S = Q K^T
-    float s_acc[BN / 2];
-    mbar_wait(full_k(s), parity);
-    wgmma_fence();
-#pragma unroll
-    // The step count is a template parameter: a run-time test between wgmmas would make
-    // ptxas wait for each one at the branch.
-    for (int kk = 0; kk < kQkSteps; ++kk) {
-      const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-      const uint64_t da = smem_desc(q_half + (kk / 4) * kBlockM * 128 + off, 16, 1024);
-      const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
-      mma_qk<T, BN>(s_acc, da, db, kk > 0);
+    const int qb = q_buf;
+    const uint32_t q_half = sQ + qb * kQBytes + cw * 64 * 128;
+    if (n_blocks > 0) {
+      mbar_wait(q_full(qb), q_phase);
+      if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(s_acc);
 
-    // Mask the tile when it crosses the diagonal or the end of the keys.
-    const int col0 = n * BN;
-    const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
-    if (need_mask) {
+    for (int i = 0; i < n_blocks; ++i) {
+      const int n = n_blocks - 1 - i;
+      const int s = stage;
+      const uint32_t parity = phase;
+      if (++stage == kStages) { stage = 0; phase ^= 1; }
+
+      // S = Q K^T
+      float s_acc[BN / 2];
+      mbar_wait(full_k(s), parity);
+      wgmma_fence();
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
+      // The step count is a template parameter: a run-time test between wgmmas would make
+      // ptxas wait for each one at the branch.
+      for (int kk = 0; kk < kQkSteps; ++kk) {
+        const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+        const uint64_t da = smem_desc(q_half + (kk / 4) * kBlockM * 128 + off, 16, 1024);
+        const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+        mma_qk<T, BN>(s_acc, da, db, kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(s_acc);
+      // The tile's last Q K^T has completed: the producer may load the next tile's Q here.
+      if (i == n_blocks - 1) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(q_empty(qb));
+      }
+
+      // Mask the tile when it crosses the diagonal or the end of the keys.
+      const int col0 = n * BN;
+      const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
+      if (need_mask) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = col0 + 8 * j + 2 * t + (e & 1);
-          const int row = row0 + (e >> 1) * 8;
-          const bool ok = col < s_k && (!causal || col <= row + diag);
-          if (!ok) s_acc[4 * j + e] = -INFINITY;
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = col0 + 8 * j + 2 * t + (e & 1);
+            const int row = row0 + (e >> 1) * 8;
+            const bool ok = col < s_k && (!causal || col <= row + diag);
+            if (!ok) s_acc[4 * j + e] = -INFINITY;
+          }
         }
       }
-    }
 
-    // Online softmax: new running max, rescale factor, probabilities in place.
-    float alpha[2];
+      // Online softmax: new running max, rescale factor, probabilities in place.
+      float alpha[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
+      for (int r = 0; r < 2; ++r) {
+        float mx = row_max[r];
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-      // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
-      const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-      alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
-      row_max[r] = mx;
-      float sum = 0.f;
+        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+        // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
+        const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
+        alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
+        row_max[r] = mx;
+        float sum = 0.f;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
-        const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
-        s_acc[4 * j + 2 * r] = p0;
-        s_acc[4 * j + 2 * r + 1] = p1;
-        sum += p0 + p1;
+        for (int j = 0; j < BN / 8; ++j) {
+          const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
+          const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
+          s_acc[4 * j + 2 * r] = p0;
+          s_acc[4 * j + 2 * r + 1] = p1;
+          sum += p0 + p1;
+        }
+        row_sum[r] = row_sum[r] * alpha[r] + sum;
       }
-      row_sum[r] = row_sum[r] * alpha[r] + sum;
-    }
-#pragma unroll
-    for (int j = 0; j < Dp / 8; ++j) {
-      o_acc[4 * j + 0] *= alpha[0];
-      o_acc[4 * j + 1] *= alpha[0];
-      o_acc[4 * j + 2] *= alpha[1];
-      o_acc[4 * j + 3] *= alpha[1];
-    }
-
-    // P in the A-operand register layout: 16 keys per wgmma k-step.
-    uint32_t p_frag[BN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
-      p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
-      p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
-      p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
-    }
-
-    // O += P V
-    mbar_wait(full_v(s), parity);
-    fence_regs(o_acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
-      mma_pv<T, Dp>(o_acc, p_frag[kk], db);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(o_acc);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(empty(s));
-  }
-
-  // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_sum[r];
-    l += __shfl_xor_sync(0xffffffff, l, 1);
-    l += __shfl_xor_sync(0xffffffff, l, 2);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int row = row0 + 8 * r;
-    if (row < s_q) {
-      T* dst = out + ((static_cast<size_t>(batch) * s_q + row) * h_q + head) * static_cast<size_t>(d);
 #pragma unroll
       for (int j = 0; j < Dp / 8; ++j) {
-        const int col = 8 * j + 2 * t;
-        if (col < d)
-          *reinterpret_cast<uint32_t*>(dst + col) =
-              pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
+        o_acc[4 * j + 0] *= alpha[0];
+        o_acc[4 * j + 1] *= alpha[0];
+        o_acc[4 * j + 2] *= alpha[1];
+        o_acc[4 * j + 3] *= alpha[1];
+      }
+
+      // P in the A-operand register layout: 16 keys per wgmma k-step.
+      uint32_t p_frag[BN / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
+        p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
+        p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
+        p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
+      }
+
+      // O += P V
+      mbar_wait(full_v(s), parity);
+      fence_regs(o_acc);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+        mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(o_acc);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(empty(s));
+    }
+
+    // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = row_sum[r];
+      l += __shfl_xor_sync(0xffffffff, l, 1);
+      l += __shfl_xor_sync(0xffffffff, l, 2);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const int row = row0 + 8 * r;
+      if (row < s_q) {
+        T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
+#pragma unroll
+        for (int j = 0; j < Dp / 8; ++j) {
+          const int col = 8 * j + 2 * t;
+          if (col < d)
+            *reinterpret_cast<uint32_t*>(dst + col) =
+                pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
+        }
       }
     }
   }
@@ -633,6 +738,31 @@ bool make_map(CUtensorMap* map, const void* ptr, int dtype, int b, int s, int h,
                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// Multiprocessors of the current device (one persistent CTA each).
+int num_sms() {
+  static const int n = [] {
+    int dev = 0, count = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      count = 0;
+    return count > 0 ? count : 132;
+  }();
+  return n;
+}
+
+// Device address of the tile counter (zeroed before each launch).
+void* tile_counter() {
+  static void* const p = [] {
+    void* a = nullptr;
+    if (cudaGetSymbolAddress(&a, g_tile_counter) != cudaSuccess) a = nullptr;
+    return a;
+  }();
+  return p;
+}
+
+// Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
+constexpr long long kSectionL2Bytes = 16ll << 20;
+
 template <typename T, int Dp, int kQkSteps>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
@@ -645,11 +775,30 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   static const cudaError_t attr = cudaFuncSetAttribute(
       attn_fwd_sm90<T, Dp, kQkSteps>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
+  void* counter = tile_counter();
+  if (counter == nullptr) return 4;
   const int num_m_blocks = (s_q + kBlockM - 1) / kBlockM;
-  const dim3 grid(num_m_blocks, h_q, b);
+  const long long bh = static_cast<long long>(h_q) * b;
+  const long long tiles = bh * num_m_blocks;
+  // Tile indices and the counter (which runs up to num_tiles + grid) stay inside an int.
+  if (tiles > (1ll << 30)) return 1;
+  const int num_tiles = static_cast<int>(tiles);
+  const int num_bh = static_cast<int>(bh);
+  int sec = 1;
+  if (causal) {
+    const int group = h_q / h_kv;
+    const long long kv_bytes = 2ll * s_k * d * 2;  // K and V of one kv head
+    long long kv_heads = kSectionL2Bytes / kv_bytes;
+    if (kv_heads < 1) kv_heads = 1;
+    const long long heads = kv_heads * group;
+    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
+  }
+  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
-  attn_fwd_sm90<T, Dp, kQkSteps><<<grid, kThreads, smem, stream>>>(tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q,
-                                                         h_kv, d, causal, scale_log2, num_m_blocks);
+  if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
+  attn_fwd_sm90<T, Dp, kQkSteps><<<grid, kThreads, smem, stream>>>(
+      tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
+      num_bh, sec, num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }
 

@@ -1,0 +1,88 @@
+"""Bench several kernel files on named scenario subsets in one device call; print a table.
+
+Usage (repo root, GPU machine):
+    python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
+Subsets: quick (the task's), short, d64, or any comma-free scenario id list joined by '+'.
+Each run is `python3 -m ks_tui bench flash_attn_fwd --source FILE --json [--quick |
+--scenarios IDS]`; its JSON goes to $OUT/work/<subset>-<name>.json. Stops starting runs
+when KS_DEADLINE (epoch seconds) is near.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+WORK = Path(os.environ.get("OUT", "/tmp")) / "work"
+DEADLINE = float(os.environ.get("KS_DEADLINE", time.time() + 540))
+SUBSETS = {
+    "short": ["d128-h16-16-s512", "d128-h32-8-s1024-causal", "d256-h8-8-s512", "d96-h16-16-s1024",
+              "d128-h16-16-s1007-causal", "d64-h32-8-s512", "d128-h64-8-s512-causal",
+              "d128-h16-16-s512-fp16"],
+    "d64": ["d64-h32-32-s512", "d64-h32-32-s2048", "d64-h32-8-s4096-causal", "d64-h32-32-s8192",
+            "d64-h32-8-s1024", "d64-h32-32-s16384-causal"],
+}
+
+
+def run(subset: str, name: str, src: str) -> dict | None:
+    args = [sys.executable, "-m", "ks_tui", "bench", "flash_attn_fwd", "--source", src, "--json"]
+    if subset == "quick":
+        args.append("--quick")
+    else:
+        args += ["--scenarios", ",".join(SUBSETS.get(subset) or subset.split("+"))]
+    t0 = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True, timeout=max(30, DEADLINE - time.time()),
+                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        print(f"{subset}/{name}: no JSON, rc={p.returncode}: {p.stderr[-800:]}", flush=True)
+        return None
+    (WORK / f"{subset}-{name}.json").write_text(json.dumps(r, indent=1))
+    print(f"{subset}/{name}: {r.get('status')} {r.get('correct')} geomean {r.get('geomean_speedup')} "
+          f"({time.monotonic() - t0:.0f}s) {r.get('message', '')[:200]}", flush=True)
+    for s in r.get("scenarios", []):
+        if not s.get("ok"):
+            print(f"   FAIL {s['id']}: {(s.get('error') or {}).get('what')}", flush=True)
+    return r
+
+
+def main() -> None:
+    WORK.mkdir(parents=True, exist_ok=True)
+    subsets = sys.argv[1].split(",")
+    cands = [a.split("=", 1) for a in sys.argv[2:]]
+    results: dict = {}
+    for subset in subsets:
+        for name, src in cands:
+            if DEADLINE - time.time() < 40:
+                print(f"skipping {subset}/{name}: deadline", flush=True)
+                continue
+            results[(subset, name)] = run(subset, name, src)
+    print("\nspeedup vs fastest baseline (per scenario; geomean last)")
+    for subset in subsets:
+        rows: dict = {}
+        for name, _ in cands:
+            r = results.get((subset, name)) or {}
+            for s in r.get("scenarios", []):
+                rows.setdefault(s["id"], {})[name] = s.get("speedup") if s.get("ok") else "FAIL"
+        print(f"[{subset}] " + " ".join(f"{n:>10s}" for n, _ in cands))
+        for sid, by in rows.items():
+            cells = " ".join(f"{by.get(n):>10.3f}" if isinstance(by.get(n), float) else f"{str(by.get(n)):>10s}"
+                             for n, _ in cands)
+            print(f"  {sid:34s} {cells}")
+        g = []
+        for name, _ in cands:
+            r = results.get((subset, name)) or {}
+            g.append(f"{r['geomean_speedup']:>10.3f}" if r.get("geomean_speedup") and r.get("status") == "correct"
+                     else f"{'-':>10s}")
+        print(f"  {'geomean':34s} {' '.join(g)}")
+
+
+if __name__ == "__main__":
+    main()
