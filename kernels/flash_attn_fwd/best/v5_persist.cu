@@ -701,6 +701,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+    // Reconverge after the per-row stores: without it ptxas cannot prove the warp converged
+    // at the next tile's shuffles and adds a divergent copy of the softmax (BRA.DIV).
+    __syncwarp();
   }
 }
 

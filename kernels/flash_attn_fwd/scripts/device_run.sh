@@ -10,6 +10,10 @@
 #                                 best/v3_overlap.cu — loop noise and the next candidate
 #   bash device_run.sh verify     gpu tests -> cuDNN time in 3 fresh processes (noise cause)
 #                                 -> kernels -> full bench of best/kernel.cu, baselines timed
+#   bash device_run.sh candidates NAME=FILE ...   baseline-cache gpu test -> the candidates on
+#                                 the quick, short and d64 subsets -> full bench of the seed ->
+#                                 full bench of the candidate with the best quick geomean
+# Results are packed into $OUT/results.tgz (the device returns only a few files).
 set -uo pipefail
 MODE=${1:-all}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -41,6 +45,30 @@ full)
     python3 $S/device_run.py full ;;
 kernels)
     python3 $S/device_run.py kernels_quick ;;
+candidates)
+    shift
+    timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/flash/test_gpu_harness.py \
+        -k cached_baselines > "$OUT/pytest_cache.txt" 2>&1
+    echo "cache test: $(tail -1 "$OUT/pytest_cache.txt")"
+    python3 $S/compare.py quick,short,d64 "$@" 2>&1 | tee "$OUT/compare.txt"
+    python3 $S/device_run.py full_seed
+    win=$(python3 - "$@" <<'PY'
+import json, os, sys
+best = None
+for spec in sys.argv[1:]:
+    name, path = spec.split("=", 1)
+    try:
+        r = json.load(open(f"{os.environ['OUT']}/work/quick-{name}.json"))
+    except (OSError, ValueError):
+        continue
+    if r.get("status") == "correct" and (best is None or r["geomean_speedup"] > best[0]):
+        best = (r["geomean_speedup"], path)
+print(best[1] if best else "")
+PY
+)
+    echo "full bench of the quick winner: $win"
+    [[ -n "$win" ]] && KS_BEST=$win python3 $S/device_run.py full_best
+    tar czf "$OUT/results.tgz" -C "$OUT" work log.txt summary.json 2>/dev/null; rm -rf "$OUT/work" ;;
 verify)
     t0=$(date +%s)
     timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/flash tests/harness \
