@@ -48,7 +48,7 @@ kernels)
 candidates)
     shift
     timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/flash/test_gpu_harness.py \
-        -k cached_baselines > "$OUT/pytest_cache.txt" 2>&1
+        -k alongside > "$OUT/pytest_cache.txt" 2>&1
     echo "cache test: $(tail -1 "$OUT/pytest_cache.txt")"
     python3 $S/compare.py quick,short,d64 "$@" 2>&1 | tee "$OUT/compare.txt"
     python3 $S/device_run.py full_seed
