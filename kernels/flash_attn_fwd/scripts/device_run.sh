@@ -51,7 +51,7 @@ candidates)
         -k alongside > "$OUT/pytest_cache.txt" 2>&1
     echo "cache test: $(tail -1 "$OUT/pytest_cache.txt")"
     python3 $S/compare.py quick,short,d64 "$@" 2>&1 | tee "$OUT/compare.txt"
-    python3 $S/device_run.py full_seed
+    [[ -z "${KS_SKIP_SEED:-}" ]] && python3 $S/device_run.py full_seed
     win=$(python3 - "$@" <<'PY'
 import json, os, sys
 best = None
