@@ -165,6 +165,8 @@ def cmd_try(args) -> int:
 
     store = _store(args)
     info = store.session(args.session)
+    bank = _bank_for(args) if args.question else None
+    question = _bank_question(bank, args.question) if bank else None  # before any long run
     with store.lock(info.id):
         store.check(info.id)  # refuse a detached/dirty/locked worktree before a long harness run
         if args.result:
@@ -197,6 +199,7 @@ def cmd_try(args) -> int:
     if attempt is None:
         _unchanged(args, store.attempts(info.id)[-1])
         return EXIT_OK
+    _record_question(args, store, info.id, question, bank)
     if args.json:
         _dump({"attempt": attempt.to_dict(), "result": result})
     else:
@@ -204,6 +207,43 @@ def cmd_try(args) -> int:
         if result.get("message") and attempt.status != "correct":
             print(f"  {result['message']}")
     return EXIT_OK if attempt.status in ("correct", "unchecked") else EXIT_KERNEL_FAILED
+
+
+def _bank_for(args):
+    from ks_tui.paths import find_workspace, main_workspace
+    from ks_tui.questions import default_bank_path, load_bank
+
+    return load_bank(default_bank_path(main_workspace(find_workspace(args.workspace))))
+
+
+def _bank_question(bank, qid: str):
+    q = bank.get(qid)
+    if q is None:
+        raise KsError(f"unknown question id {qid!r} (see `ks questions list`)")
+    return q
+
+
+def _record_question(args, store, session_id: str, question, bank) -> None:
+    """The question bank's efficacy record: this attempt answered `question`; and every
+    earlier ask of the session that now has enough attempts after it gets its outcome."""
+    from ks_tui.paths import find_workspace, main_workspace
+    from ks_tui.questions import EfficacyStore, from_attempt_dict
+
+    if question is None and bank is None:
+        try:
+            bank = _bank_for(args)
+        except KsError:
+            return  # no readable bank: nothing to settle against
+    results = store.results(session_id)
+    history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in store.attempts(session_id)]
+    efficacy = EfficacyStore(main_workspace(find_workspace(args.workspace)), k=bank.config.efficacy_k)
+    try:
+        if question is not None:
+            efficacy.record_asked(session_id, question, point=None, history=history[:-1], chosen_by="human")
+        if question is not None or efficacy.path.exists():
+            efficacy.settle(session_id, history)
+    except OSError as e:  # the attempt is committed; only the statistics are behind
+        _say(f"warning: question record not written ({e})")
 
 
 def _session_for(store, args):

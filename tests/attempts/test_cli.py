@@ -99,14 +99,20 @@ def test_try_log_show_rollback_with_the_real_harness(tmp_path, git_env):
     assert again.returncode == 0 and "unchanged since attempt 1" in again.stdout
 
     kernel.write_text(kernel.read_text() + "\nthis is not C++;\n")
-    broken = ks("try", "--session", sid, "--check", "--quick", "--question", "q-layer", cwd=ws)
+    unknown = ks("try", "--session", sid, "--check", "--quick", "--question", "q-layer", cwd=ws)
+    bad_input(unknown, "unknown question id 'q-layer'")
+    broken = ks("try", "--session", sid, "--check", "--quick", "--question", "layer-overlap", cwd=ws)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert "compile_error" in broken.stdout
+    # The question this attempt answered goes into the bank's efficacy record.
+    stats = json.loads(ks("questions", "stats", "--json", cwd=ws).stdout)
+    assert stats["questions"]["layer-overlap"]["asked"] == 1
+    assert stats["questions"]["layer-overlap"]["settled"] == 0  # needs K attempts after it
 
     log = json.loads(ks("log", "--session", sid, "--json", cwd=ws).stdout)
     assert [(a["number"], a["status"], a["author"]) for a in log["attempts"]] == \
         [(1, "correct", "human"), (2, "compile_error", "human")]
-    assert log["attempts"][1]["question"] == "q-layer"
+    assert log["attempts"][1]["question"] == "layer-overlap"
 
     show = json.loads(ks("show", "2", "--session", sid, "--json", cwd=ws).stdout)
     assert "+this is not C++;" in show["diff"]
@@ -119,7 +125,7 @@ def test_try_log_show_rollback_with_the_real_harness(tmp_path, git_env):
     assert kernel.read_bytes() == seed
     history = git(ws, "log", f"ks/attention_cpu/{sid}", "--format=%B")
     assert "KS-Rollback-Of: 1" in history and "KS-Status: compile_error" in history
-    assert "KS-Question: q-layer" in history
+    assert "KS-Question: layer-overlap" in history
     assert git(ws, "status", "--porcelain") == ""
 
     listing = json.loads(ks("sessions", "--json", cwd=ws).stdout)["sessions"]

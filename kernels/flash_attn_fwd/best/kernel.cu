@@ -1,14 +1,27 @@
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
+// Persistent variant (v6 = v5 + v4's 192-row d64 tiles): one CTA per SM loops over tiles taken
+// from a global atomic counter.
 //
-// One thread block (CTA) owns 128 query rows of one (batch, head) and has three warpgroups:
-//   warpgroup 0: producer. One thread issues bulk tensor copies (TMA) of the Q tile once and
-//                of K and V tiles into a ring of shared-memory stages, each stage guarded by
+// A tile is 128 query rows (192 for d <= 64) of one (batch, head). A CTA has one producer
+// warpgroup plus one consumer warpgroup per 64 query rows:
+//   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), publishes each
+//                tile index to the consumers through a 2-slot shared-memory ring (mbarriers
+//                "tile full" / "tile empty"), and issues bulk tensor copies (TMA) of the tile's
+//                Q (into one of kQBufs Q buffers, each with "full"/"empty" mbarriers) and of its
+//                K and V tiles into a ring of shared-memory stages, each stage guarded by
 //                "full" mbarriers (the copy engine counts the bytes in) and an "empty" mbarrier
-//                (the consumers release it). It gives most of its registers away (setmaxnreg).
-//   warpgroups 1, 2: consumers, 64 query rows each. Per key tile: S = Q K^T by wgmma from
-//                shared memory, the online softmax in registers (exp2 with the scale folded in),
-//                then O += P V by wgmma with P taken straight from registers. The two
-//                consumers run independently, so one's softmax overlaps the other's matrix work.
+//                (the consumers release it). The K/V ring, the Q buffers and the tile slots keep
+//                their stage/phase counters across tiles, so the producer loads the next tile's
+//                Q, K and V while the consumers finish the current tile (last P V, epilogue).
+//                An index >= num_tiles is the sentinel that ends all three warpgroups.
+//                It gives most of its registers away (setmaxnreg).
+//   warpgroups 1..C: consumers, 64 query rows each (C = 2, or 3 for d <= 64). Per key tile:
+//                S = Q K^T by wgmma from shared memory, the online softmax in registers (exp2
+//                with the scale folded in), then O += P V by wgmma with P taken straight from
+//                registers. The consumers run independently, so one's softmax overlaps the
+//                others' matrix work. d64 has half the matrix work of d128 per key tile but the
+//                same softmax work, so it runs a third consumer (as FlashAttention-3 does).
+//                A consumer releases its Q buffer once the tile's last S = Q K^T has completed.
 //
 // Shared-memory tiles use the 128-byte swizzle on both sides: the TMA writes it and the wgmma
 // descriptors read it. A tile of R rows and Dp columns is stored as Dp/64 column panels of
@@ -18,7 +31,8 @@
 // d = 96 problem runs the d = 128 code with zero columns (they contribute nothing and are
 // never stored). Rows past s_q / s_k are zero-filled too; key columns past s_k are masked.
 // Causal masking is bottom-right aligned (query i sees key j when j <= i + s_k - s_q); a row
-// that sees no key gets zeros. GQA: query head h reads kv head h / (h_q / h_kv).
+// that sees no key gets zeros (a tile that sees no key block loads nothing and stores zeros).
+// GQA: query head h reads kv head h / (h_q / h_kv).
 
 #include <cuda.h>  // CUtensorMap and its enums (types only; the encoder comes via the runtime)
 #include <cuda_bf16.h>
@@ -30,22 +44,55 @@
 
 namespace {
 
-constexpr int kBlockM = 128;        // query rows per CTA (two consumer warpgroups x 64)
-constexpr int kThreads = 384;       // three warpgroups
-constexpr int kProducerRegs = 24;   // setmaxnreg budgets: 128*24 + 256*240 <= 64K registers
-constexpr int kConsumerRegs = 240;
+// Tile shape per padded head dim: consumer warpgroups (64 query rows each), keys per tile,
+// pipeline depth (shared memory bound), Q buffers and the setmaxnreg budgets.
+template <int Consumers, int BlockN, int Stages, int QBufs, int ProducerRegs, int ConsumerRegs>
+struct TileConfig {
+  static constexpr int kConsumers = Consumers;
+  static constexpr int kBlockM = 64 * Consumers;          // query rows per tile
+  static constexpr int kThreads = 128 * (Consumers + 1);  // + the producer warpgroup
+  static constexpr int kBlockN = BlockN, kStages = Stages, kQBufs = QBufs;
+  static constexpr int kProducerRegs = ProducerRegs, kConsumerRegs = ConsumerRegs;
+  // The CTA starts with 64K / kThreads registers per thread (rounded down to 8, as ptxas
+  // does); setmaxnreg.dec must go down from there, .inc up, and the sum must fit 64K.
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+  static_assert(128 * ProducerRegs + 128 * Consumers * ConsumerRegs <= 65536, "register file");
+  static_assert(ProducerRegs % 8 == 0 && ConsumerRegs % 8 == 0, "setmaxnreg needs multiples of 8");
+  static_assert(24 <= ProducerRegs && ProducerRegs <= kLaunchRegs, "setmaxnreg.dec range");
+  static_assert(kLaunchRegs <= ConsumerRegs && ConsumerRegs <= 256, "setmaxnreg.inc range");
+  static_assert(kBlockM <= 256 && BlockN <= 256, "TMA box rows <= 256");
+};
 
-// Tile shape per padded head dim: keys per tile and pipeline depth (shared memory bound).
 template <int Dp> struct Config;
-template <> struct Config<64>  { static constexpr int kBlockN = 128, kStages = 3; };
-template <> struct Config<128> { static constexpr int kBlockN = 128, kStages = 2; };
-template <> struct Config<256> { static constexpr int kBlockN = 64,  kStages = 2; };
+// kQBufs: Q buffers (2 lets the next tile's Q land while this tile still reads its own;
+// d256 has no room for a second 64 KB Q: 64 + 2 x 64 KB of K/V = 192 KB of 227 KB).
+// Producer budget 40: the persistent producer spills at 24.
+// d64: 192x128 tiles (3 consumers, 512 threads): 128*40 + 384*152 = 63488 <= 512*128.
+template <> struct Config<64>  : TileConfig<3, 128, 3, 2, 40, 152> {};
+// d96/d128/d256: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
+template <> struct Config<128> : TileConfig<2, 128, 2, 2, 40, 232> {};
+template <> struct Config<256> : TileConfig<2, 64,  2, 1, 40, 232> {};
+
+constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
+
+// Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
+template <int Dp> __host__ __device__ constexpr int num_barriers() {
+  return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots;
+}
 
 template <int Dp> constexpr int smem_bytes() {
-  constexpr int BN = Config<Dp>::kBlockN, S = Config<Dp>::kStages;
-  // Q + stages x (K + V) + barriers (3 per stage + 1) + slack to align the base to 1024
-  return kBlockM * Dp * 2 + S * 2 * BN * Dp * 2 + (3 * S + 1) * 8 + 1024;
+  constexpr int BM = Config<Dp>::kBlockM, BN = Config<Dp>::kBlockN, S = Config<Dp>::kStages,
+                QB = Config<Dp>::kQBufs;
+  // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
+  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp>() * 8 + kTileSlots * 4 + 1024;
 }
+static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
+                  smem_bytes<256>() <= 227 * 1024,
+              "shared memory per CTA");
+
+// Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.
+// The host zeroes it on the launch stream before every launch.
+__device__ unsigned int g_tile_counter;
 
 // ---- PTX wrappers: shared memory addresses, mbarriers, TMA ------------------------------
 
@@ -74,6 +121,16 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       "}\n" ::"r"(bar),
       "r"(parity)
       : "memory");
+}
+
+// Plain 32-bit shared-memory store / load (the tile-index slots; ordered by the mbarriers).
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
 }
 
 // 4-d tiled copy global -> shared, completing on an mbarrier. Coordinates innermost first:
@@ -368,208 +425,308 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float 
   }
 }
 
+// ---- work decomposition ----------------------------------------------------------------------
+// Tiles are (batch, head, kBlockM-row query block); bh = batch * h_q + head.
+// Non-causal (sec = 1): bh outer, query block inner, so the CTAs working at the same time share
+// a head's K/V through L2.
+// Causal: the tiles are cut into sections of `sec` consecutive bh (a multiple of the GQA group,
+// sized on the host so a section's K/V fits in a slice of L2); inside a section the query block
+// is outermost and descending (under the bottom-right mask the last query block sees the most
+// keys: heaviest first), then bh. Short sequences get one section (global heaviest-first), very
+// long ones one kv head per section (the order of a head-major schedule).
+struct Tile {
+  int m_block, head, batch, n_blocks;
+};
+
+template <int BN, int kBlockM>
+__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
+                                            int s_q, int s_k, int causal) {
+  const int per_sec = sec * num_m_blocks;
+  const int si = t / per_sec;
+  const int rem = t - si * per_sec;
+  const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
+  const int mi = rem / width;
+  const int bh = si * sec + (rem - mi * width);
+  Tile w;
+  w.m_block = causal ? num_m_blocks - 1 - mi : mi;
+  w.head = bh % h_q;
+  w.batch = bh / h_q;
+  int kv_end = s_k;
+  if (causal) kv_end = min(s_k, w.m_block * kBlockM + kBlockM + s_k - s_q);
+  w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+  return w;
+}
+
+// ---- the kernel --------------------------------------------------------------------------------
 template <typename T, int Dp, int kQkSteps>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                   const __grid_constant__ CUtensorMap tm_v, T* __restrict__ out, int s_q, int s_k,
-                  int h_q, int h_kv, int d, int causal, float scale_log2, int num_m_blocks) {
+                  int h_q, int h_kv, int d, int causal, float scale_log2, int num_m_blocks,
+                  int num_bh, int sec, int num_tiles) {
+  // Cfg::kBlockM / Cfg::kConsumers through a type alias, not new constexpr locals: extra locals
+  // renumber NVVM's values and change the d96/d128/d256 register allocation against v5.
+  using Cfg = Config<Dp>;
   constexpr int BN = Config<Dp>::kBlockN;
   constexpr int kStages = Config<Dp>::kStages;
+  constexpr int kQBufs = Config<Dp>::kQBufs;
   constexpr int kPanels = Dp / 64;
-  constexpr uint32_t kQBytes = kBlockM * Dp * 2;
+  constexpr uint32_t kQBytes = Cfg::kBlockM * Dp * 2;
   constexpr uint32_t kKVBytes = BN * Dp * 2;
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
-  const uint32_t sQ = base;
-  const uint32_t sK = sQ + kQBytes;                 // stage s at sK + s * kKVBytes
+  const uint32_t sQ = base;                         // buffer b at sQ + b * kQBytes
+  const uint32_t sK = sQ + kQBufs * kQBytes;        // stage s at sK + s * kKVBytes
   const uint32_t sV = sK + kStages * kKVBytes;      // stage s at sV + s * kKVBytes
-  const uint32_t bars = sV + kStages * kKVBytes;    // fullK[S], fullV[S], empty[S], q
+  const uint32_t bars = sV + kStages * kKVBytes;    // see num_barriers()
   auto full_k = [&](int s) { return bars + 8 * s; };
   auto full_v = [&](int s) { return bars + 8 * (kStages + s); };
   auto empty = [&](int s) { return bars + 8 * (2 * kStages + s); };
-  const uint32_t bar_q = bars + 8 * (3 * kStages);
-
-  // Heaviest causal blocks first: they set the tail of the schedule.
-  const int m_block = causal ? num_m_blocks - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y;
-  const int batch = blockIdx.z;
-  const int kv_head = head / (h_q / h_kv);
-  const int m0 = m_block * kBlockM;
+  auto q_full = [&](int b) { return bars + 8 * (3 * kStages + b); };
+  auto q_empty = [&](int b) { return bars + 8 * (3 * kStages + kQBufs + b); };
+  auto tile_full = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + i); };
+  auto tile_empty = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + kTileSlots + i); };
+  const uint32_t slots = bars + 8 * num_barriers<Dp>();  // kTileSlots x u32 tile index
   const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
-
-  int kv_end = s_k;
-  if (causal) kv_end = min(s_k, m0 + kBlockM + diag);
-  const int n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+  const int group = h_q / h_kv;
 
   const int warpgroup = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full_k(s), 1);
       mbar_init(full_v(s), 1);
-      mbar_init(empty(s), 8);  // one arrive per consumer warp
+      mbar_init(empty(s), 4 * Cfg::kConsumers);  // one arrive per consumer warp
     }
-    mbar_init(bar_q, 1);
+    for (int b = 0; b < kQBufs; ++b) {
+      mbar_init(q_full(b), 1);
+      mbar_init(q_empty(b), 4 * Cfg::kConsumers);  // per consumer warp, after the tile's last Q K^T
+    }
+    for (int i = 0; i < kTileSlots; ++i) {
+      mbar_init(tile_full(i), 1);
+      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the index
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
 
   if (warpgroup == 0) {
     // ------------------------------- producer ---------------------------------------------
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (threadIdx.x == 0 && n_blocks > 0) {
-      mbar_expect_tx(bar_q, kQBytes);
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Cfg::kProducerRegs));
+    if (threadIdx.x == 0) {
+      int stage = 0;          // K/V ring position and phase, carried across tiles
+      uint32_t phase = 0;
+      int q_buf = 0;          // Q buffer and phase, advanced per tile that loads Q
+      uint32_t q_phase = 0;
+      int slot = 0;           // tile-index slot and phase
+      uint32_t slot_phase = 0;
+      uint32_t tile = blockIdx.x;  // first tile without the atomic; then the counter
+      while (true) {
+        // Publish the tile (or the sentinel) to the consumers.
+        mbar_wait(tile_empty(slot), slot_phase ^ 1);
+        st_shared_u32(slots + 4 * slot, tile);
+        mbar_arrive(tile_full(slot));
+        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+        if (tile >= static_cast<uint32_t>(num_tiles)) break;
+
+        const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh,
+                                                     sec, h_q, s_q, s_k, causal);
+        if (w.n_blocks > 0) {  // a tile that sees no key loads nothing (consumers store zeros)
+          const int kv_head = w.head / group;
+          mbar_wait(q_empty(q_buf), q_phase ^ 1);
+          mbar_expect_tx(q_full(q_buf), kQBytes);
 #pragma unroll
-      for (int p = 0; p < kPanels; ++p)
-        tma_load(sQ + p * kBlockM * 128, &tm_q, bar_q, p * 64, head, m0, batch);
-      for (int i = 0; i < n_blocks; ++i) {
-        const int n = n_blocks - 1 - i;  // masked (diagonal / tail) tiles first
-        const int s = i % kStages;
-        mbar_wait(empty(s), ((i / kStages) & 1) ^ 1);
-        mbar_expect_tx(full_k(s), kKVBytes);
+          for (int p = 0; p < kPanels; ++p)
+            tma_load(sQ + q_buf * kQBytes + p * Cfg::kBlockM * 128, &tm_q, q_full(q_buf), p * 64,
+                     w.head, w.m_block * Cfg::kBlockM, w.batch);
+          if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
+          for (int i = 0; i < w.n_blocks; ++i) {
+            const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first
+            mbar_wait(empty(stage), phase ^ 1);
+            mbar_expect_tx(full_k(stage), kKVBytes);
 #pragma unroll
-        for (int p = 0; p < kPanels; ++p)
-          tma_load(sK + s * kKVBytes + p * BN * 128, &tm_k, full_k(s), p * 64, kv_head, n * BN, batch);
-        mbar_expect_tx(full_v(s), kKVBytes);
+            for (int p = 0; p < kPanels; ++p)
+              tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
+                       n * BN, w.batch);
+            mbar_expect_tx(full_v(stage), kKVBytes);
 #pragma unroll
-        for (int p = 0; p < kPanels; ++p)
-          tma_load(sV + s * kKVBytes + p * BN * 128, &tm_v, full_v(s), p * 64, kv_head, n * BN, batch);
+            for (int p = 0; p < kPanels; ++p)
+              tma_load(sV + stage * kKVBytes + p * BN * 128, &tm_v, full_v(stage), p * 64, kv_head,
+                       n * BN, w.batch);
+            if (++stage == kStages) { stage = 0; phase ^= 1; }
+          }
+        }
+        tile = atomicAdd(&g_tile_counter, 1u) + gridDim.x;
       }
     }
     return;
   }
 
   // --------------------------------- consumers --------------------------------------------
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-  const int cw = warpgroup - 1;             // which 64-row half of the Q tile
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Cfg::kConsumerRegs));
+  const int cw = warpgroup - 1;             // which 64-row slice of the Q tile
   const int warp = (threadIdx.x / 32) % 4;  // warp within the warpgroup: 16 rows each
   const int lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;     // accumulator fragment coordinates
-  const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8
 
-  float o_acc[Dp / 2];
+  int stage = 0;  // the same counters as the producer's, advanced in the same order
+  uint32_t phase = 0;
+  int q_buf = 0;
+  uint32_t q_phase = 0;
+  int slot = 0;
+  uint32_t slot_phase = 0;
+
+  while (true) {
+    mbar_wait(tile_full(slot), slot_phase);
+    const uint32_t tile = ld_shared_u32(slots + 4 * slot);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(tile_empty(slot));
+    if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+    if (tile >= static_cast<uint32_t>(num_tiles)) break;
+
+    const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec,
+                                                 h_q, s_q, s_k, causal);
+    const int n_blocks = w.n_blocks;
+    const int m0 = w.m_block * Cfg::kBlockM;
+    const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8
+
+    float o_acc[Dp / 2];
 #pragma unroll
-  for (int i = 0; i < Dp / 2; ++i) o_acc[i] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY};
-  float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
+    for (int i = 0; i < Dp / 2; ++i) o_acc[i] = 0.f;
+    float row_max[2] = {-INFINITY, -INFINITY};
+    float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
 
-  const uint32_t q_half = sQ + cw * 64 * 128;
-
-  if (n_blocks > 0) mbar_wait(bar_q, 0);
-  for (int i = 0; i < n_blocks; ++i) {
-    const int n = n_blocks - 1 - i;
-    const int s = i % kStages;
-    const uint32_t parity = (i / kStages) & 1;
-
-    // S = Q K^T
-    float s_acc[BN / 2];
-    mbar_wait(full_k(s), parity);
-    wgmma_fence();
-#pragma unroll
-    // The step count is a template parameter: a run-time test between wgmmas would make
-    // ptxas wait for each one at the branch.
-    for (int kk = 0; kk < kQkSteps; ++kk) {
-      const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-      const uint64_t da = smem_desc(q_half + (kk / 4) * kBlockM * 128 + off, 16, 1024);
-      const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
-      mma_qk<T, BN>(s_acc, da, db, kk > 0);
+    const int qb = q_buf;
+    const uint32_t q_half = sQ + qb * kQBytes + cw * 64 * 128;
+    if (n_blocks > 0) {
+      mbar_wait(q_full(qb), q_phase);
+      if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(s_acc);
 
-    // Mask the tile when it crosses the diagonal or the end of the keys.
-    const int col0 = n * BN;
-    const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
-    if (need_mask) {
+    for (int i = 0; i < n_blocks; ++i) {
+      const int n = n_blocks - 1 - i;
+      const int s = stage;
+      const uint32_t parity = phase;
+      if (++stage == kStages) { stage = 0; phase ^= 1; }
+
+      // S = Q K^T
+      float s_acc[BN / 2];
+      mbar_wait(full_k(s), parity);
+      wgmma_fence();
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
+      // The step count is a template parameter: a run-time test between wgmmas would make
+      // ptxas wait for each one at the branch.
+      for (int kk = 0; kk < kQkSteps; ++kk) {
+        const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+        const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
+        const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+        mma_qk<T, BN>(s_acc, da, db, kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(s_acc);
+      // The tile's last Q K^T has completed: the producer may load the next tile's Q here.
+      if (i == n_blocks - 1) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(q_empty(qb));
+      }
+
+      // Mask the tile when it crosses the diagonal or the end of the keys.
+      const int col0 = n * BN;
+      const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
+      if (need_mask) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = col0 + 8 * j + 2 * t + (e & 1);
-          const int row = row0 + (e >> 1) * 8;
-          const bool ok = col < s_k && (!causal || col <= row + diag);
-          if (!ok) s_acc[4 * j + e] = -INFINITY;
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = col0 + 8 * j + 2 * t + (e & 1);
+            const int row = row0 + (e >> 1) * 8;
+            const bool ok = col < s_k && (!causal || col <= row + diag);
+            if (!ok) s_acc[4 * j + e] = -INFINITY;
+          }
+        }
+      }
+
+      // Online softmax: new running max, rescale factor, probabilities in place.
+      float alpha[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = row_max[r];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+        // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
+        const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
+        alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
+        row_max[r] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
+          const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
+          s_acc[4 * j + 2 * r] = p0;
+          s_acc[4 * j + 2 * r + 1] = p1;
+          sum += p0 + p1;
+        }
+        row_sum[r] = row_sum[r] * alpha[r] + sum;
+      }
+#pragma unroll
+      for (int j = 0; j < Dp / 8; ++j) {
+        o_acc[4 * j + 0] *= alpha[0];
+        o_acc[4 * j + 1] *= alpha[0];
+        o_acc[4 * j + 2] *= alpha[1];
+        o_acc[4 * j + 3] *= alpha[1];
+      }
+
+      // P in the A-operand register layout: 16 keys per wgmma k-step.
+      uint32_t p_frag[BN / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
+        p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
+        p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
+        p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
+      }
+
+      // O += P V
+      mbar_wait(full_v(s), parity);
+      fence_regs(o_acc);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+        mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(o_acc);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(empty(s));
+    }
+
+    // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = row_sum[r];
+      l += __shfl_xor_sync(0xffffffff, l, 1);
+      l += __shfl_xor_sync(0xffffffff, l, 2);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const int row = row0 + 8 * r;
+      if (row < s_q) {
+        T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
+#pragma unroll
+        for (int j = 0; j < Dp / 8; ++j) {
+          const int col = 8 * j + 2 * t;
+          if (col < d)
+            *reinterpret_cast<uint32_t*>(dst + col) =
+                pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
         }
       }
     }
-
-    // Online softmax: new running max, rescale factor, probabilities in place.
-    float alpha[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-      // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
-      const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-      alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
-      row_max[r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
-        const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
-        s_acc[4 * j + 2 * r] = p0;
-        s_acc[4 * j + 2 * r + 1] = p1;
-        sum += p0 + p1;
-      }
-      row_sum[r] = row_sum[r] * alpha[r] + sum;
-    }
-#pragma unroll
-    for (int j = 0; j < Dp / 8; ++j) {
-      o_acc[4 * j + 0] *= alpha[0];
-      o_acc[4 * j + 1] *= alpha[0];
-      o_acc[4 * j + 2] *= alpha[1];
-      o_acc[4 * j + 3] *= alpha[1];
-    }
-
-    // P in the A-operand register layout: 16 keys per wgmma k-step.
-    uint32_t p_frag[BN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
-      p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
-      p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
-      p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
-    }
-
-    // O += P V
-    mbar_wait(full_v(s), parity);
-    fence_regs(o_acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
-      mma_pv<T, Dp>(o_acc, p_frag[kk], db);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(o_acc);
+    // Reconverge after the per-row stores: without it ptxas cannot prove the warp converged
+    // at the next tile's shuffles and adds a divergent copy of the softmax (BRA.DIV).
     __syncwarp();
-    if (lane == 0) mbar_arrive(empty(s));
-  }
-
-  // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_sum[r];
-    l += __shfl_xor_sync(0xffffffff, l, 1);
-    l += __shfl_xor_sync(0xffffffff, l, 2);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int row = row0 + 8 * r;
-    if (row < s_q) {
-      T* dst = out + ((static_cast<size_t>(batch) * s_q + row) * h_q + head) * static_cast<size_t>(d);
-#pragma unroll
-      for (int j = 0; j < Dp / 8; ++j) {
-        const int col = 8 * j + 2 * t;
-        if (col < d)
-          *reinterpret_cast<uint32_t*>(dst + col) =
-              pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
-      }
-    }
   }
 }
 
@@ -607,10 +764,36 @@ bool make_map(CUtensorMap* map, const void* ptr, int dtype, int b, int s, int h,
                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// Multiprocessors of the current device (one persistent CTA each).
+int num_sms() {
+  static const int n = [] {
+    int dev = 0, count = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      count = 0;
+    return count > 0 ? count : 132;
+  }();
+  return n;
+}
+
+// Device address of the tile counter (zeroed before each launch).
+void* tile_counter() {
+  static void* const p = [] {
+    void* a = nullptr;
+    if (cudaGetSymbolAddress(&a, g_tile_counter) != cudaSuccess) a = nullptr;
+    return a;
+  }();
+  return p;
+}
+
+// Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
+constexpr long long kSectionL2Bytes = 16ll << 20;
+
 template <typename T, int Dp, int kQkSteps>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
   constexpr int BN = Config<Dp>::kBlockN;
+  constexpr int kBlockM = Config<Dp>::kBlockM;
   CUtensorMap tq, tk, tv;
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
       !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN))
@@ -619,11 +802,30 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   static const cudaError_t attr = cudaFuncSetAttribute(
       attn_fwd_sm90<T, Dp, kQkSteps>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
+  void* counter = tile_counter();
+  if (counter == nullptr) return 4;
   const int num_m_blocks = (s_q + kBlockM - 1) / kBlockM;
-  const dim3 grid(num_m_blocks, h_q, b);
+  const long long bh = static_cast<long long>(h_q) * b;
+  const long long tiles = bh * num_m_blocks;
+  // Tile indices and the counter (which runs up to num_tiles + grid) stay inside an int.
+  if (tiles > (1ll << 30)) return 1;
+  const int num_tiles = static_cast<int>(tiles);
+  const int num_bh = static_cast<int>(bh);
+  int sec = 1;
+  if (causal) {
+    const int group = h_q / h_kv;
+    const long long kv_bytes = 2ll * s_k * d * 2;  // K and V of one kv head
+    long long kv_heads = kSectionL2Bytes / kv_bytes;
+    if (kv_heads < 1) kv_heads = 1;
+    const long long heads = kv_heads * group;
+    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
+  }
+  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
-  attn_fwd_sm90<T, Dp, kQkSteps><<<grid, kThreads, smem, stream>>>(tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q,
-                                                         h_kv, d, causal, scale_log2, num_m_blocks);
+  if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
+  attn_fwd_sm90<T, Dp, kQkSteps><<<grid, Config<Dp>::kThreads, smem, stream>>>(
+      tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
+      num_bh, sec, num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }
 

@@ -140,13 +140,12 @@ def quick_noise_phase() -> int:
 
 
 def kernels_quick_phase() -> int:
-    """Seed, best and the next candidate on the quick subset, in one process tree:
-    A (seed, baselines timed afresh), B (seed, cached baselines: the agent's loop noise),
-    best and candidate (cached baselines), then C (seed, baselines afresh again: the
-    baselines' own run-to-run spread)."""
+    """Seed and best on the quick subset, in one process tree: A (seed), B (seed with
+    A's cached baselines: the --cached-baselines loop), best, then C (seed again: the
+    run-to-run spread with baselines timed alongside)."""
     best = "kernels/flash_attn_fwd/best"
     steps = [("seed_a", []), ("seed_b", ["--cached-baselines"]),
-             ("best", ["--source", f"{best}/kernel.cu"]), ("v3_overlap", ["--source", f"{best}/v3_overlap.cu"]),
+             ("best", ["--source", f"{best}/kernel.cu"]),
              ("seed_c", [])]
     runs = {}
     for name, extra in steps:

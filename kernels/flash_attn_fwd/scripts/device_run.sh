@@ -6,8 +6,8 @@
 #   bash device_run.sh baselines  quick bench twice with fresh baseline timings (noise on the
 #                                 quick subset) -> SDPA layout check
 #   bash device_run.sh full       full bench twice (noise on all 182)
-#   bash device_run.sh kernels    quick subset: seed (fresh, cached, fresh baselines), best,
-#                                 best/v3_overlap.cu — loop noise and the next candidate
+#   bash device_run.sh kernels    quick subset: seed (baselines alongside, cached, alongside
+#                                 again) and best/kernel.cu — loop noise
 #   bash device_run.sh verify     gpu tests -> cuDNN time in 3 fresh processes (noise cause)
 #                                 -> kernels -> full bench of best/kernel.cu, baselines timed
 #   bash device_run.sh candidates NAME=FILE ...   baseline-cache gpu test -> the candidates on
