@@ -68,6 +68,13 @@ def ks(name: str, args: list[str], out_file: str | None = None, timeout: float =
     return result, wall
 
 
+def step(result: dict | None, wall: float) -> dict:
+    """What the summary keeps of one command."""
+    r = result or {}
+    return {"wall_s": wall, "timings": r.get("timings"), "correct": r.get("correct"),
+            "geomean": r.get("geomean_speedup"), "by_baseline": r.get("geomean_by_baseline")}
+
+
 def failures(result: dict) -> list[str]:
     return [f"{s['id']}: {(s.get('error') or {}).get('what', '')}" for s in result.get("scenarios", [])
             if not s.get("ok")]
@@ -129,10 +136,7 @@ def quick_noise_phase() -> int:
     a, wa = ks("quick_bench_a", ["bench", TASK, "--quick"], "quick_bench_a.json")
     b, wb = ks("quick_bench_b", ["bench", TASK, "--quick"], "quick_bench_b.json")
     for name, r, w in (("quick_bench_a", a, wa), ("quick_bench_b", b, wb)):
-        summary["steps"][name] = {"wall_s": w, "timings": (r or {}).get("timings"),
-                                  "correct": (r or {}).get("correct"),
-                                  "geomean": (r or {}).get("geomean_speedup"),
-                                  "by_baseline": (r or {}).get("geomean_by_baseline")}
+        summary["steps"][name] = step(r, w)
     if a and b and a.get("scenarios") and b.get("scenarios"):
         summary["noise_quick"] = noise(a, b)
     finish()
@@ -154,9 +158,7 @@ def kernels_quick_phase() -> int:
             continue
         r, w = ks(name, ["bench", TASK, "--quick", *extra], f"quick_{name}.json", timeout=max(30, left() - 10))
         runs[name] = r
-        summary["steps"][name] = {"wall_s": w, "timings": (r or {}).get("timings"),
-                                  "correct": (r or {}).get("correct"), "geomean": (r or {}).get("geomean_speedup"),
-                                  "by_baseline": (r or {}).get("geomean_by_baseline")}
+        summary["steps"][name] = step(r, w)
     for key, (x, y) in {"noise_cached_baselines": ("seed_a", "seed_b"),
                         "noise_fresh_baselines": ("seed_a", "seed_c")}.items():
         if runs.get(x) and runs.get(y) and runs[x].get("scenarios") and runs[y].get("scenarios"):
@@ -180,10 +182,8 @@ def quick_phase() -> int:
     #    (the agent's inner loop).
     r1, w1 = ks("quick_bench_first", ["bench", TASK, "--quick"], "quick_bench.json")
     r2, w2 = ks("quick_bench_cached", ["bench", TASK, "--quick"])
-    summary["steps"]["quick_bench_first"] = {"wall_s": w1, "timings": (r1 or {}).get("timings"),
-                                             "geomean": (r1 or {}).get("geomean_speedup")}
-    summary["steps"]["quick_bench_cached"] = {"wall_s": w2, "timings": (r2 or {}).get("timings"),
-                                              "geomean": (r2 or {}).get("geomean_speedup")}
+    summary["steps"]["quick_bench_first"] = step(r1, w1)
+    summary["steps"]["quick_bench_cached"] = step(r2, w2)
 
     finish()
     return 0
@@ -193,19 +193,14 @@ def full_phase() -> int:
     # 3. Full bench A (182 scenarios, every baseline timed), then B the same, for noise.
     a, wa = ks("full_bench_a", ["bench", TASK], "bench_full_a.json",
                timeout=max(60, left() - 20))
-    summary["steps"]["full_bench_a"] = {"wall_s": wa, "timings": (a or {}).get("timings"),
-                                        "correct": (a or {}).get("correct"),
-                                        "geomean": (a or {}).get("geomean_speedup"),
-                                        "by_baseline": (a or {}).get("geomean_by_baseline")}
+    summary["steps"]["full_bench_a"] = step(a, wa)
     if a and a.get("status") != "correct":
         log("full bench A not correct: " + "; ".join(failures(a)[:10]))
     need = (wa or 0) + 15
     if a and left() > need:
         b, wb = ks("full_bench_b", ["bench", TASK], "bench_full_b.json",
                    timeout=max(60, left() - 10))
-        summary["steps"]["full_bench_b"] = {"wall_s": wb, "timings": (b or {}).get("timings"),
-                                            "correct": (b or {}).get("correct"),
-                                            "geomean": (b or {}).get("geomean_speedup")}
+        summary["steps"]["full_bench_b"] = step(b, wb)
         if b and a.get("scenarios") and b.get("scenarios"):
             summary["noise"] = noise(a, b)
     else:
@@ -217,10 +212,7 @@ def full_phase() -> int:
 def full_seed_phase() -> int:
     """One full bench of the seed (issue 3's number), baselines timed alongside."""
     r, w = ks("full_bench_seed", ["bench", TASK], "bench_full_seed.json", timeout=max(60, left() - 10))
-    summary["steps"]["full_bench_seed"] = {"wall_s": w, "timings": (r or {}).get("timings"),
-                                           "correct": (r or {}).get("correct"),
-                                           "geomean": (r or {}).get("geomean_speedup"),
-                                           "by_baseline": (r or {}).get("geomean_by_baseline")}
+    summary["steps"]["full_bench_seed"] = step(r, w)
     finish()
     return 0
 
@@ -234,10 +226,7 @@ def full_best_phase() -> int:
         return 0
     r, w = ks("full_bench_best", ["bench", TASK, "--source", src],
               "bench_full_best.json", timeout=max(60, left() - 10))
-    summary["steps"]["full_bench_best"] = {"wall_s": w, "timings": (r or {}).get("timings"),
-                                           "correct": (r or {}).get("correct"),
-                                           "geomean": (r or {}).get("geomean_speedup"),
-                                           "by_baseline": (r or {}).get("geomean_by_baseline")}
+    summary["steps"]["full_bench_best"] = step(r, w)
     if r and r.get("status") != "correct":
         log("full bench of best not correct: " + "; ".join(failures(r)[:10]))
     finish()
