@@ -1,3 +1,6 @@
+// v8 (session 3, attempt 2): v6 with FlashAttention-3's loop order for d96/d128 — S_{i+1} and P_i.V_i issued
+// together, softmax i+1 while P_i.V_i runs — and separate K / V 'empty' barriers (K released after its QK).
+// H200, full 182-scenario grid: 1.001x the fastest baseline, 182/182 correct (results/2026-12-03-h200-fa3order-full-bench.json).
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 // Persistent variant (v6 = v5 + v4's 192-row d64 tiles): one CTA per SM loops over tiles taken
 // from a global atomic counter.
@@ -77,7 +80,8 @@ constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to 
 
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
 template <int Dp> __host__ __device__ constexpr int num_barriers() {
-  return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots;
+  // Dp 128 (FA3 loop order) adds emptyV[S] at the end: K and V of a stage are released apart.
+  return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots + (Dp == 128 ? Config<Dp>::kStages : 0);
 }
 
 template <int Dp> constexpr int smem_bytes() {
@@ -425,6 +429,29 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float 
   }
 }
 
+
+// ---- FA3-order consumer loop helpers (2-consumer configs only) ------------------------------
+// Named barrier of one warpgroup (id 0 is __syncthreads).
+__device__ __forceinline__ void named_sync(uint32_t id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Returns `id` (min(max(x, id), id) == id for unsigned x), but computed from the row sums,
+// so an instruction that uses it cannot be scheduled before the softmax has finished.
+__device__ __forceinline__ uint32_t after_softmax_barrier_id(const float (&row_sum)[2], uint32_t id) {
+  uint32_t r;
+  asm volatile("max.u32 %0, %1, %2;\nmin.u32 %0, %0, %2;\n"
+               : "=r"(r)
+               : "r"(__float_as_uint(row_sum[0]) ^ __float_as_uint(row_sum[1])), "r"(id));
+  return r;
+}
+template <int R, int C>
+__device__ __forceinline__ void fence_frag(uint32_t (&r)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int k = 0; k < C; ++k) asm volatile("" : "+r"(r[i][k])::"memory");
+}
+
 // ---- work decomposition ----------------------------------------------------------------------
 // Tiles are (batch, head, kBlockM-row query block); bh = batch * h_q + head.
 // Non-causal (sec = 1): bh outer, query block inner, so the CTAs working at the same time share
@@ -487,6 +514,8 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
   auto q_empty = [&](int b) { return bars + 8 * (3 * kStages + kQBufs + b); };
   auto tile_full = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + i); };
   auto tile_empty = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + kTileSlots + i); };
+  // Dp 128: empty(s) guards K of stage s only, empty_v(s) its V.
+  auto empty_v = [&](int s) { return bars + 8 * (3 * kStages + 2 * kQBufs + 2 * kTileSlots + s); };
   const uint32_t slots = bars + 8 * num_barriers<Dp>();  // kTileSlots x u32 tile index
   const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
   const int group = h_q / h_kv;
@@ -497,6 +526,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
       mbar_init(full_k(s), 1);
       mbar_init(full_v(s), 1);
       mbar_init(empty(s), 4 * Cfg::kConsumers);  // one arrive per consumer warp
+      if constexpr (Dp == 128) mbar_init(empty_v(s), 4 * Cfg::kConsumers);
     }
     for (int b = 0; b < kQBufs; ++b) {
       mbar_init(q_full(b), 1);
@@ -548,6 +578,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
             for (int p = 0; p < kPanels; ++p)
               tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
                        n * BN, w.batch);
+            if constexpr (Dp == 128) mbar_wait(empty_v(stage), phase ^ 1);
             mbar_expect_tx(full_v(stage), kKVBytes);
 #pragma unroll
             for (int p = 0; p < kPanels; ++p)
@@ -603,106 +634,261 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
       if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
 
-    for (int i = 0; i < n_blocks; ++i) {
-      const int n = n_blocks - 1 - i;
-      const int s = stage;
-      const uint32_t parity = phase;
-      if (++stage == kStages) { stage = 0; phase ^= 1; }
+    if constexpr (Dp == 128) {  // d96, d128 (d256 with this loop spills 16 bytes: kept on v6's loop)
+      // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
+      // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
+      // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
+      // P_i V_i, releases stage i (both of its wgmmas have completed), rescales O and packs
+      // P_{i+1}. One S accumulator is live during the softmax (O + S + P: 0 spills at 232
+      // registers). d256 stays on v6's loop below: with this order it spills 16 bytes.
+      if (n_blocks > 0) {
+        float s_acc[BN / 2];
+        uint32_t p_frag[BN / 16][4];
+        float alpha[2];
+        // S = Q K^T for the K tile in stage st (issued and committed, not waited for). The step
+        // count is a template parameter: a run-time test between wgmmas would make ptxas wait
+        // for each one at the branch.
+        auto issue_qk = [&](int st) {
+#pragma unroll
+          for (int kk = 0; kk < kQkSteps; ++kk) {
+            const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+            const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
+            const uint64_t db = smem_desc(sK + st * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+            mma_qk<T, BN>(s_acc, da, db, kk > 0);
+          }
+          wgmma_commit();
+        };
+        // O += P V for the V tile in stage st (issued and committed, not waited for).
+        auto issue_pv = [&](int st) {
+#pragma unroll
+          for (int kk = 0; kk < BN / 16; ++kk) {
+            const uint64_t db = smem_desc(sV + st * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+            mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+          }
+          wgmma_commit();
+        };
+        // Mask the tile when it crosses the diagonal or the end of the keys.
+        auto mask = [&](int n) {
+          const int col0 = n * BN;
+          const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
+          if (need_mask) {
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int col = col0 + 8 * j + 2 * t + (e & 1);
+                const int row = row0 + (e >> 1) * 8;
+                const bool ok = col < s_k && (!causal || col <= row + diag);
+                if (!ok) s_acc[4 * j + e] = -INFINITY;
+              }
+            }
+          }
+        };
+        // Online softmax: new running max, rescale factor, probabilities in place.
+        auto softmax = [&] {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            float mx = row_max[r];
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+            // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
+            const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
+            alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
+            row_max[r] = mx;
+            float sum = 0.f;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+              const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
+              const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
+              s_acc[4 * j + 2 * r] = p0;
+              s_acc[4 * j + 2 * r + 1] = p1;
+              sum += p0 + p1;
+            }
+            row_sum[r] = row_sum[r] * alpha[r] + sum;
+          }
+        };
+        // P in the A-operand register layout: 16 keys per wgmma k-step.
+        auto to_p = [&] {
+#pragma unroll
+          for (int kk = 0; kk < BN / 16; ++kk) {
+            p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
+            p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
+            p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
+            p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
+          }
+        };
+        auto release = [&](uint32_t bar) {
+          __syncwarp();
+          if (lane == 0) mbar_arrive(bar);
+        };
 
-      // S = Q K^T
-      float s_acc[BN / 2];
-      mbar_wait(full_k(s), parity);
-      wgmma_fence();
-#pragma unroll
-      // The step count is a template parameter: a run-time test between wgmmas would make
-      // ptxas wait for each one at the branch.
-      for (int kk = 0; kk < kQkSteps; ++kk) {
-        const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-        const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
-        const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
-        mma_qk<T, BN>(s_acc, da, db, kk > 0);
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_regs(s_acc);
-      // The tile's last Q K^T has completed: the producer may load the next tile's Q here.
-      if (i == n_blocks - 1) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(q_empty(qb));
-      }
+        // First key block (the diagonal / tail one): scores, softmax, P. O is zero, so no rescale.
+        int s = stage;
+        uint32_t parity = phase;
+        if (++stage == kStages) { stage = 0; phase ^= 1; }
+        mbar_wait(full_k(s), parity);
+        wgmma_fence();
+        issue_qk(s);
+        wgmma_wait<0>();
+        fence_regs(s_acc);
+        release(empty(s));  // K of this stage: its Q K^T has completed
+        mask(n_blocks - 1);
+        softmax();
+        to_p();
 
-      // Mask the tile when it crosses the diagonal or the end of the keys.
-      const int col0 = n * BN;
-      const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
-      if (need_mask) {
+        // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.
+        for (int i = 1; i < n_blocks; ++i) {
+          const int prev = s;
+          const uint32_t prev_parity = parity;
+          s = stage;
+          parity = phase;
+          if (++stage == kStages) { stage = 0; phase ^= 1; }
+          const int n = n_blocks - 1 - i;
+          mbar_wait(full_k(s), parity);
+          mbar_wait(full_v(prev), prev_parity);
+          fence_regs(o_acc);
+          wgmma_fence();
+          issue_qk(s);
+          issue_pv(prev);
+          wgmma_wait<1>();  // S_i has completed; P_{i-1} V_{i-1} may still run
+          fence_regs(s_acc);
+          release(empty(s));  // K of this stage: its Q K^T has completed
+          mask(n);
+          softmax();
+          // ptxas hoists a plain wgmma.wait_group above independent work; a barrier of this
+          // warpgroup whose id it must compute from the row sums (always 1 + cw) keeps the
+          // whole softmax ahead of the wait, so it overlaps this warpgroup's P V product.
+          named_sync(after_softmax_barrier_id(row_sum, 1 + cw), 128);
+          wgmma_wait<0>();
+          fence_regs(o_acc);
+          fence_frag(p_frag);
+          release(empty_v(prev));  // V of the previous stage: P_{i-1} V_{i-1} has completed
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
+          for (int j = 0; j < Dp / 8; ++j) {
+            o_acc[4 * j + 0] *= alpha[0];
+            o_acc[4 * j + 1] *= alpha[0];
+            o_acc[4 * j + 2] *= alpha[1];
+            o_acc[4 * j + 3] *= alpha[1];
+          }
+          to_p();
+        }
+        // Every S = Q K^T of this tile has completed: the producer may load the next tile's Q.
+        release(q_empty(qb));
+        // Last P V.
+        mbar_wait(full_v(s), parity);
+        fence_regs(o_acc);
+        wgmma_fence();
+        issue_pv(s);
+        wgmma_wait<0>();
+        fence_regs(o_acc);
+        fence_frag(p_frag);
+        release(empty_v(s));
+      }
+    } else {
+      for (int i = 0; i < n_blocks; ++i) {
+        const int n = n_blocks - 1 - i;
+        const int s = stage;
+        const uint32_t parity = phase;
+        if (++stage == kStages) { stage = 0; phase ^= 1; }
+
+        // S = Q K^T
+        float s_acc[BN / 2];
+        mbar_wait(full_k(s), parity);
+        wgmma_fence();
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int col = col0 + 8 * j + 2 * t + (e & 1);
-            const int row = row0 + (e >> 1) * 8;
-            const bool ok = col < s_k && (!causal || col <= row + diag);
-            if (!ok) s_acc[4 * j + e] = -INFINITY;
+        // The step count is a template parameter: a run-time test between wgmmas would make
+        // ptxas wait for each one at the branch.
+        for (int kk = 0; kk < kQkSteps; ++kk) {
+          const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+          const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
+          const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+          mma_qk<T, BN>(s_acc, da, db, kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(s_acc);
+        // The tile's last Q K^T has completed: the producer may load the next tile's Q here.
+        if (i == n_blocks - 1) {
+          __syncwarp();
+          if (lane == 0) mbar_arrive(q_empty(qb));
+        }
+
+        // Mask the tile when it crosses the diagonal or the end of the keys.
+        const int col0 = n * BN;
+        const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
+        if (need_mask) {
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int col = col0 + 8 * j + 2 * t + (e & 1);
+              const int row = row0 + (e >> 1) * 8;
+              const bool ok = col < s_k && (!causal || col <= row + diag);
+              if (!ok) s_acc[4 * j + e] = -INFINITY;
+            }
           }
         }
-      }
 
-      // Online softmax: new running max, rescale factor, probabilities in place.
-      float alpha[2];
+        // Online softmax: new running max, rescale factor, probabilities in place.
+        float alpha[2];
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = row_max[r];
+        for (int r = 0; r < 2; ++r) {
+          float mx = row_max[r];
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-        // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
-        const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-        alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
-        row_max[r] = mx;
-        float sum = 0.f;
+          for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+          // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
+          const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
+          alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
+          row_max[r] = mx;
+          float sum = 0.f;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
-          const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
-          s_acc[4 * j + 2 * r] = p0;
-          s_acc[4 * j + 2 * r + 1] = p1;
-          sum += p0 + p1;
+          for (int j = 0; j < BN / 8; ++j) {
+            const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
+            const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
+            s_acc[4 * j + 2 * r] = p0;
+            s_acc[4 * j + 2 * r + 1] = p1;
+            sum += p0 + p1;
+          }
+          row_sum[r] = row_sum[r] * alpha[r] + sum;
         }
-        row_sum[r] = row_sum[r] * alpha[r] + sum;
-      }
 #pragma unroll
-      for (int j = 0; j < Dp / 8; ++j) {
-        o_acc[4 * j + 0] *= alpha[0];
-        o_acc[4 * j + 1] *= alpha[0];
-        o_acc[4 * j + 2] *= alpha[1];
-        o_acc[4 * j + 3] *= alpha[1];
+        for (int j = 0; j < Dp / 8; ++j) {
+          o_acc[4 * j + 0] *= alpha[0];
+          o_acc[4 * j + 1] *= alpha[0];
+          o_acc[4 * j + 2] *= alpha[1];
+          o_acc[4 * j + 3] *= alpha[1];
+        }
+
+        // P in the A-operand register layout: 16 keys per wgmma k-step.
+        uint32_t p_frag[BN / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
+          p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
+          p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
+          p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
+        }
+
+        // O += P V
+        mbar_wait(full_v(s), parity);
+        fence_regs(o_acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+          mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(o_acc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty(s));
       }
 
-      // P in the A-operand register layout: 16 keys per wgmma k-step.
-      uint32_t p_frag[BN / 16][4];
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
-        p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
-        p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
-        p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
-      }
-
-      // O += P V
-      mbar_wait(full_v(s), parity);
-      fence_regs(o_acc);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
-        mma_pv<T, Dp>(o_acc, p_frag[kk], db);
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_regs(o_acc);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(empty(s));
     }
 
     // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
