@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 
 
 # The task's seed, the fastest kernel so far, and the next candidate (kept compilable).
-KERNELS = ["kernel.cu", "best/kernel.cu", "best/next_fa3order.cu"]
+KERNELS = ["kernel.cu", "best/kernel.cu", "best/next_tmastore.cu", "best/next_tmastore2.cu"]
 
 
 @pytest.fixture(scope="module", params=KERNELS)

@@ -13,6 +13,8 @@
 #   bash device_run.sh candidates NAME=FILE ...   baseline-cache gpu test -> the candidates on
 #                                 the quick, short and d64 subsets -> full bench of the seed ->
 #                                 full bench of the candidate with the best quick geomean
+#                                 (KS_SUBSETS=quick,d256 picks the subsets, KS_SKIP_SEED=1 and
+#                                 KS_SKIP_CACHE_TEST=1 skip those steps)
 # Results are packed into $OUT/results.tgz (the device returns only a few files).
 set -uo pipefail
 MODE=${1:-all}
@@ -47,10 +49,12 @@ kernels)
     python3 $S/device_run.py kernels_quick ;;
 candidates)
     shift
-    timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/flash/test_gpu_harness.py \
-        -k alongside > "$OUT/pytest_cache.txt" 2>&1
-    echo "cache test: $(tail -1 "$OUT/pytest_cache.txt")"
-    python3 $S/compare.py quick,short,d64 "$@" 2>&1 | tee "$OUT/compare.txt"
+    if [[ -z "${KS_SKIP_CACHE_TEST:-}" ]]; then
+        timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/flash/test_gpu_harness.py \
+            -k alongside > "$OUT/pytest_cache.txt" 2>&1
+        echo "cache test: $(tail -1 "$OUT/pytest_cache.txt")"
+    fi
+    python3 $S/compare.py "${KS_SUBSETS:-quick,short,d64}" "$@" 2>&1 | tee "$OUT/compare.txt"
     [[ -z "${KS_SKIP_SEED:-}" ]] && python3 $S/device_run.py full_seed
     win=$(python3 - "$@" <<'PY'
 import json, os, sys

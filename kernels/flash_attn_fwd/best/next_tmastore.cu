@@ -1,5 +1,10 @@
-// CANDIDATE (next_combo.cu): next_fa3all.cu (FA3 loop order for every head dim) + next_tmastore.cu's O epilogue
-// (d64/d96/d128: O staged in the tile's Q buffer, TMA bulk tensor store; d256 unchanged). Compile-checked only.
+// CANDIDATE (next_tmastore.cu): next_fa3order.cu (= v8, best/kernel.cu since 6d41af2) with the d64/d96/d128
+// O epilogue through shared memory: O staged 128B-swizzled in the tile's own Q buffer, one TMA bulk tensor store
+// per 64-column panel, Q released once the store has read it; d256 unchanged. Compile-checked only, not run on a GPU.
+// CANDIDATE (next_fa3order.cu): v6 (best/kernel.cu) with FA3's loop order for d96/d128 — S_{i+1} and P_i.V_i issued
+// together, softmax i+1 while P_i.V_i runs — and separate K / V 'empty' barriers (K released after its QK).
+// Compile-checked only (nvcc 13.0, sm_90a: 0 spills; SASS read); d64 and d256 compile to v6's exact instructions.
+// NOT YET RUN ON A GPU: correctness and speed unmeasured.
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 // Persistent variant (v6 = v5 + v4's 192-row d64 tiles): one CTA per SM loops over tiles taken
 // from a global atomic counter.
@@ -74,7 +79,7 @@ template <int Dp> struct Config;
 // d256 has no room for a second 64 KB Q: 64 + 2 x 64 KB of K/V = 192 KB of 227 KB).
 // Producer budget 40: the persistent producer spills at 24.
 // d64: 192x128 tiles (3 consumers, 512 threads): 128*40 + 384*152 = 63488 <= 512*128.
-template <> struct Config<64>  : TileConfig<3, 128, 3, 2, 32, 160> {};  // 32 + 3 x 160 registers x 128 = 64K
+template <> struct Config<64>  : TileConfig<3, 128, 3, 2, 40, 152> {};
 // d96/d128/d256: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
 template <> struct Config<128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 template <> struct Config<256> : TileConfig<2, 64,  2, 1, 40, 232> {};
@@ -85,12 +90,9 @@ constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to 
 constexpr uint32_t kEpilogueBarrier = 4;
 
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
-// Which head dims run the FA3 loop order (and so release K and V of a stage apart).
-template <int Dp> constexpr bool kFa3Order = true;
-
 template <int Dp> __host__ __device__ constexpr int num_barriers() {
   // Dp 128 (FA3 loop order) adds emptyV[S] at the end: K and V of a stage are released apart.
-  return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots + (kFa3Order<Dp> ? Config<Dp>::kStages : 0);
+  return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots + (Dp == 128 ? Config<Dp>::kStages : 0);
 }
 
 template <int Dp> constexpr int smem_bytes() {
@@ -565,7 +567,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
       mbar_init(full_k(s), 1);
       mbar_init(full_v(s), 1);
       mbar_init(empty(s), 4 * Cfg::kConsumers);  // one arrive per consumer warp
-      if constexpr (kFa3Order<Dp>) mbar_init(empty_v(s), 4 * Cfg::kConsumers);
+      if constexpr (Dp == 128) mbar_init(empty_v(s), 4 * Cfg::kConsumers);
     }
     for (int b = 0; b < kQBufs; ++b) {
       mbar_init(q_full(b), 1);
@@ -619,7 +621,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
             for (int p = 0; p < kPanels; ++p)
               tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
                        n * BN, w.batch);
-            if constexpr (kFa3Order<Dp>) mbar_wait(empty_v(stage), phase ^ 1);
+            if constexpr (Dp == 128) mbar_wait(empty_v(stage), phase ^ 1);
             mbar_expect_tx(full_v(stage), kKVBytes);
 #pragma unroll
             for (int p = 0; p < kPanels; ++p)
@@ -686,7 +688,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
       if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
 
-    if constexpr (kFa3Order<Dp>) {
+    if constexpr (Dp == 128) {  // d96, d128 (d256 with this loop spills 16 bytes: kept on v6's loop)
       // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
       // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
       // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
@@ -827,9 +829,6 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
           }
           to_p();
         }
-        // d256 (one Q buffer): every S = Q K^T of this tile has completed, the producer may load
-        // the next tile's Q. With two Q buffers the O store releases it (release_staged).
-        if constexpr (kQBufs < 2) release(q_empty(qb));
         // Last P V.
         mbar_wait(full_v(s), parity);
         fence_regs(o_acc);

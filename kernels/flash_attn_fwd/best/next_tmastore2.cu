@@ -1,6 +1,5 @@
-// CANDIDATE (next_fa3all.cu): v8 (best/kernel.cu) with the FA3 loop order for every head dim. d64 (3 consumers) needs
-// 160 registers for it (at 152: C7512, wgmma serialised), so its producer gets 32 (16 B of producer spills); d256
-// spills 28 B per tile outside the key-block loop. Compile-checked only; not yet run on a GPU.
+// CANDIDATE (next_tmastore2.cu): next_tmastore.cu with O staged in its own shared-memory buffer instead of the
+// tile's Q buffer, so Q goes back to the producer after the tile's last Q K^T again (as v8). Compile-checked only.
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 // Persistent variant (v6 = v5 + v4's 192-row d64 tiles): one CTA per SM loops over tiles taken
 // from a global atomic counter.
@@ -25,6 +24,10 @@
 //                others' matrix work. d64 has half the matrix work of d128 per key tile but the
 //                same softmax work, so it runs a third consumer (as FlashAttention-3 does).
 //                A consumer releases its Q buffer once the tile's last S = Q K^T has completed.
+//                Epilogue (d <= 128): a consumer writes its normalised O rows into its slice of an
+//                O staging buffer and one thread stores them with TMA (the next tile's epilogue
+//                first waits until that store has read the slice). d256 (no room for the buffer)
+//                stores O from registers.
 //
 // Shared-memory tiles use the 128-byte swizzle on both sides: the TMA writes it and the wgmma
 // descriptors read it. A tile of R rows and Dp columns is stored as Dp/64 column panels of
@@ -71,27 +74,29 @@ template <int Dp> struct Config;
 // d256 has no room for a second 64 KB Q: 64 + 2 x 64 KB of K/V = 192 KB of 227 KB).
 // Producer budget 40: the persistent producer spills at 24.
 // d64: 192x128 tiles (3 consumers, 512 threads): 128*40 + 384*152 = 63488 <= 512*128.
-template <> struct Config<64>  : TileConfig<3, 128, 3, 2, 32, 160> {};  // 32 + 3 x 160 registers x 128 = 64K
+template <> struct Config<64>  : TileConfig<3, 128, 3, 2, 40, 152> {};
 // d96/d128/d256: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
 template <> struct Config<128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 template <> struct Config<256> : TileConfig<2, 64,  2, 1, 40, 232> {};
 
 constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
+// Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
+// (0 is __syncthreads; 1 + cw is the FA3-order loop's softmax barrier in next_fa3order.cu).
+constexpr uint32_t kEpilogueBarrier = 4;
 
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
-// Which head dims run the FA3 loop order (and so release K and V of a stage apart).
-template <int Dp> constexpr bool kFa3Order = true;
-
 template <int Dp> __host__ __device__ constexpr int num_barriers() {
   // Dp 128 (FA3 loop order) adds emptyV[S] at the end: K and V of a stage are released apart.
-  return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots + (kFa3Order<Dp> ? Config<Dp>::kStages : 0);
+  return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots + (Dp == 128 ? Config<Dp>::kStages : 0);
 }
 
 template <int Dp> constexpr int smem_bytes() {
   constexpr int BM = Config<Dp>::kBlockM, BN = Config<Dp>::kBlockN, S = Config<Dp>::kStages,
                 QB = Config<Dp>::kQBufs;
   // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
-  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp>() * 8 + kTileSlots * 4 + 1024;
+  // + the O staging buffer (kBlockM x Dp) where there are two Q buffers (d <= 128)
+  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + (QB >= 2 ? BM * Dp * 2 : 0) + num_barriers<Dp>() * 8 +
+         kTileSlots * 4 + 1024;
 }
 static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
                   smem_bytes<256>() <= 227 * 1024,
@@ -149,6 +154,35 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, u
       " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
+}
+
+// 4-d tiled copy shared -> global (bulk-group completion), same coordinates as tma_load. Rows
+// and columns outside the tensor (row >= s_q of the batch, column >= d) are not written.
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, int c0, int c1,
+                                          int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+      ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Until at most N of this thread's bulk groups are pending: .read only until their shared-memory
+// sources have been read (the buffer may be reused), plain until the writes are done.
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N> __device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Makes this thread's generic-proxy shared-memory writes visible to the async proxy (TMA).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Named barrier of the 128 threads of one warpgroup.
+__device__ __forceinline__ void bar_sync_wg(uint32_t id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 
 // ---- wgmma ------------------------------------------------------------------------------
@@ -491,7 +525,8 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
 template <typename T, int Dp, int kQkSteps>
 __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                  const __grid_constant__ CUtensorMap tm_v, T* __restrict__ out, int s_q, int s_k,
+                  const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
+                  T* __restrict__ out, int s_q, int s_k,
                   int h_q, int h_kv, int d, int causal, float scale_log2, int num_m_blocks,
                   int num_bh, int sec, int num_tiles) {
   // Cfg::kBlockM / Cfg::kConsumers through a type alias, not new constexpr locals: extra locals
@@ -509,7 +544,8 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
   const uint32_t sQ = base;                         // buffer b at sQ + b * kQBytes
   const uint32_t sK = sQ + kQBufs * kQBytes;        // stage s at sK + s * kKVBytes
   const uint32_t sV = sK + kStages * kKVBytes;      // stage s at sV + s * kKVBytes
-  const uint32_t bars = sV + kStages * kKVBytes;    // see num_barriers()
+  const uint32_t sO = sV + kStages * kKVBytes;      // O staging (kQBufs >= 2), like one Q buffer
+  const uint32_t bars = sO + (kQBufs >= 2 ? kQBytes : 0);  // see num_barriers()
   auto full_k = [&](int s) { return bars + 8 * s; };
   auto full_v = [&](int s) { return bars + 8 * (kStages + s); };
   auto empty = [&](int s) { return bars + 8 * (2 * kStages + s); };
@@ -529,10 +565,12 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
       mbar_init(full_k(s), 1);
       mbar_init(full_v(s), 1);
       mbar_init(empty(s), 4 * Cfg::kConsumers);  // one arrive per consumer warp
-      if constexpr (kFa3Order<Dp>) mbar_init(empty_v(s), 4 * Cfg::kConsumers);
+      if constexpr (Dp == 128) mbar_init(empty_v(s), 4 * Cfg::kConsumers);
     }
     for (int b = 0; b < kQBufs; ++b) {
       mbar_init(q_full(b), 1);
+      // kQBufs >= 2: one arrive per consumer warpgroup, once its TMA store of O has read the
+      // buffer; kQBufs 1 (d256): per consumer warp, after the tile's last Q K^T.
       mbar_init(q_empty(b), 4 * Cfg::kConsumers);  // per consumer warp, after the tile's last Q K^T
     }
     for (int i = 0; i < kTileSlots; ++i) {
@@ -581,7 +619,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
             for (int p = 0; p < kPanels; ++p)
               tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
                        n * BN, w.batch);
-            if constexpr (kFa3Order<Dp>) mbar_wait(empty_v(stage), phase ^ 1);
+            if constexpr (Dp == 128) mbar_wait(empty_v(stage), phase ^ 1);
             mbar_expect_tx(full_v(stage), kKVBytes);
 #pragma unroll
             for (int p = 0; p < kPanels; ++p)
@@ -637,7 +675,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
       if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
 
-    if constexpr (kFa3Order<Dp>) {
+    if constexpr (Dp == 128) {  // d96, d128 (d256 with this loop spills 16 bytes: kept on v6's loop)
       // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
       // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
       // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
@@ -894,28 +932,82 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
 
     }
 
-    // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
+    if constexpr (kQBufs >= 2) {
+      if (n_blocks > 0) {
+        // Epilogue through shared memory: finish the row sums across the quad, normalise, pack
+        // and write O into this warpgroup's 64-row slice of the O buffer, in the TMA's
+        // 128-byte-swizzled layout: row r, 16-byte chunk c of a panel at r * 128 + ((c ^ r % 8)
+        // << 4); this thread's rows are 8 apart, both with r % 8 == g. One thread then stores
+        // each 64-column panel with a bulk tensor copy, which clips rows past s_q and columns
+        // past d. First, that thread waits until the previous tile's store has read the slice.
+        const uint32_t o_half = sO + cw * 64 * 128;
+        const uint32_t row_addr = o_half + (warp * 16 + g) * 128 + 4 * t;
+        if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
+        bar_sync_wg(kEpilogueBarrier + cw);  // the slice is free for the whole warpgroup
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float l = row_sum[r];
-      l += __shfl_xor_sync(0xffffffff, l, 1);
-      l += __shfl_xor_sync(0xffffffff, l, 2);
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      const int row = row0 + 8 * r;
-      if (row < s_q) {
-        T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
+        for (int r = 0; r < 2; ++r) {
+          float l = row_sum[r];
+          l += __shfl_xor_sync(0xffffffff, l, 1);
+          l += __shfl_xor_sync(0xffffffff, l, 2);
+          const float inv = l > 0.f ? 1.f / l : 0.f;
 #pragma unroll
-        for (int j = 0; j < Dp / 8; ++j) {
-          const int col = 8 * j + 2 * t;
-          if (col < d)
-            *reinterpret_cast<uint32_t*>(dst + col) =
-                pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
+          for (int j = 0; j < Dp / 8; ++j)
+            st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * Cfg::kBlockM * 128 + (((j % 8) ^ g) << 4),
+                          pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv));
+        }
+        fence_proxy_async_shared();          // these writes, before the TMA reads them
+        bar_sync_wg(kEpilogueBarrier + cw);  // the warpgroup's 128 threads have written
+        if (threadIdx.x % 128 == 0) {
+          if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing
+#pragma unroll
+            for (int p = 0; p < kPanels; ++p)
+              tma_store(&tm_o, o_half + p * Cfg::kBlockM * 128, p * 64, w.head, m0 + cw * 64, w.batch);
+          }
+          bulk_commit();
+        }
+      } else {
+        // A tile that sees no key: store its zeros directly.
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int row = row0 + 8 * r;
+          if (row < s_q) {
+            T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
+#pragma unroll
+            for (int j = 0; j < Dp / 8; ++j) {
+              const int col = 8 * j + 2 * t;
+              if (col < d) *reinterpret_cast<uint32_t*>(dst + col) = 0u;
+            }
+          }
+        }
+      }
+    } else {
+      // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float l = row_sum[r];
+        l += __shfl_xor_sync(0xffffffff, l, 1);
+        l += __shfl_xor_sync(0xffffffff, l, 2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = row0 + 8 * r;
+        if (row < s_q) {
+          T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
+#pragma unroll
+          for (int j = 0; j < Dp / 8; ++j) {
+            const int col = 8 * j + 2 * t;
+            if (col < d)
+              *reinterpret_cast<uint32_t*>(dst + col) =
+                  pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
+          }
         }
       }
     }
     // Reconverge after the per-row stores: without it ptxas cannot prove the warp converged
     // at the next tile's shuffles and adds a divergent copy of the softmax (BRA.DIV).
     __syncwarp();
+  }
+  // The last O stores must have read shared memory (and finished) before the CTA exits.
+  if constexpr (kQBufs >= 2) {
+    if (threadIdx.x % 128 == 0) bulk_wait<0>();
   }
 }
 
@@ -983,9 +1075,9 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
   constexpr int BN = Config<Dp>::kBlockN;
   constexpr int kBlockM = Config<Dp>::kBlockM;
-  CUtensorMap tq, tk, tv;
+  CUtensorMap tq, tk, tv, to;  // to: O, stored 64 rows x 64 columns at a time (d <= 128)
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
-      !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN))
+      !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
     return 5;
   constexpr int smem = smem_bytes<Dp>();
   static const cudaError_t attr = cudaFuncSetAttribute(
@@ -1013,7 +1105,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   const float scale_log2 = scale * 1.4426950408889634f;
   if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
   attn_fwd_sm90<T, Dp, kQkSteps><<<grid, Config<Dp>::kThreads, smem, stream>>>(
-      tq, tk, tv, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
+      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
       num_bh, sec, num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }
