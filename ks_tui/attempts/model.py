@@ -27,7 +27,7 @@ class Attempt:
     summary: str
     rollback_of: int | None
     best: bool = False
-    mode: str = ""           # check | bench | bench-quick | check-quick ("" if unknown)
+    mode: str = ""           # check | bench, alone or with -quick / -subset ("" if unknown)
 
     @property
     def short(self) -> str:

@@ -59,7 +59,8 @@ def result_text(result: dict) -> str:
         return "no harness result stored for this attempt"
     lines = [f"status {result.get('status')}  correct {result.get('correct', '-')}  "
              f"geomean {_speed(result.get('geomean_speedup'))}  mode {result.get('mode', '-')}"
-             f"{' quick' if result.get('quick') else ''}  device {result.get('device', '-')}"]
+             f"{' quick' if result.get('quick') else ' subset' if result.get('selection') else ''}"
+             f"  device {result.get('device', '-')}"]
     if result.get("message"):
         lines.append(f"message: {result['message']}")
     comp = result.get("compile") or {}

@@ -431,6 +431,8 @@ class AttemptStore:
         mode = result.get("mode")
         if mode and result.get("quick"):
             mode = f"{mode}-quick"
+        elif mode and result.get("selection"):
+            mode = f"{mode}-subset"  # --scenarios: a hand-picked selection, not the grid
         return {
             "KS-Session": info.id, "KS-Attempt": number, "KS-Author": author, "KS-Status": status,
             "KS-Correct": result.get("correct") or tr.NONE,
@@ -573,9 +575,10 @@ def _json_object(text: str) -> dict:
 def mark_best(attempts: list[Attempt]) -> list[Attempt]:
     """Set `best` on the fastest correct attempt (the earliest on a tie, so a rollback never
     takes the mark from the attempt it copies). A quick-subset geomean is not comparable with
-    a full-grid one: the fastest full-grid run wins, and only while there is none a quick run."""
+    a full-grid one (nor is a --scenarios selection's): the fastest full-grid run wins, and only
+    while there is none a quick or subset run."""
     timed = [a for a in attempts if a.status == "correct" and a.speedup is not None]
-    full = [a for a in timed if not a.mode.endswith("quick")]
+    full = [a for a in timed if not a.mode.endswith(("quick", "subset"))]
     best = max(full or timed, key=lambda a: a.speedup, default=None)
     for a in attempts:
         a.best = a is best

@@ -162,7 +162,7 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
                 result = None
         if result is None:
             total = len(task.select(quick=quick, ids=scenarios))
-            result = _result_without_child(task, source, mode, quick, seed, reader, proc.returncode,
+            result = _result_without_child(task, source, mode, quick, scenarios, seed, reader, proc.returncode,
                                            ended_by, timeout, total)
 
     tail = "\n".join(reader.tail)
@@ -185,10 +185,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _result_without_child(task, source, mode, quick, seed, reader: _StderrReader, code: int | None,
+def _result_without_child(task, source, mode, quick, scenarios, seed, reader: _StderrReader, code: int | None,
                           ended_by: str | None, timeout: float, total: int) -> dict:
     """The child died or was killed before writing its result: build one from what it streamed."""
-    result = skeleton(task, source, mode, quick, seed)
+    result = skeleton(task, source, mode, quick, seed, scenarios)
     result["compile"] = reader.compile
     result["scenarios"] = list(reader.scenarios.values())
     at = where_text(reader.last_progress)

@@ -18,10 +18,14 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def skeleton(task, source: Path, mode: str, quick: bool, seed: int | None) -> dict:
+def skeleton(task, source: Path, mode: str, quick: bool, seed: int | None,
+             selection: list[str] | None = None) -> dict:
+    # selection: the scenario ids asked for with --scenarios (None: the whole grid or the quick
+    # subset), so a subset's geomean is never taken for the grid's.
     return {
         "schema": SCHEMA, "task": task.name, "kernel_sha256": sha256_file(source),
         "source": str(source), "mode": mode, "quick": quick, "seed": seed,
+        "selection": list(selection) if selection else None,
         "device": None, "torch": None, "cuda": None, "threads": None,
         "status": None, "message": "",
         "compile": None, "scenarios": [], "correct": None,

@@ -97,7 +97,7 @@ class Runner:
         self.scenarios = task.select(quick=quick, ids=scenario_ids)
         self.seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
         self.cached_baselines = cached_baselines
-        self.result = skeleton(task, self.source, mode, quick, self.seed)
+        self.result = skeleton(task, self.source, mode, quick, self.seed, scenario_ids)
         self.timings = self.result["timings"]
         self.at: dict = {}  # the last progress sent: where an exception (e.g. a CUDA fault) hit
 

@@ -361,3 +361,18 @@ def test_best_prefers_a_full_grid_run_over_a_faster_quick_one(workspace):
     atts = store.attempts(s.id)
     assert [a.mode for a in atts] == ["bench-quick", "bench"]
     assert store.resolve(s.id, "best").number == 2
+
+
+def test_a_scenario_subset_never_takes_the_best_mark_from_a_full_grid_run(workspace):
+    """A --scenarios selection (e.g. the short ones a change targets) is scoped 'bench-subset'
+    in the trailer and, like a quick run, cannot outrank a slower full-grid run."""
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    edit(kernel, "full run")
+    store.record(s.id, result_for(kernel, speedup=1.1))
+    edit(kernel, "subset run")
+    store.record(s.id, dict(result_for(kernel, speedup=1.4), selection=["a", "b"]))
+    atts = store.attempts(s.id)
+    assert [a.mode for a in atts] == ["bench", "bench-subset"]
+    assert store.resolve(s.id, "best").number == 1

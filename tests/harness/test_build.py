@@ -67,6 +67,7 @@ def test_unchanged_source_is_not_recompiled(cpu_task, planted_dir, tmp_path):
     lib = cache_root() / "build" / first["compile"]["key"][:2] / first["compile"]["key"] / "kernel.so"
     stamp = lib.stat().st_mtime_ns
     second = run_harness(cpu_task, src, scenarios=["d24-h2-1-q31-k45-b4"])
+    assert first["selection"] == ["d24-h2-1-q31-k45-b4"]  # a subset run says which scenarios
     assert first["compile"]["cached"] is False and second["compile"]["cached"] is True
     assert second["compile"]["key"] == first["compile"]["key"]
     assert lib.stat().st_mtime_ns == stamp

@@ -23,6 +23,7 @@ def test_seed_kernel_passes_every_quick_scenario(cpu_task):
     r = run_harness(cpu_task, quick=True)
     assert r["status"] == "correct", r["message"]
     assert r["correct"] == f"{len(cpu_task.quick)}/{len(cpu_task.quick)}"
+    assert r["selection"] is None  # the quick subset is the task's, not a --scenarios pick
     assert all(s["draws"] >= 2 for s in r["scenarios"])
     assert isinstance(r["seed"], int)
 

@@ -31,7 +31,8 @@ def headline(result: dict[str, Any]) -> Text:
         text.append(f" · {name} {fmt.speedup(value)}", "dim")
     mode = result.get("mode")
     if mode:
-        text.append(f" · {mode}{' quick' if result.get('quick') else ''}", "dim")
+        scope = " quick" if result.get("quick") else " subset" if result.get("selection") else ""
+        text.append(f" · {mode}{scope}", "dim")
     return text
 
 
