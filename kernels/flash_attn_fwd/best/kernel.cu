@@ -1,7 +1,8 @@
 // v11 (session 3, attempt 7): v8 (FA3 loop order for d96/d128) + an O epilogue through shared memory and a TMA
 // store for launches with s_k <= 2048 (v10's epilogue: +8% at s <= 1024, but -6% on d128 at s >= 8k, so long
 // launches keep v8's register epilogue). H200, full 182-scenario grid: 1.019x the fastest baseline, 182/182
-// correct (results/2026-12-03-h200-hybrid-full-bench.json).
+// correct (results/2026-12-03-h200-hybrid-full-bench.json). Since that run the mask/softmax/P code of the two
+// consumer loops is shared (mask_scores, online_softmax, pack_p): SASS opcode-identical in all 14 instantiations.
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 // Persistent variant (v6 = v5 + v4's 192-row d64 tiles): one CTA per SM loops over tiles taken
 // from a global atomic counter.
@@ -491,6 +492,67 @@ __device__ __forceinline__ void fence_frag(uint32_t (&r)[R][C]) {
     for (int k = 0; k < C; ++k) asm volatile("" : "+r"(r[i][k])::"memory");
 }
 
+// ---- per key block, shared by both consumer loops ---------------------------------------------
+// Masks the scores of key block col0.. when it crosses the end of the keys or the causal
+// diagonal (row i sees key j when j <= i + diag). This thread's rows: row0, row0 + 8.
+template <int BN>
+__device__ __forceinline__ void mask_scores(float (&s_acc)[BN / 2], int col0, int s_k, int causal, int m0,
+                                            int diag, int row0, int t) {
+  const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
+  if (need_mask) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = col0 + 8 * j + 2 * t + (e & 1);
+        const int row = row0 + (e >> 1) * 8;
+        const bool ok = col < s_k && (!causal || col <= row + diag);
+        if (!ok) s_acc[4 * j + e] = -INFINITY;
+      }
+    }
+  }
+}
+
+// Online softmax of one key block: new running max, rescale factor alpha, probabilities in place.
+template <int BN>
+__device__ __forceinline__ void online_softmax(float (&s_acc)[BN / 2], float (&row_max)[2], float (&row_sum)[2],
+                                               float (&alpha)[2], float scale_log2) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = row_max[r];
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+    // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
+    const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
+    alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
+    row_max[r] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
+      const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
+      s_acc[4 * j + 2 * r] = p0;
+      s_acc[4 * j + 2 * r + 1] = p1;
+      sum += p0 + p1;
+    }
+    row_sum[r] = row_sum[r] * alpha[r] + sum;
+  }
+}
+
+// P in the A-operand register layout of wgmma: 16 keys per k-step.
+template <typename T, int BN>
+__device__ __forceinline__ void pack_p(const float (&s_acc)[BN / 2], uint32_t (&p_frag)[BN / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
+    p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
+    p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
+    p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
+  }
+}
+
 // ---- work decomposition ----------------------------------------------------------------------
 // Tiles are (batch, head, kBlockM-row query block); bh = batch * h_q + head.
 // Non-causal (sec = 1): bh outer, query block inner, so the CTAs working at the same time share
@@ -720,58 +782,9 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
           }
           wgmma_commit();
         };
-        // Mask the tile when it crosses the diagonal or the end of the keys.
-        auto mask = [&](int n) {
-          const int col0 = n * BN;
-          const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
-          if (need_mask) {
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int col = col0 + 8 * j + 2 * t + (e & 1);
-                const int row = row0 + (e >> 1) * 8;
-                const bool ok = col < s_k && (!causal || col <= row + diag);
-                if (!ok) s_acc[4 * j + e] = -INFINITY;
-              }
-            }
-          }
-        };
-        // Online softmax: new running max, rescale factor, probabilities in place.
-        auto softmax = [&] {
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            float mx = row_max[r];
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-            // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
-            const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-            alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
-            row_max[r] = mx;
-            float sum = 0.f;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-              const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
-              const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
-              s_acc[4 * j + 2 * r] = p0;
-              s_acc[4 * j + 2 * r + 1] = p1;
-              sum += p0 + p1;
-            }
-            row_sum[r] = row_sum[r] * alpha[r] + sum;
-          }
-        };
-        // P in the A-operand register layout: 16 keys per wgmma k-step.
-        auto to_p = [&] {
-#pragma unroll
-          for (int kk = 0; kk < BN / 16; ++kk) {
-            p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
-            p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
-            p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
-            p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
-          }
-        };
+        auto mask = [&](int n) { mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t); };
+        auto softmax = [&] { online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2); };
+        auto to_p = [&] { pack_p<T, BN>(s_acc, p_frag); };
         auto release = [&](uint32_t bar) {
           __syncwarp();
           if (lane == 0) mbar_arrive(bar);
@@ -875,46 +888,9 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
           }
         }
 
-        // Mask the tile when it crosses the diagonal or the end of the keys.
-        const int col0 = n * BN;
-        const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
-        if (need_mask) {
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int col = col0 + 8 * j + 2 * t + (e & 1);
-              const int row = row0 + (e >> 1) * 8;
-              const bool ok = col < s_k && (!causal || col <= row + diag);
-              if (!ok) s_acc[4 * j + e] = -INFINITY;
-            }
-          }
-        }
-
-        // Online softmax: new running max, rescale factor, probabilities in place.
+        mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);
         float alpha[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float mx = row_max[r];
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-          // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
-          const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-          alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
-          row_max[r] = mx;
-          float sum = 0.f;
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
-            const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
-            s_acc[4 * j + 2 * r] = p0;
-            s_acc[4 * j + 2 * r + 1] = p1;
-            sum += p0 + p1;
-          }
-          row_sum[r] = row_sum[r] * alpha[r] + sum;
-        }
+        online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
 #pragma unroll
         for (int j = 0; j < Dp / 8; ++j) {
           o_acc[4 * j + 0] *= alpha[0];
@@ -923,15 +899,8 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
           o_acc[4 * j + 3] *= alpha[1];
         }
 
-        // P in the A-operand register layout: 16 keys per wgmma k-step.
         uint32_t p_frag[BN / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
-          p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
-          p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
-          p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
-          p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
-        }
+        pack_p<T, BN>(s_acc, p_frag);
 
         // O += P V
         mbar_wait(full_v(s), parity);
