@@ -162,8 +162,8 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
                 result = None
         if result is None:
             total = len(task.select(quick=quick, ids=scenarios))
-            result = _result_without_child(task, source, mode, quick, scenarios, seed, reader, proc.returncode,
-                                           ended_by, timeout, total)
+            result = _result_without_child(task, source, mode, quick, scenarios, seed, reader,
+                                           proc.returncode, ended_by, timeout, total)
 
     tail = "\n".join(reader.tail)
     result["stderr_tail"] = tail[-8000:]
