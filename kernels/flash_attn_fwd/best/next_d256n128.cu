@@ -188,10 +188,6 @@ template <int N> __device__ __forceinline__ void bulk_wait() {
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-// Named barrier of the 128 threads of one warpgroup.
-__device__ __forceinline__ void bar_sync_wg(uint32_t id) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
-}
 
 // ---- wgmma ------------------------------------------------------------------------------
 
@@ -513,6 +509,18 @@ __device__ __forceinline__ void online_softmax(float (&s_acc)[BN / 2], float (&r
   }
 }
 
+// O *= alpha per row (the running max moved): this thread's rows are the even / odd pairs.
+template <int Dp>
+__device__ __forceinline__ void rescale_o(float (&o_acc)[Dp / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < Dp / 8; ++j) {
+    o_acc[4 * j + 0] *= alpha[0];
+    o_acc[4 * j + 1] *= alpha[0];
+    o_acc[4 * j + 2] *= alpha[1];
+    o_acc[4 * j + 3] *= alpha[1];
+  }
+}
+
 // P in the A-operand register layout of wgmma: 16 keys per k-step.
 template <typename T, int BN>
 __device__ __forceinline__ void pack_p(const float (&s_acc)[BN / 2], uint32_t (&p_frag)[BN / 16][4]) {
@@ -804,13 +812,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
           fence_regs(o_acc);
           fence_frag(p_frag);
           release(empty_v(prev));  // V of the previous stage: P_{i-1} V_{i-1} has completed
-#pragma unroll
-          for (int j = 0; j < Dp / 8; ++j) {
-            o_acc[4 * j + 0] *= alpha[0];
-            o_acc[4 * j + 1] *= alpha[0];
-            o_acc[4 * j + 2] *= alpha[1];
-            o_acc[4 * j + 3] *= alpha[1];
-          }
+          rescale_o<Dp>(o_acc, alpha);
           to_p();
         }
         // v8's epilogue: every S = Q K^T of this tile has completed, the producer may load the next
@@ -867,13 +869,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
         mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);
         float alpha[2];
         online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
-#pragma unroll
-        for (int j = 0; j < Dp / 8; ++j) {
-          o_acc[4 * j + 0] *= alpha[0];
-          o_acc[4 * j + 1] *= alpha[0];
-          o_acc[4 * j + 2] *= alpha[1];
-          o_acc[4 * j + 3] *= alpha[1];
-        }
+        rescale_o<Dp>(o_acc, alpha);
 
         uint32_t p_frag[BN / 16][4];
         pack_p<T, BN>(s_acc, p_frag);
@@ -918,7 +914,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
                           pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv));
         }
         fence_proxy_async_shared();          // these writes, before the TMA reads them
-        bar_sync_wg(kEpilogueBarrier + cw);  // the warpgroup's 128 threads have written
+        named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
         if (threadIdx.x % 128 == 0) {
           if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing
 #pragma unroll
