@@ -2,7 +2,7 @@
 
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
-Subsets: quick (the task's), short, d64, d256, long128, or any comma-free scenario id list joined by '+'.
+Subsets: quick (the task's), short, d64, d64c, d256, long128, or any comma-free scenario id list joined by '+'.
 Each run is `python3 -m ks_tui bench flash_attn_fwd --source FILE --json [--quick |
 --scenarios IDS]`; its JSON goes to $OUT/work/<subset>-<name>.json. Stops starting runs
 when KS_DEADLINE (epoch seconds) is near.
@@ -30,6 +30,8 @@ SUBSETS = {
     "long128": ["d128-h16-16-s8192", "d128-h32-8-s16384", "d128-h32-1-s16384", "d128-h64-8-s8192",
                 "d128-h16-16-s32768-causal", "d128-h16-16-s16384-fp16", "d128-h64-8-s16384-causal",
                 "d128-h16-16-s16367"],
+    "d64c": ["d64-h32-32-s512-causal", "d64-h32-8-s512-causal", "d64-h32-32-s1024-causal",
+             "d64-h32-8-s1024-causal", "d64-h32-32-s2048-causal", "d64-h32-8-s2048-causal"],
     "d256": ["d256-h8-8-s1024", "d256-h16-4-s2048-causal", "d256-h8-8-s4096", "d256-h16-4-s8192",
              "d256-h8-8-s16384-causal", "d256-h8-8-s1007-causal"],
 }
@@ -49,7 +51,7 @@ def run(subset: str, name: str, src: str) -> dict | None:
     except ValueError:
         print(f"{subset}/{name}: no JSON, rc={p.returncode}: {p.stderr[-800:]}", flush=True)
         return None
-    (WORK / f"{subset}-{name}.json").write_text(json.dumps(r, indent=1))
+    (WORK / f"{os.environ.get('KS_TAG', '')}{subset}-{name}.json").write_text(json.dumps(r, indent=1))
     print(f"{subset}/{name}: {r.get('status')} {r.get('correct')} geomean {r.get('geomean_speedup')} "
           f"({time.monotonic() - t0:.0f}s) {r.get('message', '')[:200]}", flush=True)
     for s in r.get("scenarios", []):

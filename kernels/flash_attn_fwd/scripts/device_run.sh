@@ -15,6 +15,9 @@
 #                                 full bench of the candidate with the best quick geomean
 #                                 (KS_SUBSETS=quick,d256 picks the subsets, KS_SKIP_SEED=1 and
 #                                 KS_SKIP_CACHE_TEST=1 skip those steps)
+#   bash device_run.sh groups "SUBSETS NAME=FILE ..." ...   one compare.py run per group (each its
+#                                 own A/B in this process), then, with KS_BEST=FILE, a full bench
+#                                 of that file
 # Results are packed into $OUT/results.tgz (the device returns only a few files).
 set -uo pipefail
 MODE=${1:-all}
@@ -72,6 +75,16 @@ PY
 )
     echo "full bench of the quick winner: $win"
     [[ -n "$win" ]] && KS_BEST=$win python3 $S/device_run.py full_best
+    tar czf "$OUT/results.tgz" -C "$OUT" work log.txt summary.json 2>/dev/null; rm -rf "$OUT/work" ;;
+groups)
+    shift
+    i=0
+    for g in "$@"; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086  # a group is "SUBSETS NAME=FILE ...": split on purpose
+        KS_TAG="g$i-" python3 $S/compare.py $g 2>&1 | tee -a "$OUT/compare.txt"
+    done
+    [[ -n "${KS_BEST:-}" ]] && python3 $S/device_run.py full_best
     tar czf "$OUT/results.tgz" -C "$OUT" work log.txt summary.json 2>/dev/null; rm -rf "$OUT/work" ;;
 verify)
     t0=$(date +%s)
