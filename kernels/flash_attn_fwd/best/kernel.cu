@@ -67,7 +67,10 @@ struct TileConfig {
   // The CTA starts with 64K / kThreads registers per thread (rounded down to 8, as ptxas
   // does); setmaxnreg.dec must go down from there, .inc up, and the sum must fit 64K.
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
-  static_assert(128 * ProducerRegs + 128 * Consumers * ConsumerRegs <= 65536, "register file");
+  // setmaxnreg moves registers only inside the CTA's launch allocation (kLaunchRegs per thread):
+  // asking for more makes setmaxnreg.inc wait forever (a hang, not an error).
+  static_assert(128 * ProducerRegs + 128 * Consumers * ConsumerRegs <= kLaunchRegs * kThreads,
+                "register file: the CTA's launch allocation");
   static_assert(ProducerRegs % 8 == 0 && ConsumerRegs % 8 == 0, "setmaxnreg needs multiples of 8");
   static_assert(24 <= ProducerRegs && ProducerRegs <= kLaunchRegs, "setmaxnreg.dec range");
   static_assert(kLaunchRegs <= ConsumerRegs && ConsumerRegs <= 256, "setmaxnreg.inc range");

@@ -65,7 +65,10 @@ struct TileConfig {
   // The CTA starts with 64K / kThreads registers per thread (rounded down to 8, as ptxas
   // does); setmaxnreg.dec must go down from there, .inc up, and the sum must fit 64K.
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
-  static_assert(128 * ProducerRegs + 128 * Consumers * ConsumerRegs <= 65536, "register file");
+  // setmaxnreg moves registers only inside the CTA's launch allocation (kLaunchRegs per thread):
+  // asking for more makes setmaxnreg.inc wait forever (a hang, not an error).
+  static_assert(128 * ProducerRegs + 128 * Consumers * ConsumerRegs <= kLaunchRegs * kThreads,
+                "register file: the CTA's launch allocation");
   static_assert(ProducerRegs % 8 == 0 && ConsumerRegs % 8 == 0, "setmaxnreg needs multiples of 8");
   static_assert(24 <= ProducerRegs && ProducerRegs <= kLaunchRegs, "setmaxnreg.dec range");
   static_assert(kLaunchRegs <= ConsumerRegs && ConsumerRegs <= 256, "setmaxnreg.inc range");
@@ -87,7 +90,7 @@ template <> struct Config<64, 128> : TileConfig<2, 128, 3, 2, 40, 232> {};
 // d96/d128/d256: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
 template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 // d256: 128-key blocks, one K/V stage (64 KB Q + 64 KB K + 64 KB V = 192 KB), K and V released apart.
-template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 48, 232> {};  // producer 48: spills 16 B at 40
+template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};  // producer 40 spills 16 B; 48 + 232 hangs
 
 constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
 // Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw

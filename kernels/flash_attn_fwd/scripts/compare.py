@@ -5,7 +5,8 @@ Usage (repo root, GPU machine):
 Subsets: quick (the task's), short, d64, d64c, d256, long128, or any comma-free scenario id list joined by '+'.
 Each run is `python3 -m ks_tui bench flash_attn_fwd --source FILE --json [--quick |
 --scenarios IDS]`; its JSON goes to $OUT/work/<subset>-<name>.json. Stops starting runs
-when KS_DEADLINE (epoch seconds) is near.
+when KS_DEADLINE (epoch seconds) is near; each run is killed by the harness after KS_RUN_TIMEOUT
+seconds (default 150), so a hanging candidate costs one run, not the call.
 """
 
 from __future__ import annotations
@@ -38,13 +39,16 @@ SUBSETS = {
 
 
 def run(subset: str, name: str, src: str) -> dict | None:
-    args = [sys.executable, "-m", "ks_tui", "bench", "flash_attn_fwd", "--source", src, "--json"]
+    # A hanging candidate must not eat the whole call: the harness kills a run after this long.
+    run_limit = int(min(float(os.environ.get("KS_RUN_TIMEOUT", 150)), max(30, DEADLINE - time.time() - 15)))
+    args = [sys.executable, "-m", "ks_tui", "bench", "flash_attn_fwd", "--source", src, "--json",
+            "--timeout", str(run_limit)]
     if subset == "quick":
         args.append("--quick")
     else:
         args += ["--scenarios", ",".join(SUBSETS.get(subset) or subset.split("+"))]
     t0 = time.monotonic()
-    p = subprocess.run(args, capture_output=True, text=True, timeout=max(30, DEADLINE - time.time()),
+    p = subprocess.run(args, capture_output=True, text=True, timeout=run_limit + 30,
                        env=dict(os.environ, PYTHONPATH=str(REPO)))
     try:
         r = json.loads(p.stdout)
