@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 # kernel instantiations each must have: bf16 and fp16, each for head dims 64, 96, 128 and 256;
 # best/ kernels have two epilogues (TMA store for short launches, registers for long ones) for
 # every head dim but 256.
-INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 14, "best/next_d256n128.cu": 14,
+INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 14, "best/next_d256n128.cu": 14, "best/next_combo.cu": 18,
                   "best/next_d64c.cu": 18, "best/next_pingpong.cu": 14, "best/next_all.cu": 18}
 KERNELS = list(INSTANTIATIONS)
 
