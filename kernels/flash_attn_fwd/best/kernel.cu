@@ -1,13 +1,13 @@
-// v11 (session 3, attempt 7): v8 (FA3 loop order for d96/d128) + an O epilogue through shared memory and a TMA
-// store for launches with s_k <= 2048 (v10's epilogue: +8% at s <= 1024, but -6% on d128 at s >= 8k, so long
-// launches keep v8's register epilogue). H200, full 182-scenario grid: 1.019x the fastest baseline, 182/182
-// correct (results/2026-12-03-h200-hybrid-full-bench.json). Since that run the mask/softmax/P code of the two
-// consumer loops is shared (mask_scores, online_softmax, rescale_o, pack_p): SASS opcode-identical in all 14.
+// v12 (ks session 20261203-021222-750b, attempt 12): v11 + two per-head-dim changes, each measured in the same process against v11
+// on the H200 (results/2026-12-03-h200-s4-call2-compare.txt):
+//   - d256 on 128-key blocks in one K/V stage, K and V released apart: d256 subset 0.910 -> 0.965;
+//   - d64 causal with s_q <= 1024 on 128-row tiles (v5's shape) instead of 192: 0.82 -> 0.92-0.94.
+// Full 182-scenario grid: 1.037x the fastest baseline, 182/182 correct
+// (results/2026-12-03-h200-v12-full-bench.json).
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
-// Persistent variant (v6 = v5 + v4's 192-row d64 tiles): one CTA per SM loops over tiles taken
-// from a global atomic counter.
+// Persistent: one CTA per SM loops over tiles taken from a global atomic counter.
 //
-// A tile is 128 query rows (192 for d <= 64) of one (batch, head). A CTA has one producer
+// A tile is 128 query rows (192 for d <= 64, except d64 causal with s_q <= 1024) of one (batch, head). A CTA has one producer
 // warpgroup plus one consumer warpgroup per 64 query rows:
 //   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), publishes each
 //                tile index to the consumers through a 2-slot shared-memory ring (mbarriers
@@ -20,7 +20,7 @@
 //                Q, K and V while the consumers finish the current tile (last P V, epilogue).
 //                An index >= num_tiles is the sentinel that ends all three warpgroups.
 //                It gives most of its registers away (setmaxnreg).
-//   warpgroups 1..C: consumers, 64 query rows each (C = 2, or 3 for d <= 64). Per key tile:
+//   warpgroups 1..C: consumers, 64 query rows each (C = 2, or 3 for 192-row d64 tiles). Per key tile:
 //                S = Q K^T by wgmma from shared memory, the online softmax in registers (exp2
 //                with the scale folded in), then O += P V by wgmma with P taken straight from
 //                registers. The consumers run independently, so one's softmax overlaps the
@@ -77,34 +77,50 @@ struct TileConfig {
   static_assert(kBlockM <= 256 && BlockN <= 256, "TMA box rows <= 256");
 };
 
-template <int Dp> struct Config;
+// M: query rows per tile (64 per consumer warpgroup); the default is each head dim's usual tile.
+template <int Dp> constexpr int kDefaultRows = Dp == 64 ? 192 : 128;
+template <int Dp, int M = kDefaultRows<Dp>> struct Config;
 // kQBufs: Q buffers (2 lets the next tile's Q land while this tile still reads its own;
-// d256 has no room for a second 64 KB Q: 64 + 2 x 64 KB of K/V = 192 KB of 227 KB).
+// d256 has no room for a second 64 KB Q: 64 + 64 KB of K + 64 KB of V = 192 KB of 227 KB).
 // Producer budget 40: the persistent producer spills at 24.
 // d64: 192x128 tiles (3 consumers, 512 threads): 128*40 + 384*152 = 63488 <= 512*128.
-template <> struct Config<64>  : TileConfig<3, 128, 3, 2, 40, 152> {};
-// d96/d128/d256: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
-template <> struct Config<128> : TileConfig<2, 128, 2, 2, 40, 232> {};
-template <> struct Config<256> : TileConfig<2, 64,  2, 1, 40, 232> {};
+template <> struct Config<64, 192> : TileConfig<3, 128, 3, 2, 40, 152> {};
+// d64 causal with short queries: 128x128 tiles (v5's shape). A 192-row tile's diagonal key
+// blocks are mostly masked, and at s_q <= 1024 they are a large share of the work (measured:
+// v5 0.89-0.90x against v6's 0.80x on d64 causal s512/s1024).
+template <> struct Config<64, 128> : TileConfig<2, 128, 3, 2, 40, 232> {};
+// d96/d128: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
+template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
+// d256: 128x128 tiles in one K/V stage, K and V released apart (K_{i+1} loads under softmax_i and
+// P_i V_i). Why 128 keys: at 64 a Q K^T wgmma reads as many shared-memory bytes per clock as the
+// tensor cores can use (NOTES.md); 128 cuts the bytes per key by 12.5% (measured +6%).
+// Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
+// launch allocation, which hung the kernel on the H200).
+template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
 
 constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
 // Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
 // (0 is __syncthreads; 1 + cw is the FA3-order loop's softmax barrier).
 constexpr uint32_t kEpilogueBarrier = 4;
 
+// Head dims whose K and V of a stage are released apart (empty guards K, emptyV guards V):
+// d96/d128 (FA3 loop order) and d256 (one stage: K_{i+1} loads while P_i V_i still reads V_i).
+template <int Dp> constexpr bool kSplitKV = Dp >= 128;
+
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
-template <int Dp> __host__ __device__ constexpr int num_barriers() {
-  // Dp 128 (FA3 loop order) adds emptyV[S] at the end: K and V of a stage are released apart.
-  return 3 * Config<Dp>::kStages + 2 * Config<Dp>::kQBufs + 2 * kTileSlots + (Dp == 128 ? Config<Dp>::kStages : 0);
+template <int Dp, int M = kDefaultRows<Dp>> __host__ __device__ constexpr int num_barriers() {
+  // kSplitKV adds emptyV[S] at the end.
+  return 3 * Config<Dp, M>::kStages + 2 * Config<Dp, M>::kQBufs + 2 * kTileSlots +
+         (kSplitKV<Dp> ? Config<Dp, M>::kStages : 0);
 }
 
-template <int Dp> constexpr int smem_bytes() {
-  constexpr int BM = Config<Dp>::kBlockM, BN = Config<Dp>::kBlockN, S = Config<Dp>::kStages,
-                QB = Config<Dp>::kQBufs;
+template <int Dp, int M = kDefaultRows<Dp>> constexpr int smem_bytes() {
+  constexpr int BM = Config<Dp, M>::kBlockM, BN = Config<Dp, M>::kBlockN, S = Config<Dp, M>::kStages,
+                QB = Config<Dp, M>::kQBufs;
   // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
-  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp>() * 8 + kTileSlots * 4 + 1024;
+  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M>() * 8 + kTileSlots * 4 + 1024;
 }
-static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
+static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
                   smem_bytes<256>() <= 227 * 1024,
               "shared memory per CTA");
 
@@ -216,21 +232,6 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N]) {
 
 // Inline-asm wrappers, one per (shape, type). The operand lists were generated by a script:
 // wgmma takes every accumulator register as a separate operand.
-// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T
-__device__ __forceinline__ void wgmma_ss_n64_bf16(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-
 // S(64x128) (+)= A(smem, K-major) * B(smem, K-major)^T
 __device__ __forceinline__ void wgmma_ss_n128_bf16(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
   asm volatile(
@@ -321,20 +322,6 @@ __device__ __forceinline__ void wgmma_rs_n256_bf16(float (&d)[128], const uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
-// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T
-__device__ __forceinline__ void wgmma_ss_n64_f16(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
 
 // S(64x128) (+)= A(smem, K-major) * B(smem, K-major)^T
 __device__ __forceinline__ void wgmma_ss_n128_f16(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
@@ -432,12 +419,8 @@ template <typename T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 // S(64 x N) = Q K^T step (both operands in shared memory, K-major).
 template <typename T, int N>
 __device__ __forceinline__ void mma_qk(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  if constexpr (N == 128) {
-    if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
-  } else {
-    static_assert(N == 64);
-    if constexpr (kIsBf16<T>) wgmma_ss_n64_bf16(d, da, db, acc); else wgmma_ss_n64_f16(d, da, db, acc);
-  }
+  static_assert(N == 128, "every head dim runs 128-key blocks here");
+  if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
 }
 // O(64 x N) += P V step (P in registers, V in shared memory, MN-major).
 template <typename T, int N>
@@ -597,8 +580,8 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
 }
 
 // ---- the kernel --------------------------------------------------------------------------------
-template <typename T, int Dp, int kQkSteps, bool kTmaEpi>
-__global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi>
+__global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                   const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
                   T* __restrict__ out, int s_q, int s_k,
@@ -606,10 +589,10 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
                   int num_bh, int sec, int num_tiles) {
   // Cfg::kBlockM / Cfg::kConsumers through a type alias, not new constexpr locals: extra locals
   // renumber NVVM's values and change the d96/d128/d256 register allocation against v5.
-  using Cfg = Config<Dp>;
-  constexpr int BN = Config<Dp>::kBlockN;
-  constexpr int kStages = Config<Dp>::kStages;
-  constexpr int kQBufs = Config<Dp>::kQBufs;
+  using Cfg = Config<Dp, kM>;
+  constexpr int BN = Config<Dp, kM>::kBlockN;
+  constexpr int kStages = Config<Dp, kM>::kStages;
+  constexpr int kQBufs = Config<Dp, kM>::kQBufs;
   constexpr int kPanels = Dp / 64;
   constexpr uint32_t kQBytes = Cfg::kBlockM * Dp * 2;
   constexpr uint32_t kKVBytes = BN * Dp * 2;
@@ -627,9 +610,9 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
   auto q_empty = [&](int b) { return bars + 8 * (3 * kStages + kQBufs + b); };
   auto tile_full = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + i); };
   auto tile_empty = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + kTileSlots + i); };
-  // Dp 128: empty(s) guards K of stage s only, empty_v(s) its V.
+  // kSplitKV: empty(s) guards K of stage s only, empty_v(s) its V.
   auto empty_v = [&](int s) { return bars + 8 * (3 * kStages + 2 * kQBufs + 2 * kTileSlots + s); };
-  const uint32_t slots = bars + 8 * num_barriers<Dp>();  // kTileSlots x u32 tile index
+  const uint32_t slots = bars + 8 * num_barriers<Dp, kM>();  // kTileSlots x u32 tile index
   const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
   const int group = h_q / h_kv;
 
@@ -639,7 +622,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
       mbar_init(full_k(s), 1);
       mbar_init(full_v(s), 1);
       mbar_init(empty(s), 4 * Cfg::kConsumers);  // one arrive per consumer warp
-      if constexpr (Dp == 128) mbar_init(empty_v(s), 4 * Cfg::kConsumers);
+      if constexpr (kSplitKV<Dp>) mbar_init(empty_v(s), 4 * Cfg::kConsumers);
     }
     for (int b = 0; b < kQBufs; ++b) {
       mbar_init(q_full(b), 1);
@@ -693,7 +676,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
             for (int p = 0; p < kPanels; ++p)
               tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
                        n * BN, w.batch);
-            if constexpr (Dp == 128) mbar_wait(empty_v(stage), phase ^ 1);
+            if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);
             mbar_expect_tx(full_v(stage), kKVBytes);
 #pragma unroll
             for (int p = 0; p < kPanels; ++p)
@@ -882,6 +865,10 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
         wgmma_commit();
         wgmma_wait<0>();
         fence_regs(s_acc);
+        if constexpr (kSplitKV<Dp>) {  // K of this stage: its Q K^T has completed
+          __syncwarp();
+          if (lane == 0) mbar_arrive(empty(s));
+        }
         if constexpr (kTmaEpi && kQBufs >= 2) {
           // The previous tile's O store has had this tile's first Q K^T to read its buffer.
           if (i == 0) release_staged();
@@ -914,7 +901,7 @@ __global__ void __launch_bounds__(Config<Dp>::kThreads, 1)
         wgmma_wait<0>();
         fence_regs(o_acc);
         __syncwarp();
-        if (lane == 0) mbar_arrive(empty(s));
+        if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)
       }
 
     }
@@ -1056,18 +1043,18 @@ void* tile_counter() {
 // Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
 constexpr long long kSectionL2Bytes = 16ll << 20;
 
-template <typename T, int Dp, int kQkSteps, bool kTmaEpi>
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
-  constexpr int BN = Config<Dp>::kBlockN;
-  constexpr int kBlockM = Config<Dp>::kBlockM;
+  constexpr int BN = Config<Dp, kM>::kBlockN;
+  constexpr int kBlockM = Config<Dp, kM>::kBlockM;
   CUtensorMap tq, tk, tv, to;  // to: O, stored 64 rows x 64 columns at a time (d <= 128)
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
       !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
     return 5;
-  constexpr int smem = smem_bytes<Dp>();
+  constexpr int smem = smem_bytes<Dp, kM>();
   static const cudaError_t attr = cudaFuncSetAttribute(
-      attn_fwd_sm90<T, Dp, kQkSteps, kTmaEpi>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
   void* counter = tile_counter();
   if (counter == nullptr) return 4;
@@ -1090,7 +1077,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
   if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
-  attn_fwd_sm90<T, Dp, kQkSteps, kTmaEpi><<<grid, Config<Dp>::kThreads, smem, stream>>>(
+  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi><<<grid, Config<Dp, kM>::kThreads, smem, stream>>>(
       tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
       num_bh, sec, num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
@@ -1105,14 +1092,17 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   // found): it is used up to kTmaEpilogueMaxSk keys. d256 always stores from registers.
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
-#define KS_LAUNCH(DP, STEPS)                                                                   \
-  (tma ? launch<T, DP, STEPS, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st) \
-       : launch<T, DP, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
-  if (d <= 64) return KS_LAUNCH(64, 4);
-  if (d <= 96) return KS_LAUNCH(128, 6);
-  if (d <= 128) return KS_LAUNCH(128, 8);
+  // d64 causal with s_q <= 1024 runs 128-row tiles (Config<64, 128>).
+  constexpr int kNarrowD64CausalMaxSq = 1024;
+#define KS_LAUNCH(DP, M, STEPS)                                                                   \
+  (tma ? launch<T, DP, M, STEPS, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st) \
+       : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
+  if (d <= 64 && causal && s_q <= kNarrowD64CausalMaxSq) return KS_LAUNCH(64, 128, 4);
+  if (d <= 64) return KS_LAUNCH(64, 192, 4);
+  if (d <= 96) return KS_LAUNCH(128, 128, 6);
+  if (d <= 128) return KS_LAUNCH(128, 128, 8);
 #undef KS_LAUNCH
-  return launch<T, 256, 16, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  return launch<T, 256, 128, 16, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
