@@ -24,6 +24,10 @@ class AttemptView:
     question: str | None = None      # id of the question that preceded the attempt
     author: str = "agent"
     rollback_of: int | None = None
+    # What the speedup was measured over: "full" (the whole grid), "quick" (the task's quick
+    # subset) or "subset" (a --scenarios selection). Geomeans over different scenario sets are
+    # not comparable: "" (unknown, e.g. an old attempt) is treated as "full".
+    scope: str = "full"
 
     @property
     def passed(self) -> bool:
@@ -37,6 +41,10 @@ class AttemptView:
     def measured(self) -> bool:
         # A rollback copies the figures of the attempt it restores: no new measurement.
         return self.status not in UNMEASURED_STATUSES and self.rollback_of is None
+
+    @property
+    def full_grid(self) -> bool:
+        return self.scope not in ("quick", "subset")
 
     @property
     def timed_speedup(self) -> float | None:
@@ -57,6 +65,22 @@ def _float_or_none(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def scope_of(mode: str | None, result: dict[str, Any] | None = None) -> str:
+    """"full", "quick" or "subset", from an attempt's mode (check|bench, maybe -quick/-subset)
+    or else from its harness result (`quick`, `selection`)."""
+    mode = mode or ""
+    if mode.endswith("quick"):
+        return "quick"
+    if mode.endswith("subset"):
+        return "subset"
+    if not mode and result:
+        if result.get("quick"):
+            return "quick"
+        if result.get("selection"):
+            return "subset"
+    return "full"
 
 
 def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -> AttemptView:
@@ -81,11 +105,15 @@ def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -
         question=d.get("question") or None,
         author=str(d.get("author") or "agent"),
         rollback_of=int(rollback_of) if rollback_of is not None else None,
+        scope=scope_of(d.get("mode"), result),
     )
 
 
 def best_speedup(history: Iterable[AttemptView], upto: int | None = None) -> float | None:
-    """Best correct speedup among attempts numbered <= upto (all when upto is None)."""
-    values = [a.timed_speedup for a in history
-              if a.timed_speedup is not None and (upto is None or a.number <= upto)]
+    """Best correct speedup among attempts numbered <= upto (all when upto is None), by the rule
+    the attempt log's best mark uses: the fastest full-grid run, and only while there is none a
+    quick or subset run (their geomeans cover other scenarios and do not compare)."""
+    timed = [a for a in history if a.timed_speedup is not None and (upto is None or a.number <= upto)]
+    full = [a.timed_speedup for a in timed if a.full_grid]
+    values = full or [a.timed_speedup for a in timed]
     return max(values) if values else None

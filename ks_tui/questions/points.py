@@ -33,10 +33,11 @@ def measured_noise(history: Sequence[AttemptView]) -> float:
     A rollback or a re-run of an unchanged kernel is a free repeat measurement; the largest
     (max - min) / median over such groups is the noise the session has actually seen.
     """
-    groups: dict[str, list[float]] = {}
+    groups: dict[tuple[str, str], list[float]] = {}
     for a in history:
-        if a.kernel_sha256 and a.timed_speedup is not None:
-            groups.setdefault(a.kernel_sha256, []).append(a.timed_speedup)
+        # Only runs over the same scenarios repeat a measurement (two --scenarios selections may differ).
+        if a.kernel_sha256 and a.timed_speedup is not None and a.scope != "subset":
+            groups.setdefault((a.kernel_sha256, a.scope), []).append(a.timed_speedup)
     spreads = [(max(v) - min(v)) / statistics.median(v)
                for v in groups.values() if len(v) > 1 and statistics.median(v) > 0]
     return max(spreads, default=0.0)
@@ -49,19 +50,22 @@ def effective_noise(history: Sequence[AttemptView], config: DecisionConfig) -> f
 def attempts_since_gain(history: Sequence[AttemptView], noise: float) -> int | None:
     """Attempts after the last real gain; None before the first correct timed attempt.
 
-    A gain is a correct attempt whose speedup beats the best so far by more than `noise`
-    (relative). A rise inside the noise is not a gain and does not move the best.
+    A gain is a correct attempt whose speedup beats the best so far over the same scenarios
+    (full grid with full grid, quick with quick) by more than `noise` (relative). A rise inside
+    the noise is not a gain and does not move the best. A --scenarios subset run is a probe of
+    a few scenarios, never a gain; it counts as an attempt.
     """
-    best: float | None = None
+    best: dict[str, float] = {}
     since: int | None = None
     for a in history:
         if not a.measured:
             continue
         s = a.timed_speedup
-        if s is not None and (best is None or s > best * (1 + noise)):
-            best, since = s, 0
-        elif since is not None:
-            since += 1
+        gain = s is not None and a.scope != "subset" and (a.scope not in best or s > best[a.scope] * (1 + noise))
+        if gain:
+            best[a.scope], since = s, 0
+        elif since is not None or s is not None:
+            since = (since or 0) + 1
     return since
 
 
@@ -86,7 +90,9 @@ def _suspicious(history: Sequence[AttemptView], config: DecisionConfig) -> str |
     if peak is not None and last.max_tflops is not None and last.max_tflops > peak:
         return (f"attempt {last.number} reports {last.max_tflops:.0f} TFLOP/s, above the "
                 f"{peak:.0f} TFLOP/s peak of {last.device}")
-    previous = [a.timed_speedup for a in history[:-1] if a.timed_speedup is not None]
+    if last.scope == "subset":  # a few chosen scenarios: no earlier run covers the same ones
+        return None
+    previous = [a.timed_speedup for a in history[:-1] if a.timed_speedup is not None and a.scope == last.scope]
     if last.timed_speedup is not None and previous and max(previous) > 0:
         jump = last.timed_speedup / max(previous)
         if jump > config.suspicious_factor:

@@ -128,3 +128,48 @@ def test_points_come_most_urgent_first():
 def test_unknown_event_is_rejected():
     with pytest.raises(ValueError, match="unknown event"):
         detect([], "lunch", CFG)
+
+
+# Geomeans over different scenario sets (the full grid, the quick subset, a --scenarios
+# selection) do not compare: the session that found this had a 6-scenario subset at 1.035
+# counted as the best over a 182-scenario full grid at 1.019.
+def test_a_subset_run_is_never_a_gain_and_never_the_best():
+    from ks_tui.questions import best_speedup
+
+    history = [ok(1, 1.00), ok(2, 1.50, scope="subset"), ok(3, 0.80, scope="subset")]
+    assert best_speedup(history) == 1.00
+    assert attempts_since_gain(history, 0.02) == 2
+    assert "suspicious_gain" not in points(history[:2])
+
+
+def test_quick_and_full_runs_are_compared_within_their_own_scope():
+    from ks_tui.questions import best_speedup
+
+    # A quick run at 1.2 is no gain over an earlier quick 1.3; a full run is a gain over the
+    # first full run even though a quick run once read higher.
+    history = [ok(1, 1.30, scope="quick"), ok(2, 1.00), ok(3, 1.20, scope="quick"), ok(4, 1.10)]
+    assert attempts_since_gain(history, 0.02) == 0
+    assert attempts_since_gain(history[:3], 0.02) == 1
+    assert best_speedup(history) == 1.10          # the full grid outranks any quick run
+    assert best_speedup(history[:1]) == 1.30      # only quick runs: the best of those
+    # A quick run 1.6x over the best full run is not "suspicious": it is another subset.
+    assert "suspicious_gain" not in points([ok(1, 1.0), ok(2, 1.6, scope="quick")])
+    assert "suspicious_gain" in points([ok(1, 1.0, scope="quick"), ok(2, 1.6, scope="quick")])
+
+
+def test_measured_noise_ignores_one_kernel_measured_over_different_scenarios():
+    same = dict(kernel_sha256="abc")
+    history = [ok(1, 1.00, **same), ok(2, 1.20, scope="quick", **same), ok(3, 0.9, scope="subset", **same)]
+    assert measured_noise(history) == 0.0
+
+
+def test_scope_comes_from_the_attempt_mode_or_else_the_result():
+    from ks_tui.questions.history import from_attempt_dict
+
+    base = {"number": 1, "status": "correct", "speedup": 1.0}
+    assert from_attempt_dict({**base, "mode": "bench"}).scope == "full"
+    assert from_attempt_dict({**base, "mode": "bench-quick"}).scope == "quick"
+    assert from_attempt_dict({**base, "mode": "bench-subset"}).scope == "subset"
+    assert from_attempt_dict(base, {"quick": True}).scope == "quick"
+    assert from_attempt_dict(base, {"quick": False, "selection": ["a", "b"]}).scope == "subset"
+    assert from_attempt_dict(base, {"quick": False, "selection": None}).scope == "full"
