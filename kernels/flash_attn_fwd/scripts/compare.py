@@ -11,6 +11,7 @@ seconds (default 150), so a hanging candidate costs one run, not the call.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -55,8 +56,10 @@ def run(subset: str, name: str, src: str) -> dict | None:
     except ValueError:
         print(f"{subset}/{name}: no JSON, rc={p.returncode}: {p.stderr[-800:]}", flush=True)
         return None
-    (WORK / f"{os.environ.get('KS_TAG', '')}{subset}-{name}.json").write_text(json.dumps(r, indent=1))
-    print(f"{subset}/{name}: {r.get('status')} {r.get('correct')} geomean {r.get('geomean_speedup')} "
+    # An ad-hoc id list can be longer than a file name may be: name it by a hash then.
+    label = subset if len(subset) <= 60 else "ids-" + hashlib.sha1(subset.encode()).hexdigest()[:10]
+    (WORK / f"{os.environ.get('KS_TAG', '')}{label}-{name}.json").write_text(json.dumps(r, indent=1))
+    print(f"{label}/{name}: {r.get('status')} {r.get('correct')} geomean {r.get('geomean_speedup')} "
           f"({time.monotonic() - t0:.0f}s) {r.get('message', '')[:200]}", flush=True)
     for s in r.get("scenarios", []):
         if not s.get("ok"):
@@ -82,7 +85,7 @@ def main() -> None:
             r = results.get((subset, name)) or {}
             for s in r.get("scenarios", []):
                 rows.setdefault(s["id"], {})[name] = s.get("speedup") if s.get("ok") else "FAIL"
-        print(f"[{subset}] " + " ".join(f"{n:>10s}" for n, _ in cands))
+        print(f"[{subset[:60]}] " + " ".join(f"{n:>10s}" for n, _ in cands))
         for sid, by in rows.items():
             cells = " ".join(f"{by.get(n):>10.3f}" if isinstance(by.get(n), float) else f"{str(by.get(n)):>10s}"
                              for n, _ in cands)
