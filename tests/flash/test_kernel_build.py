@@ -23,7 +23,8 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 # kernel instantiations each must have: bf16 and fp16, each for head dims 64, 96, 128 and 256;
 # best/kernel.cu has two epilogues (TMA store for short launches, registers for long ones) for
 # every head dim but 256, and d64 in two tile shapes (192 rows; 128 rows for short causal).
-INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 18, "best/next_d256epi.cu": 20}
+INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 18, "best/next_d256epi.cu": 20,
+                  "best/next_d64fa3.cu": 20, "best/next_d64fa3w.cu": 16}
 KERNELS = list(INSTANTIATIONS)
 
 
