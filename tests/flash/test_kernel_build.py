@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 # best/kernel.cu has two epilogues (TMA store for short launches, registers for long ones) for
 # every head dim but 256, and d64 in two tile shapes (192 rows; 128 rows for short causal).
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 18, "best/next_d256epi.cu": 20,
-                  "best/next_d64fa3.cu": 20}
+                  "best/next_d64fa3.cu": 20, "best/next_xtile.cu": 20}
 KERNELS = list(INSTANTIATIONS)
 
 
