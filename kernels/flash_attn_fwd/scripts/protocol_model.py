@@ -1,0 +1,579 @@
+"""A model of the flash_attn_fwd kernels' synchronisation protocol, checked over random schedules.
+
+No GPU can run here, and a wrong mbarrier count or a release one step too early shows on the
+device as a hang or as a rare wrong answer. This script plays the protocol of `best/*.cu` by hand:
+one producer and two consumer warpgroups as Python generators that wait on mbarriers (with
+their phase/parity rules), the copy engine and the tensor cores as asynchronous events that a
+random scheduler fires at any time, and the shared-memory buffers as tagged regions. A run fails
+on:
+  - a deadlock (nobody can move, and not everyone is done);
+  - a read of a buffer that does not hold what the reader expects (the wrong tile, block or Q);
+  - a write into a buffer that someone may still read (an early release);
+  - an output tile stored twice, never, or from the wrong data.
+
+The model follows the kernel's code, not its comments: each consumer variant below mirrors one
+loop of the .cu files, step for step (waits, issues, releases). A change to that loop needs the
+same change here. The controls (`--controls`) are deliberately broken variants: each must fail,
+or the checker proves nothing.
+
+Usage:
+    python3 kernels/flash_attn_fwd/scripts/protocol_model.py [--runs N] [--seed S] [--controls]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+
+class ModelError(Exception):
+    pass
+
+
+# ---- mbarrier ----------------------------------------------------------------------------------
+@dataclass
+class MBar:
+    name: str
+    count: int
+    pending: int = -1
+    tx: int = 0
+    phase: int = 0
+
+    def __post_init__(self) -> None:
+        self.pending = self.count
+
+    def _maybe_complete(self) -> None:
+        if self.pending == 0 and self.tx == 0:
+            self.phase += 1
+            self.pending = self.count
+
+    def arrive(self, n: int = 1) -> None:
+        if n > self.pending:
+            raise ModelError(f"{self.name}: {n} arrivals with {self.pending} pending (phase {self.phase})")
+        self.pending -= n
+        self._maybe_complete()
+
+    def expect_tx(self, nbytes: int) -> None:  # mbarrier.arrive.expect_tx: one arrival plus bytes
+        self.tx += nbytes
+        self.arrive()
+
+    def complete_tx(self, nbytes: int) -> None:
+        self.tx -= nbytes
+        if self.tx < 0:
+            raise ModelError(f"{self.name}: more bytes than expected")
+        self._maybe_complete()
+
+    def done(self, parity: int) -> bool:
+        # try_wait.parity(p) succeeds once the phase with parity p has completed: the current
+        # phase's parity differs from p (a fresh barrier counts phase -1 as completed).
+        return (self.phase & 1) != (parity & 1)
+
+
+class NamedBarrier:
+    """bar.sync over `parties` consumer warpgroups (each stands for its 128 threads)."""
+
+    def __init__(self, parties: int) -> None:
+        self.parties, self.arrived, self.generation = parties, 0, 0
+
+    def arrive(self) -> int:
+        self.arrived += 1
+        gen = self.generation
+        if self.arrived == self.parties:
+            self.arrived, self.generation = 0, self.generation + 1
+        return gen
+
+    def passed(self, gen: int) -> bool:
+        return self.generation > gen
+
+
+# ---- shared-memory regions ----------------------------------------------------------------------
+@dataclass
+class Region:
+    name: str
+    tag: object = None                              # what it holds once written
+    writing: bool = False                           # a TMA load is in flight into it
+    readers: set = field(default_factory=set)       # open reads: wgmma groups, TMA stores
+
+    def begin_write(self, who: str) -> None:
+        if self.writing or self.readers:
+            raise ModelError(f"{who} writes {self.name} while it is "
+                             f"{'being written' if self.writing else 'read by ' + str(sorted(self.readers))}")
+        self.writing = True
+
+    def end_write(self, tag: object) -> None:
+        self.writing, self.tag = False, tag
+
+    def write_now(self, who: str, tag: object) -> None:  # generic-proxy stores: immediate
+        self.begin_write(who)
+        self.end_write(tag)
+
+    def begin_read(self, reader: str, expect: object) -> None:
+        if self.writing:
+            raise ModelError(f"{reader} reads {self.name} while a load into it is in flight")
+        if self.tag != expect:
+            raise ModelError(f"{reader} reads {self.name}: holds {self.tag}, expected {expect}")
+        self.readers.add(reader)
+
+    def end_read(self, reader: str) -> None:
+        self.readers.discard(reader)
+
+
+# ---- the machine ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    dp: int                 # 128 (d96/d128 FA3-order loop) or 256 (v6 loop, K/V released apart)
+    tma_epi: bool           # O through shared memory + TMA store
+    cross_tile: bool = False  # next_xtile: last P V issued with the next tile's first Q K^T
+    bug: str = ""           # a control: a deliberate protocol bug the checker must catch
+
+
+class Machine:
+    def __init__(self, variant: Variant, tiles: list[int], rng: random.Random) -> None:
+        self.v, self.tiles, self.rng = variant, tiles, rng
+        d256 = variant.dp == 256
+        self.stages = 1 if d256 else 2
+        self.qbufs = 1 if d256 else 2
+        self.slots = 2
+        consumers = 2
+        qe_count = consumers if (variant.tma_epi and self.qbufs >= 2) else 4 * consumers
+        self.full_k = [MBar(f"fullK{s}", 1) for s in range(self.stages)]
+        self.full_v = [MBar(f"fullV{s}", 1) for s in range(self.stages)]
+        self.empty = [MBar(f"empty{s}", 4 * consumers) for s in range(self.stages)]
+        self.empty_v = [MBar(f"emptyV{s}", 4 * consumers) for s in range(self.stages)]
+        self.q_full = [MBar(f"qFull{b}", 1) for b in range(self.qbufs)]
+        self.q_empty = [MBar(f"qEmpty{b}", qe_count) for b in range(self.qbufs)]
+        self.tile_full = [MBar(f"tileFull{i}", 1) for i in range(self.slots)]
+        self.tile_empty = [MBar(f"tileEmpty{i}", 4 * consumers) for i in range(self.slots)]
+        self.slot_val = [None] * self.slots
+        # Q buffer b, half h (64 rows of consumer h); K and V stages split in row halves too
+        # (the d256 epilogue stages warpgroup h's O in V half h).
+        self.q = [[Region(f"Q{b}.{h}") for h in range(2)] for b in range(self.qbufs)]
+        self.k = [Region(f"K{s}") for s in range(self.stages)]
+        self.vh = [[Region(f"V{s}.{h}") for h in range(2)] for s in range(self.stages)]
+        self.epi_v_barrier = NamedBarrier(2)
+        self.events: list[tuple[str, Callable[[], None]]] = []
+        self.stored: dict[tuple[int, int], int] = {}   # (tile, warpgroup) -> times stored
+        self.log: list[str] = []
+
+    def post(self, what: str, fn: Callable[[], None]) -> None:
+        self.events.append((what, fn))
+
+    # TMA load: the bytes land later, then the barrier's transaction count drops.
+    def tma_load(self, regions: list[Region], tag_of: Callable[[Region], object], bar: MBar, who: str) -> None:
+        for r in regions:
+            r.begin_write(who)
+
+        def land() -> None:
+            for r in regions:
+                r.end_write(tag_of(r))
+            bar.complete_tx(1)
+        self.post(f"load {[r.name for r in regions]}", land)
+
+    # ---- producer (kernel: warpgroup 0, thread 0) ----
+    def producer(self) -> Iterator[Callable[[], bool]]:
+        stage = phase = qb = qph = slot = sph = 0
+        for t in list(range(len(self.tiles))) + [None]:
+            yield lambda s=slot, p=sph: self.tile_empty[s].done(p ^ 1)
+            self.slot_val[slot] = t
+            self.tile_full[slot].arrive()
+            slot, sph = (0, sph ^ 1) if slot + 1 == self.slots else (slot + 1, sph)
+            if t is None:
+                return
+            n = self.tiles[t]
+            if n == 0:
+                continue
+            yield lambda b=qb, p=qph: self.q_empty[b].done(p ^ 1)
+            self.q_full[qb].expect_tx(1)
+            self.tma_load(self.q[qb], lambda r, t=t: ("Q", t), self.q_full[qb], "producer Q")
+            qb, qph = (0, qph ^ 1) if qb + 1 == self.qbufs else (qb + 1, qph)
+            for i in range(n):
+                blk = n - 1 - i
+                yield lambda s=stage, p=phase: self.empty[s].done(p ^ 1)
+                self.full_k[stage].expect_tx(1)
+                self.tma_load([self.k[stage]], lambda r, t=t, b=blk: ("K", t, b), self.full_k[stage], "producer K")
+                yield lambda s=stage, p=phase: self.empty_v[s].done(p ^ 1)
+                self.full_v[stage].expect_tx(1)
+                self.tma_load(self.vh[stage], lambda r, t=t, b=blk: ("V", t, b), self.full_v[stage], "producer V")
+                stage, phase = (0, phase ^ 1) if stage + 1 == self.stages else (stage + 1, phase)
+
+    # ---- consumer helpers ----
+    def store_done(self, t: int, wg: int) -> None:
+        self.stored[(t, wg)] = self.stored.get((t, wg), 0) + 1
+
+    def consumer(self, wg: int) -> Iterator[Callable[[], bool]]:
+        if self.v.dp == 256:
+            yield from self.consumer_v6(wg)
+        elif self.v.cross_tile:
+            yield from self.consumer_xtile(wg)
+        else:
+            yield from self.consumer_fa3(wg)
+
+
+# A step after which any other agent or event may run first.
+READY: Callable[[], bool] = lambda: True
+
+
+class Consumer:
+    """One consumer warpgroup's state and the steps its loops share."""
+
+    def __init__(self, m: Machine, wg: int) -> None:
+        self.m, self.wg = m, wg
+        self.stage = self.phase = self.qb = self.qph = self.slot = self.sph = 0
+        self.staged_q: int | None = None   # Q buffer holding this warpgroup's O for a TMA store
+        self.store_reading: Region | None = None
+        self.groups: list[list[Region]] = []  # committed wgmma groups, oldest first
+        self.name = f"wg{wg}"
+
+    def next_stage(self) -> tuple[int, int]:
+        s, p = self.stage, self.phase
+        self.stage, self.phase = (0, self.phase ^ 1) if self.stage + 1 == self.m.stages else (self.stage + 1, self.phase)
+        return s, p
+
+    def fetch(self) -> Iterator:
+        m = self.m
+        yield lambda s=self.slot, p=self.sph: m.tile_full[s].done(p)
+        t = m.slot_val[self.slot]
+        m.tile_empty[self.slot].arrive(4)
+        self.slot, self.sph = (0, self.sph ^ 1) if self.slot + 1 == m.slots else (self.slot + 1, self.sph)
+        return t
+
+    def wait_q(self) -> Iterator:
+        b, p = self.qb, self.qph
+        yield lambda: self.m.q_full[b].done(p)
+        self.qb, self.qph = (0, self.qph ^ 1) if self.qb + 1 == self.m.qbufs else (self.qb + 1, self.qph)
+        return b
+
+    def issue(self, reads: list[tuple[Region, object]]) -> None:
+        for r, expect in reads:
+            r.begin_read(self.name, expect)
+        self.groups.append([r for r, _ in reads])
+
+    def wait_groups(self, keep: int) -> None:  # wgmma.wait_group keep
+        while len(self.groups) > keep:
+            for r in self.groups.pop(0):
+                r.end_read(self.name)
+
+    def qk(self, b: int, t: int, s: int, blk: int) -> None:
+        self.issue([(self.m.q[b][self.wg], ("Q", t)), (self.m.k[s], ("K", t, blk))])
+
+    def pv(self, s: int, t: int, blk: int) -> None:
+        self.issue([(self.m.vh[s][0], ("V", t, blk)), (self.m.vh[s][1], ("V", t, blk))])
+
+    def release_staged(self) -> Iterator:
+        if self.staged_q is not None:
+            yield lambda: self.store_reading is None  # cp.async.bulk.wait_group.read 0
+            self.m.q_empty[self.staged_q].arrive()
+        self.staged_q = None
+
+    def tma_store(self, region: Region, t: int) -> None:
+        region.begin_read(self.name + " store", ("O", t, self.wg))
+        self.store_reading = region
+
+        def read_done() -> None:
+            region.end_read(self.name + " store")
+            self.store_reading = None
+            self.m.store_done(t, self.wg)
+        self.m.post(f"{self.name} store read", read_done)
+
+    def epilogue_q(self, t: int, b: int) -> None:
+        """d <= 128 TMA epilogue: O into this warpgroup's half of the tile's Q buffer."""
+        self.m.q[b][self.wg].write_now(self.name + " O", ("O", t, self.wg))
+        self.tma_store(self.m.q[b][self.wg], t)
+        self.staged_q = b
+
+
+def consumer_fa3(self: Machine, wg: int) -> Iterator:
+    """best/kernel.cu's d96/d128 loop (v12): FA3 order inside a tile, epilogue after it."""
+    c, v = Consumer(self, wg), self.v
+    while True:
+        t = yield from c.fetch()
+        if t is None:
+            break
+        n = self.tiles[t]
+        if n == 0:
+            self.store_done(t, wg)  # zeros stored from registers
+            continue
+        b = yield from c.wait_q()
+        s, p = c.next_stage()
+        yield lambda s=s, p=p: self.full_k[s].done(p)
+        c.qk(b, t, s, n - 1)
+        yield READY  # the warpgroup may be slow here
+        c.wait_groups(0)
+        self.empty[s].arrive(4)
+        yield READY  # the warpgroup may be slow here
+        if v.tma_epi:
+            yield from c.release_staged()
+        for i in range(1, n):
+            prev, pprev = s, p
+            s, p = c.next_stage()
+            yield lambda s=s, p=p: self.full_k[s].done(p)
+            yield lambda s=prev, p=pprev: self.full_v[s].done(p)
+            c.qk(b, t, s, n - 1 - i)
+            yield READY  # the warpgroup may be slow here
+            c.pv(prev, t, n - i)
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(1)
+            self.empty[s].arrive(4)
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(0)
+            self.empty_v[prev].arrive(4)
+            yield READY  # the warpgroup may be slow here
+        if not v.tma_epi:
+            self.q_empty[b].arrive(4)
+            yield READY  # the warpgroup may be slow here
+        yield lambda s=s, p=p: self.full_v[s].done(p)
+        c.pv(s, t, 0)
+        yield READY  # the warpgroup may be slow here
+        if v.bug == "early_v_release":
+            self.empty_v[s].arrive(4)  # before the P V has completed
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(0)
+        else:
+            c.wait_groups(0)
+            self.empty_v[s].arrive(4)
+            yield READY  # the warpgroup may be slow here
+        if v.tma_epi:
+            c.epilogue_q(t, b)
+        else:
+            self.store_done(t, wg)
+    if v.tma_epi:
+        yield lambda: c.store_reading is None  # bulk_wait at exit
+
+
+def consumer_xtile(self: Machine, wg: int) -> Iterator:
+    """best/next_xtile.cu's d96/d128 loop: the FA3 order carried across tiles."""
+    c, v = Consumer(self, wg), self.v
+    t = yield from c.fetch()
+    have = t is not None
+    started = False
+    b = s = p = 0
+    while have:
+        n = self.tiles[t]
+        if n == 0:
+            self.store_done(t, wg)
+            t = yield from c.fetch()
+            have = t is not None
+            continue
+        if not started:
+            b = yield from c.wait_q()
+            s, p = c.next_stage()
+            yield lambda s=s, p=p: self.full_k[s].done(p)
+            c.qk(b, t, s, n - 1)
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(0)
+            self.empty[s].arrive(4)
+            yield READY  # the warpgroup may be slow here
+            if v.tma_epi:
+                yield from c.release_staged()
+        for i in range(1, n):
+            prev, pprev = s, p
+            s, p = c.next_stage()
+            yield lambda s=s, p=p: self.full_k[s].done(p)
+            yield lambda s=prev, p=pprev: self.full_v[s].done(p)
+            c.qk(b, t, s, n - 1 - i)
+            yield READY  # the warpgroup may be slow here
+            c.pv(prev, t, n - i)
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(1)
+            self.empty[s].arrive(4)
+            yield READY  # the warpgroup may be slow here
+            if v.tma_epi and i == 1:
+                yield from c.release_staged()
+            c.wait_groups(0)
+            self.empty_v[prev].arrive(4)
+            yield READY  # the warpgroup may be slow here
+        if not v.tma_epi:
+            self.q_empty[b].arrive(4)
+            yield READY  # the warpgroup may be slow here
+        if v.tma_epi and v.bug != "no_boundary_release":
+            yield from c.release_staged()
+        nxt = yield from c.fetch()
+        have_next = nxt is not None
+        yield lambda s=s, p=p: self.full_v[s].done(p)
+        if have_next and self.tiles[nxt] > 0:
+            b2 = yield from c.wait_q()
+            s2, p2 = c.next_stage()
+            yield lambda s=s2, p=p2: self.full_k[s].done(p)
+            c.pv(s, t, 0)
+            yield READY  # the warpgroup may be slow here
+            c.qk(b2, nxt, s2, self.tiles[nxt] - 1)
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(1)
+            self.empty_v[s].arrive(4)
+            yield READY  # the warpgroup may be slow here
+            if v.tma_epi:
+                c.epilogue_q(t, b)
+            else:
+                self.store_done(t, wg)
+            c.wait_groups(0)
+            self.empty[s2].arrive(4)
+            yield READY  # the warpgroup may be slow here
+            started, b, s, p = True, b2, s2, p2
+        else:
+            c.pv(s, t, 0)
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(0)
+            self.empty_v[s].arrive(4)
+            yield READY  # the warpgroup may be slow here
+            if v.tma_epi:
+                c.epilogue_q(t, b)
+            else:
+                self.store_done(t, wg)
+            started, have = False, have_next
+        t = nxt
+    if v.tma_epi:
+        yield lambda: c.store_reading is None
+
+
+def consumer_v6(self: Machine, wg: int) -> Iterator:
+    """best/next_d256epi.cu's d256 loop: one stage, K and V released apart; with tma_epi O is
+    staged in the last key block's V stage after a barrier of both warpgroups."""
+    c, v = Consumer(self, wg), self.v
+    while True:
+        t = yield from c.fetch()
+        if t is None:
+            break
+        n = self.tiles[t]
+        if n == 0:
+            self.store_done(t, wg)
+            continue
+        b = yield from c.wait_q()
+        s = p = 0
+        for i in range(n):
+            blk = n - 1 - i
+            s, p = c.next_stage()
+            yield lambda s=s, p=p: self.full_k[s].done(p)
+            c.qk(b, t, s, blk)
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(0)
+            self.empty[s].arrive(4)
+            yield READY  # the warpgroup may be slow here
+            if i == n - 1:
+                self.q_empty[b].arrive(4)
+                yield READY  # the warpgroup may be slow here
+            yield lambda s=s, p=p: self.full_v[s].done(p)
+            c.pv(s, t, blk)
+            yield READY  # the warpgroup may be slow here
+            c.wait_groups(0)
+            if not (v.tma_epi and i == n - 1):
+                self.empty_v[s].arrive(4)
+                yield READY  # the warpgroup may be slow here
+        if v.tma_epi:
+            if v.bug != "no_epi_barrier":
+                gen = self.epi_v_barrier.arrive()
+                yield lambda g=gen: self.epi_v_barrier.passed(g)
+            region = self.vh[s][wg]
+            region.write_now(c.name + " O", ("O", t, wg))
+            c.tma_store(region, t)
+            yield lambda: c.store_reading is None  # wait_group.read 0, then release V
+            self.empty_v[s].arrive(4)
+            yield READY  # the warpgroup may be slow here
+        else:
+            self.store_done(t, wg)
+    if v.tma_epi:
+        yield lambda: c.store_reading is None
+
+
+Machine.consumer_fa3 = consumer_fa3
+Machine.consumer_xtile = consumer_xtile
+Machine.consumer_v6 = consumer_v6
+
+
+# ---- the scheduler -------------------------------------------------------------------------------
+def run_once(variant: Variant, tiles: list[int], rng: random.Random, max_steps: int = 200000) -> None:
+    m = Machine(variant, tiles, rng)
+    agents: dict[str, Iterator] = {"producer": m.producer(), "wg0": m.consumer(0), "wg1": m.consumer(1)}
+    waiting: dict[str, Callable[[], bool] | None] = {k: None for k in agents}
+    for _ in range(max_steps):
+        ready = [k for k in agents if waiting[k] is None or waiting[k]()]
+        choices = [("agent", k) for k in ready] + [("event", i) for i in range(len(m.events))]
+        if not choices:
+            if not agents:
+                break
+            raise ModelError("deadlock: " + ", ".join(
+                f"{k} waits" for k in agents) + f"; barriers: " + barrier_state(m))
+        kind, what = rng.choice(choices)
+        if kind == "event":
+            _, fn = m.events.pop(what)
+            fn()
+            continue
+        try:
+            waiting[what] = next(agents[what])
+        except StopIteration:
+            del agents[what]
+            del waiting[what]
+    else:
+        raise ModelError("no end after max_steps")
+    if m.events:
+        raise ModelError(f"events left at exit: {[e for e, _ in m.events]}")
+    for t, n in enumerate(tiles):
+        for wg in (0, 1):
+            k = m.stored.get((t, wg), 0)
+            if k != 1:
+                raise ModelError(f"tile {t} (n_blocks {n}) warpgroup {wg} stored {k} times")
+
+
+def barrier_state(m: Machine) -> str:
+    bars = m.full_k + m.full_v + m.empty + m.empty_v + m.q_full + m.q_empty + m.tile_full + m.tile_empty
+    return " ".join(f"{b.name}:ph{b.phase}/pend{b.pending}" for b in bars)
+
+
+def tile_lists(rng: random.Random) -> list[list[int]]:
+    fixed = [[1], [3], [0], [1, 1, 1], [4, 0, 2], [0, 0, 3, 1], [5, 4, 3, 2, 1, 0], [2, 2, 2, 2, 2]]
+    rand = [[rng.choice([0, 1, 1, 2, 3, 4, 6]) for _ in range(rng.randint(1, 9))] for _ in range(24)]
+    return fixed + rand
+
+
+VARIANTS = [
+    Variant("v12 d128, register epilogue", 128, False),
+    Variant("v12 d128, TMA epilogue", 128, True),
+    Variant("next_xtile d128, register epilogue", 128, False, cross_tile=True),
+    Variant("next_xtile d128, TMA epilogue", 128, True, cross_tile=True),
+    Variant("v12 d256, register epilogue", 256, False),
+    Variant("next_d256epi d256, TMA epilogue in V", 256, True),
+]
+CONTROLS = [
+    Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
+    Variant("control: xtile without the boundary release_staged", 128, True, cross_tile=True,
+            bug="no_boundary_release"),
+    Variant("control: d256 epilogue without the two-warpgroup barrier", 256, True, bug="no_epi_barrier"),
+]
+
+
+def check(variant: Variant, runs: int, seed: int) -> str | None:
+    rng = random.Random(seed)
+    lists = tile_lists(rng)
+    for i in range(runs):
+        tiles = lists[i % len(lists)]
+        try:
+            run_once(variant, tiles, random.Random(rng.getrandbits(64)))
+        except ModelError as e:
+            return f"tiles {tiles}: {e}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--controls", action="store_true", help="also run the broken variants (each must fail)")
+    args = ap.parse_args(argv)
+    ok = True
+    for v in VARIANTS:
+        err = check(v, args.runs, args.seed)
+        print(f"{'FAIL' if err else 'ok  '} {v.name}" + (f": {err}" if err else ""))
+        ok &= err is None
+    if args.controls:
+        for v in CONTROLS:
+            err = check(v, args.runs, args.seed)
+            print(f"{'caught' if err else 'MISSED'} {v.name}" + (f": {err[:160]}" if err else ""))
+            ok &= err is not None
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
