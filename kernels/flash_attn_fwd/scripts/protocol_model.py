@@ -129,13 +129,14 @@ class Variant:
     tma_epi: bool           # O through shared memory + TMA store
     cross_tile: bool = False  # next_xtile: last P V issued with the next tile's first Q K^T
     bug: str = ""           # a control: a deliberate protocol bug the checker must catch
+    stages: int = 0         # K/V stages (0: the head dim's own: 2 for d128, 1 for d256)
 
 
 class Machine:
     def __init__(self, variant: Variant, tiles: list[int], rng: random.Random) -> None:
         self.v, self.tiles, self.rng = variant, tiles, rng
         d256 = variant.dp == 256
-        self.stages = 1 if d256 else 2
+        self.stages = variant.stages or (1 if d256 else 2)
         self.qbufs = 1 if d256 else 2
         self.slots = 2
         consumers = 2
@@ -533,6 +534,8 @@ VARIANTS = [
     Variant("v12 d128, TMA epilogue", 128, True),
     Variant("next_xtile d128, register epilogue", 128, False, cross_tile=True),
     Variant("next_xtile d128, TMA epilogue", 128, True, cross_tile=True),
+    Variant("next_d64fa3 128-row d64 (3 stages), TMA epilogue", 128, True, stages=3),
+    Variant("next_d64fa3 128-row d64 (3 stages), register epilogue", 128, False, stages=3),
     Variant("v12 d256, register epilogue", 256, False),
     Variant("next_d256epi d256, TMA epilogue in V", 256, True),
 ]
