@@ -377,6 +377,34 @@ class AttemptStore:
                           hint=f"results would not match the commit; restore them: git -C {info.worktree} restore "
                                + " ".join(touched))
 
+    def replace_kernel(self, sid: str, source: Path, result: dict | None = None) -> None:
+        """Make `source` the session's kernel (for `ks try --kernel`): copied over the worktree's.
+
+        Refused, with the worktree untouched, when the worktree kernel has edits that no commit
+        holds (they exist nowhere else) or when `result` names another kernel than `source`.
+        """
+        info = self.session(sid)
+        try:
+            data = Path(source).read_bytes()
+        except FileNotFoundError:
+            raise KsError(f"kernel file {source} not found") from None
+        except OSError as e:
+            raise KsError(f"cannot read kernel file {source}: {e.strerror or e}") from None
+        claimed = (result or {}).get("kernel_sha256")
+        if claimed and claimed != hashlib.sha256(data).hexdigest():
+            raise KsError(f"the result is for a different kernel (sha256 {claimed[:12]}…) than {source}; "
+                          "nothing recorded", hint="pass the file that run measured")
+        kernel = self._task(info).kernel
+        current = kernel.read_bytes() if kernel.is_file() else None
+        if current == data:
+            return
+        head = self._run(self._wt(info), "rev-parse", f"HEAD:{self._kernel_rel(info)}", what="reading the kernel blob")
+        if current is not None and self._blob_of_worktree(info) != head:
+            raise KsError(f"session {info.id}'s kernel has edits that no attempt holds; --kernel would overwrite them",
+                          hint=f"record them first (`ks try --session {info.id}`), or undo them: "
+                               f"git -C {info.worktree} checkout -- {self._kernel_rel(info)}")
+        kernel.write_bytes(data)
+
     def unchanged_since(self, sid: str) -> Attempt | None:
         """The latest attempt if the worktree kernel still equals it (nothing new to record)."""
         info = self.session(sid)

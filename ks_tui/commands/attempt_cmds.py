@@ -39,6 +39,9 @@ def register(sub) -> None:
     p.add_argument("--question", metavar="QID", help="id of the question that led to this attempt")
     p.add_argument("--author", choices=("human", "agent"), default="human",
                    help="who wrote this kernel (default: human)")
+    p.add_argument("--kernel", metavar="FILE",
+                   help="use FILE as the session's kernel for this attempt (copied into the worktree first; "
+                        "with --result, the file that result measured)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--result", metavar="FILE",
                         help="record a result JSON computed elsewhere instead of running the harness")
@@ -173,7 +176,11 @@ def cmd_try(args) -> int:
             result = _load_result_file(args.result)
             if result.get("task") not in (None, info.task):
                 raise KsError(f"the result is for task {result.get('task')!r}, session {info.id} works on {info.task!r}")
-        else:
+            if args.kernel:
+                store.replace_kernel(info.id, Path(args.kernel), result)
+        elif args.kernel:
+            store.replace_kernel(info.id, Path(args.kernel))
+        if not args.result:
             same = store.unchanged_since(info.id)
             if same is not None:
                 _unchanged(args, same)

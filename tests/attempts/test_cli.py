@@ -162,6 +162,34 @@ def test_try_records_a_result_computed_elsewhere(toy_session, tmp_path):
     assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 1
 
 
+def test_try_kernel_records_a_file_measured_elsewhere_and_guards_unrecorded_edits(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    candidate = tmp_path / "candidate.cpp"
+    candidate.write_text(kernel.read_text() + "// candidate benched on the GPU box\n")
+    res_file = tmp_path / "remote.json"
+    res_file.write_text(json.dumps(result_for(candidate, speedup=1.4)))
+    out = ks("try", "--session", sid, "--kernel", str(candidate), "--result", str(res_file), cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert kernel.read_text() == candidate.read_text()
+    log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
+    assert [a["speedup"] for a in log] == [1.4]
+
+    # An edit in the worktree that no attempt holds is not overwritten by --kernel.
+    kernel.write_text(kernel.read_text() + "// unrecorded edit\n")
+    other = tmp_path / "other.cpp"
+    other.write_text(candidate.read_text() + "// another candidate\n")
+    bad_input(ks("try", "--session", sid, "--kernel", str(other), "--no-run", cwd=ws), "no attempt holds")
+    assert "// unrecorded edit" in kernel.read_text()
+    bad_input(ks("try", "--session", sid, "--kernel", str(tmp_path / "missing.cpp"), "--no-run", cwd=ws),
+              "missing.cpp")
+    # A result of another file than --kernel: refused before the worktree is touched.
+    kernel.write_text(candidate.read_text())
+    bad_input(ks("try", "--session", sid, "--kernel", str(other), "--result", str(res_file), cwd=ws),
+              "different kernel")
+    assert kernel.read_text() == candidate.read_text()
+    assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 1
+
+
 def test_no_run_commits_a_human_edit_as_unchecked(toy_session):
     ws, sid, kernel = toy_session
     kernel.write_text(kernel.read_text() + "// by hand\n")
