@@ -536,6 +536,7 @@ VARIANTS = [
     Variant("next_xtile d128, TMA epilogue", 128, True, cross_tile=True),
     Variant("next_d64fa3 128-row d64 (3 stages), TMA epilogue", 128, True, stages=3),
     Variant("next_d64fa3 128-row d64 (3 stages), register epilogue", 128, False, stages=3),
+    Variant("the next_xtile loop with 3 stages (128-row d64, if merged with next_d64fa3), TMA epilogue", 128, True, cross_tile=True, stages=3),
     Variant("v12 d256, register epilogue", 256, False),
     Variant("next_d256epi d256, TMA epilogue in V", 256, True),
 ]
