@@ -158,7 +158,6 @@ class Machine:
         self.epi_v_barrier = NamedBarrier(2)
         self.events: list[tuple[str, Callable[[], None]]] = []
         self.stored: dict[tuple[int, int], int] = {}   # (tile, warpgroup) -> times stored
-        self.log: list[str] = []
 
     def post(self, what: str, fn: Callable[[], None]) -> None:
         self.events.append((what, fn))
@@ -280,11 +279,53 @@ class Consumer:
             self.m.store_done(t, self.wg)
         self.m.post(f"{self.name} store read", read_done)
 
-    def epilogue_q(self, t: int, b: int) -> None:
-        """d <= 128 TMA epilogue: O into this warpgroup's half of the tile's Q buffer."""
+    def store_o(self, t: int, b: int) -> None:
+        """d <= 128 epilogue of tile t: with the TMA store, O goes into this warpgroup's half of
+        the tile's Q buffer b first; else straight from registers to global memory."""
+        if not self.m.v.tma_epi:
+            self.m.store_done(t, self.wg)
+            return
         self.m.q[b][self.wg].write_now(self.name + " O", ("O", t, self.wg))
         self.tma_store(self.m.q[b][self.wg], t)
         self.staged_q = b
+
+
+def fa3_first_block(c: Consumer, b: int, t: int, n: int) -> Iterator:
+    """S_0 of tile t (n key blocks): issue, wait, release K; then the staged O store's Q buffer."""
+    m = c.m
+    s, p = c.next_stage()
+    yield lambda: m.full_k[s].done(p)
+    c.qk(b, t, s, n - 1)
+    yield READY  # the warpgroup may be slow here
+    c.wait_groups(0)
+    m.empty[s].arrive(4)
+    yield READY
+    if m.v.tma_epi:
+        yield from c.release_staged()
+    return s, p
+
+
+def fa3_steady(c: Consumer, b: int, t: int, n: int, s: int, p: int, *, release_at_first: bool) -> Iterator:
+    """Blocks 1..n-1: S_i with P_{i-1} V_{i-1}, wait for S_i, release K_i, then for P V, release V."""
+    m = c.m
+    for i in range(1, n):
+        prev, pprev = s, p
+        s, p = c.next_stage()
+        yield lambda s=s, p=p: m.full_k[s].done(p)
+        yield lambda s=prev, p=pprev: m.full_v[s].done(p)
+        c.qk(b, t, s, n - 1 - i)
+        yield READY
+        c.pv(prev, t, n - i)
+        yield READY
+        c.wait_groups(1)
+        m.empty[s].arrive(4)
+        yield READY
+        if release_at_first and i == 1:
+            yield from c.release_staged()
+        c.wait_groups(0)
+        m.empty_v[prev].arrive(4)
+        yield READY
+    return s, p
 
 
 def consumer_fa3(self: Machine, wg: int) -> Iterator:
@@ -299,30 +340,8 @@ def consumer_fa3(self: Machine, wg: int) -> Iterator:
             self.store_done(t, wg)  # zeros stored from registers
             continue
         b = yield from c.wait_q()
-        s, p = c.next_stage()
-        yield lambda s=s, p=p: self.full_k[s].done(p)
-        c.qk(b, t, s, n - 1)
-        yield READY  # the warpgroup may be slow here
-        c.wait_groups(0)
-        self.empty[s].arrive(4)
-        yield READY  # the warpgroup may be slow here
-        if v.tma_epi:
-            yield from c.release_staged()
-        for i in range(1, n):
-            prev, pprev = s, p
-            s, p = c.next_stage()
-            yield lambda s=s, p=p: self.full_k[s].done(p)
-            yield lambda s=prev, p=pprev: self.full_v[s].done(p)
-            c.qk(b, t, s, n - 1 - i)
-            yield READY  # the warpgroup may be slow here
-            c.pv(prev, t, n - i)
-            yield READY  # the warpgroup may be slow here
-            c.wait_groups(1)
-            self.empty[s].arrive(4)
-            yield READY  # the warpgroup may be slow here
-            c.wait_groups(0)
-            self.empty_v[prev].arrive(4)
-            yield READY  # the warpgroup may be slow here
+        s, p = yield from fa3_first_block(c, b, t, n)
+        s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False)
         if not v.tma_epi:
             self.q_empty[b].arrive(4)
             yield READY  # the warpgroup may be slow here
@@ -337,10 +356,7 @@ def consumer_fa3(self: Machine, wg: int) -> Iterator:
             c.wait_groups(0)
             self.empty_v[s].arrive(4)
             yield READY  # the warpgroup may be slow here
-        if v.tma_epi:
-            c.epilogue_q(t, b)
-        else:
-            self.store_done(t, wg)
+        c.store_o(t, b)
     if v.tma_epi:
         yield lambda: c.store_reading is None  # bulk_wait at exit
 
@@ -361,32 +377,8 @@ def consumer_xtile(self: Machine, wg: int) -> Iterator:
             continue
         if not started:
             b = yield from c.wait_q()
-            s, p = c.next_stage()
-            yield lambda s=s, p=p: self.full_k[s].done(p)
-            c.qk(b, t, s, n - 1)
-            yield READY  # the warpgroup may be slow here
-            c.wait_groups(0)
-            self.empty[s].arrive(4)
-            yield READY  # the warpgroup may be slow here
-            if v.tma_epi:
-                yield from c.release_staged()
-        for i in range(1, n):
-            prev, pprev = s, p
-            s, p = c.next_stage()
-            yield lambda s=s, p=p: self.full_k[s].done(p)
-            yield lambda s=prev, p=pprev: self.full_v[s].done(p)
-            c.qk(b, t, s, n - 1 - i)
-            yield READY  # the warpgroup may be slow here
-            c.pv(prev, t, n - i)
-            yield READY  # the warpgroup may be slow here
-            c.wait_groups(1)
-            self.empty[s].arrive(4)
-            yield READY  # the warpgroup may be slow here
-            if v.tma_epi and i == 1:
-                yield from c.release_staged()
-            c.wait_groups(0)
-            self.empty_v[prev].arrive(4)
-            yield READY  # the warpgroup may be slow here
+            s, p = yield from fa3_first_block(c, b, t, n)
+        s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=v.tma_epi)
         if not v.tma_epi:
             self.q_empty[b].arrive(4)
             yield READY  # the warpgroup may be slow here
@@ -406,10 +398,7 @@ def consumer_xtile(self: Machine, wg: int) -> Iterator:
             c.wait_groups(1)
             self.empty_v[s].arrive(4)
             yield READY  # the warpgroup may be slow here
-            if v.tma_epi:
-                c.epilogue_q(t, b)
-            else:
-                self.store_done(t, wg)
+            c.store_o(t, b)
             c.wait_groups(0)
             self.empty[s2].arrive(4)
             yield READY  # the warpgroup may be slow here
@@ -420,10 +409,7 @@ def consumer_xtile(self: Machine, wg: int) -> Iterator:
             c.wait_groups(0)
             self.empty_v[s].arrive(4)
             yield READY  # the warpgroup may be slow here
-            if v.tma_epi:
-                c.epilogue_q(t, b)
-            else:
-                self.store_done(t, wg)
+            c.store_o(t, b)
             started, have = False, have_next
         t = nxt
     if v.tma_epi:
