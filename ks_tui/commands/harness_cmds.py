@@ -1,4 +1,4 @@
-"""`ks check`, `ks bench`, `ks scenarios`, `ks doctor`: the harness from the command line.
+"""`ks check`, `ks bench`, `ks compare`, `ks scenarios`, `ks doctor`: the harness from the command line.
 
 No torch at import time: the harness's heavy work runs in its child process.
 """
@@ -31,6 +31,21 @@ def register(sub) -> None:
         # commands in results files still run.
         p.add_argument("--remeasure-baselines", action="store_true", help=argparse.SUPPRESS)
         p.set_defaults(func=lambda a, m=mode: run_cmd(a, m))
+
+    text = "bench several kernel files on the same scenarios and inputs, in alternating order"
+    p = sub.add_parser("compare", help=text, description=text)
+    p.add_argument("task", metavar="TASK", help="task name under kernels/, or a path to a task folder")
+    p.add_argument("candidates", metavar="NAME=FILE", nargs="+",
+                   help="kernel files (at least two); the first is the reference of the 'vs' row")
+    p.add_argument("--quick", action="store_true", help="only the task's quick subset")
+    p.add_argument("--scenarios", metavar="ID", nargs="+", action="extend",
+                   help="only these scenario ids (space or comma separated)")
+    p.add_argument("--rounds", type=int, default=1, metavar="N",
+                   help="bench every file N times, order reversed every other round (default 1)")
+    p.add_argument("--timeout", type=float, metavar="S", help="kill each run after S seconds")
+    p.add_argument("--seed", type=int, help="input seed for every run (default: one new seed shared by all)")
+    p.add_argument("--json", action="store_true", help="print one JSON document (summary and every result)")
+    p.set_defaults(func=compare_cmd)
 
     p = sub.add_parser("scenarios", help="list a task's scenarios", description="list a task's scenarios")
     p.add_argument("task", metavar="TASK")
@@ -92,6 +107,46 @@ def run_cmd(args, mode: str) -> int:
     else:
         print(render(result))
     return EXIT_OK if result["status"] == "correct" else EXIT_KERNEL_FAILED
+
+
+def compare_cmd(args) -> int:
+    import secrets
+
+    from ks_tui.harness import compare
+    from ks_tui.harness.client import run_harness
+
+    try:
+        candidates = compare.parse_candidates(args.candidates)
+    except ValueError as e:
+        raise KsError(str(e)) from None
+    for c in candidates:
+        if not c.source.is_file():
+            raise KsError(f"{c.name}: kernel file {c.source} not found")
+    if args.rounds < 1:
+        raise KsError("--rounds must be at least 1")
+    task = _load(args)
+    ids = [x for item in (args.scenarios or []) for x in item.split(",") if x] or None
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    order = compare.run_order(len(candidates), args.rounds)
+    progress = _Progress(live=sys.stderr.isatty(), plain=False)
+    try:
+        for k, i in enumerate(order, 1):
+            c = candidates[i]
+            if not args.json:
+                print(f"[{k}/{len(order)}] {c.name}: {c.source}", file=sys.stderr, flush=True)
+            c.runs.append(run_harness(task, c.source, mode="bench", quick=args.quick, scenarios=ids,
+                                      timeout=args.timeout, seed=seed, on_progress=progress))
+    finally:
+        progress.close()
+    summary = compare.summarize(candidates)
+    if args.json:
+        print(json.dumps({"task": task.name, "seed": seed, "rounds": args.rounds,
+                          "order": [candidates[i].name for i in order], **summary,
+                          "candidates": [{"name": c.name, "source": str(c.source), "runs": c.runs}
+                                         for c in candidates]}, indent=1))
+    else:
+        print(compare.render(candidates, summary, args.rounds, seed))
+    return EXIT_KERNEL_FAILED if summary["failed"] else EXIT_OK
 
 
 def scenarios_cmd(args) -> int:

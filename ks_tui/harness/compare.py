@@ -1,0 +1,97 @@
+"""Compare kernel files on the same scenarios and inputs: the run order and the summary table.
+
+`ks compare` benches each candidate in its own harness child, round after round, with one
+seed for all, so every candidate sees the same inputs. The order alternates (A B, B A, ...):
+a clock or thermal drift during the call then favours no candidate. Only the parent-side
+arithmetic lives here; the runs go through `client.run_harness`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Candidate:
+    name: str
+    source: Path
+    runs: list[dict] = field(default_factory=list)   # harness results, in run order
+
+
+def parse_candidates(specs: list[str]) -> list[Candidate]:
+    """NAME=FILE or FILE (named after its stem); names must be unique. ValueError on bad input."""
+    out: list[Candidate] = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            name, path = Path(spec).stem, spec
+        if not name or not path:
+            raise ValueError(f"{spec!r}: expected NAME=FILE or FILE")
+        if any(c.name == name for c in out):
+            raise ValueError(f"two candidates named {name!r}: name them NAME=FILE")
+        out.append(Candidate(name, Path(path)))
+    if len(out) < 2:
+        raise ValueError("give at least two kernel files to compare")
+    return out
+
+
+def run_order(n: int, rounds: int) -> list[int]:
+    """Candidate indices in run order: forward in even rounds, backward in odd ones."""
+    order: list[int] = []
+    for r in range(rounds):
+        order += list(range(n)) if r % 2 == 0 else list(range(n - 1, -1, -1))
+    return order
+
+
+def _geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summarize(candidates: list[Candidate]) -> dict:
+    """Per candidate: its status over the rounds, per-scenario speedup (geomean over rounds) and
+    the geomean over the scenarios every candidate ran correctly (so the rows compare)."""
+    per: dict[str, dict[str, list[float]]] = {}
+    failed: dict[str, str] = {}
+    ids: list[str] = []
+    for c in candidates:
+        per[c.name] = {}
+        for r in c.runs:
+            if r.get("status") != "correct":
+                failed.setdefault(c.name, f"{r.get('status')}: {(r.get('message') or '').splitlines()[0][:160]}"
+                                  if r.get("message") else str(r.get("status")))
+            for s in r.get("scenarios") or []:
+                if s["id"] not in ids:
+                    ids.append(s["id"])
+                if s.get("ok") and isinstance(s.get("speedup"), (int, float)):
+                    per[c.name].setdefault(s["id"], []).append(float(s["speedup"]))
+    common = [i for i in ids if all(per[c.name].get(i) for c in candidates if c.name not in failed)]
+    rows = {i: {c.name: _geomean(per[c.name].get(i, [])) for c in candidates} for i in ids}
+    geomean = {c.name: (None if c.name in failed else _geomean([rows[i][c.name] for i in common]))
+               for c in candidates}
+    first = candidates[0].name
+    vs_first = {c.name: (geomean[c.name] / geomean[first] if geomean[c.name] and geomean[first] else None)
+                for c in candidates}
+    return {"scenarios": ids, "common": common, "rows": rows, "geomean": geomean, "vs_first": vs_first,
+            "failed": failed}
+
+
+def render(candidates: list[Candidate], summary: dict, rounds: int, seed: int | None) -> str:
+    names = [c.name for c in candidates]
+    width = max([len(i) for i in summary["scenarios"]] + [len("geomean (common scenarios)")])
+    cell = max(10, *(len(n) for n in names))
+
+    def fmt(v) -> str:
+        return f"{v:>{cell}.3f}" if isinstance(v, float) else f"{'-':>{cell}}"
+
+    lines = [f"speedup vs the fastest baseline, per scenario (geomean over {rounds} round(s), seed {seed})",
+             " " * width + "  " + " ".join(f"{n:>{cell}}" for n in names)]
+    for sid in summary["scenarios"]:
+        lines.append(f"{sid:<{width}}  " + " ".join(fmt(summary["rows"][sid][n]) for n in names))
+    lines.append(f"{'geomean (common scenarios)':<{width}}  " + " ".join(fmt(summary["geomean"][n]) for n in names))
+    lines.append(f"{'vs ' + names[0]:<{width}}  " + " ".join(fmt(summary["vs_first"][n]) for n in names))
+    for name, why in summary["failed"].items():
+        lines.append(f"{name}: {why}")
+    return "\n".join(lines)

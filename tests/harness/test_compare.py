@@ -1,0 +1,84 @@
+"""`ks compare`: several kernel files benched on the same scenarios and inputs, in alternating
+order, through the real harness child and the real compiler (attention_cpu on this machine)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ks_tui.harness import compare
+from tests.harness.conftest import CPU_TASK_DIR, run_ks
+
+IDS = "d24-h2-1-q31-k45-b4,d48-h8-2-q77-k301-b1-causal"
+
+
+def test_run_order_alternates_so_a_drift_favours_no_candidate():
+    assert compare.run_order(3, 1) == [0, 1, 2]
+    assert compare.run_order(2, 3) == [0, 1, 1, 0, 0, 1]
+
+
+def test_candidate_specs_are_checked():
+    assert [c.name for c in compare.parse_candidates(["x=a.cu", "dir/b.cu"])] == ["x", "b"]
+    for bad in (["a.cu"], ["a=x.cu", "a=y.cu"], ["=x.cu", "b.cu"]):
+        with pytest.raises(ValueError):
+            compare.parse_candidates(bad)
+
+
+def test_summary_compares_only_scenarios_every_sound_candidate_ran():
+    def result(speedups, status="correct"):
+        return {"status": status, "message": "" if status == "correct" else "wrong answer\nmore",
+                "scenarios": [{"id": i, "ok": v is not None, "speedup": v} for i, v in speedups.items()]}
+
+    a = compare.Candidate("a", None, [result({"s1": 1.0, "s2": 2.0}), result({"s1": 4.0, "s2": 2.0})])
+    b = compare.Candidate("b", None, [result({"s1": 1.0, "s2": None})])     # s2 wrong in b's run
+    c = compare.Candidate("c", None, [result({"s1": 9.0}, status="incorrect")])
+    s = compare.summarize([a, b, c])
+    assert s["rows"]["s1"]["a"] == pytest.approx(2.0)                        # geomean of 1 and 4 over rounds
+    assert s["failed"] == {"c": "incorrect: wrong answer"}
+    # s2 is left out of the comparison: b has no sound time there. c (failed) does not count.
+    assert s["common"] == ["s1"]
+    assert s["geomean"] == {"a": pytest.approx(2.0), "b": pytest.approx(1.0), "c": None}
+    assert s["vs_first"]["b"] == pytest.approx(0.5)
+
+
+def test_compare_two_files_with_the_real_harness(tmp_path):
+    seed = (CPU_TASK_DIR / "kernel.cpp").read_text()
+    (tmp_path / "a.cpp").write_text(seed)
+    (tmp_path / "b.cpp").write_text(seed + "\n// the same kernel, another file\n")
+    out = run_ks("compare", "attention_cpu", f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}",
+                 "--scenarios", IDS, "--rounds", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["order"] == ["a", "b", "b", "a"]
+    assert doc["common"] == IDS.split(",")
+    runs = [r for c in doc["candidates"] for r in c["runs"]]
+    assert len(runs) == 4 and all(r["status"] == "correct" for r in runs)
+    assert {r["seed"] for r in runs} == {doc["seed"]}                        # the same inputs for all
+    assert all(doc["geomean"][n] > 0 for n in ("a", "b")) and doc["vs_first"]["a"] == 1.0
+
+    text = run_ks("compare", "attention_cpu", f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}",
+                  "--scenarios", IDS.split(",")[0])
+    assert text.returncode == 0, text.stderr
+    assert "vs a" in text.stdout and "geomean (common scenarios)" in text.stdout
+
+
+def test_a_broken_candidate_is_reported_and_the_others_still_measured(tmp_path):
+    seed = (CPU_TASK_DIR / "kernel.cpp").read_text()
+    (tmp_path / "good.cpp").write_text(seed)
+    (tmp_path / "broken.cpp").write_text(seed + "\nthis is not C++;\n")
+    out = run_ks("compare", "attention_cpu", str(tmp_path / "good.cpp"), str(tmp_path / "broken.cpp"),
+                 "--scenarios", IDS.split(",")[0])
+    assert out.returncode == 1
+    assert "broken: compile_error" in out.stdout
+    assert "good" in out.stdout.splitlines()[1]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["a=missing.cpp", "b=missing2.cpp"], "not found"),
+    (["only_one.cpp"], "at least two"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
+    out = run_ks("compare", "attention_cpu", *args, cwd=tmp_path)
+    assert out.returncode == 2
+    assert needle in out.stderr and "Traceback" not in out.stderr
