@@ -125,21 +125,24 @@ class Region:
 @dataclass(frozen=True)
 class Variant:
     name: str
-    dp: int                 # 128 (d96/d128 FA3-order loop) or 256 (v6 loop, K/V released apart)
+    dp: int                 # 128: the FA3-order loop (d96/d128, 128-row d64); 256 or 64: v6's loop
     tma_epi: bool           # O through shared memory + TMA store
     cross_tile: bool = False  # next_xtile: last P V issued with the next tile's first Q K^T
     bug: str = ""           # a control: a deliberate protocol bug the checker must catch
-    stages: int = 0         # K/V stages (0: the head dim's own: 2 for d128, 1 for d256)
+    stages: int = 0         # K/V stages (0: the head dim's own: 2 for d128, 1 for d256, 3 for d64)
+    consumers: int = 2      # consumer warpgroups (3 for the 192-row d64 tiles)
 
 
 class Machine:
     def __init__(self, variant: Variant, tiles: list[int], rng: random.Random) -> None:
         self.v, self.tiles, self.rng = variant, tiles, rng
         d256 = variant.dp == 256
-        self.stages = variant.stages or (1 if d256 else 2)
+        self.stages = variant.stages or {256: 1, 128: 2, 64: 3}[variant.dp]
         self.qbufs = 1 if d256 else 2
         self.slots = 2
-        consumers = 2
+        # K and V of a stage are released apart (emptyV guards V) except on v6's d64 loop.
+        self.split_kv = variant.dp != 64
+        self.consumers = consumers = variant.consumers
         qe_count = consumers if (variant.tma_epi and self.qbufs >= 2) else 4 * consumers
         self.full_k = [MBar(f"fullK{s}", 1) for s in range(self.stages)]
         self.full_v = [MBar(f"fullV{s}", 1) for s in range(self.stages)]
@@ -152,10 +155,10 @@ class Machine:
         self.slot_val = [None] * self.slots
         # Q buffer b, half h (64 rows of consumer h); K and V stages split in row halves too
         # (the d256 epilogue stages warpgroup h's O in V half h).
-        self.q = [[Region(f"Q{b}.{h}") for h in range(2)] for b in range(self.qbufs)]
+        self.q = [[Region(f"Q{b}.{h}") for h in range(consumers)] for b in range(self.qbufs)]
         self.k = [Region(f"K{s}") for s in range(self.stages)]
-        self.vh = [[Region(f"V{s}.{h}") for h in range(2)] for s in range(self.stages)]
-        self.epi_v_barrier = NamedBarrier(2)
+        self.vh = [[Region(f"V{s}.{h}") for h in range(consumers)] for s in range(self.stages)]
+        self.epi_v_barrier = NamedBarrier(consumers)
         self.events: list[tuple[str, Callable[[], None]]] = []
         self.stored: dict[tuple[int, int], int] = {}   # (tile, warpgroup) -> times stored
 
@@ -195,7 +198,8 @@ class Machine:
                 yield lambda s=stage, p=phase: self.empty[s].done(p ^ 1)
                 self.full_k[stage].expect_tx(1)
                 self.tma_load([self.k[stage]], lambda r, t=t, b=blk: ("K", t, b), self.full_k[stage], "producer K")
-                yield lambda s=stage, p=phase: self.empty_v[s].done(p ^ 1)
+                if self.split_kv:
+                    yield lambda s=stage, p=phase: self.empty_v[s].done(p ^ 1)
                 self.full_v[stage].expect_tx(1)
                 self.tma_load(self.vh[stage], lambda r, t=t, b=blk: ("V", t, b), self.full_v[stage], "producer V")
                 stage, phase = (0, phase ^ 1) if stage + 1 == self.stages else (stage + 1, phase)
@@ -205,7 +209,7 @@ class Machine:
         self.stored[(t, wg)] = self.stored.get((t, wg), 0) + 1
 
     def consumer(self, wg: int) -> Iterator[Callable[[], bool]]:
-        if self.v.dp == 256:
+        if self.v.dp in (64, 256):
             yield from self.consumer_v6(wg)
         elif self.v.cross_tile:
             yield from self.consumer_xtile(wg)
@@ -261,7 +265,7 @@ class Consumer:
         self.issue([(self.m.q[b][self.wg], ("Q", t)), (self.m.k[s], ("K", t, blk))])
 
     def pv(self, s: int, t: int, blk: int) -> None:
-        self.issue([(self.m.vh[s][0], ("V", t, blk)), (self.m.vh[s][1], ("V", t, blk))])
+        self.issue([(h, ("V", t, blk)) for h in self.m.vh[s]])
 
     def release_staged(self) -> Iterator:
         if self.staged_q is not None:
@@ -417,8 +421,11 @@ def consumer_xtile(self: Machine, wg: int) -> Iterator:
 
 
 def consumer_v6(self: Machine, wg: int) -> Iterator:
-    """best/next_d256epi.cu's d256 loop: one stage, K and V released apart; with tma_epi O is
-    staged in the last key block's V stage after a barrier of both warpgroups."""
+    """v6's loop (S, softmax, P V per block, no overlap inside a warpgroup).
+    d256 (best/next_d256epi.cu): one stage, K released after its Q K^T and V after its P V;
+    with tma_epi O is staged in the last key block's V stage after a barrier of the warpgroups.
+    d64 (192-row tiles, 3 warpgroups): K and V of a stage released together after the P V; with
+    tma_epi O is staged in the Q buffer and its store releases it at the next tile's first S."""
     c, v = Consumer(self, wg), self.v
     while True:
         t = yield from c.fetch()
@@ -437,19 +444,28 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
             c.qk(b, t, s, blk)
             yield READY  # the warpgroup may be slow here
             c.wait_groups(0)
-            self.empty[s].arrive(4)
-            yield READY  # the warpgroup may be slow here
-            if i == n - 1:
+            if self.split_kv:
+                self.empty[s].arrive(4)
+                yield READY  # the warpgroup may be slow here
+            if self.qbufs >= 2 and v.tma_epi:
+                if i == 0:
+                    yield from c.release_staged()
+            elif i == n - 1:
                 self.q_empty[b].arrive(4)
                 yield READY  # the warpgroup may be slow here
             yield lambda s=s, p=p: self.full_v[s].done(p)
             c.pv(s, t, blk)
             yield READY  # the warpgroup may be slow here
             c.wait_groups(0)
-            if not (v.tma_epi and i == n - 1):
+            if not self.split_kv:
+                self.empty[s].arrive(4)  # K and V of the stage together
+                yield READY  # the warpgroup may be slow here
+            elif not (v.tma_epi and v.dp == 256 and i == n - 1):
                 self.empty_v[s].arrive(4)
                 yield READY  # the warpgroup may be slow here
-        if v.tma_epi:
+        if v.dp == 64:
+            c.store_o(t, b)
+        elif v.tma_epi:
             if v.bug != "no_epi_barrier":
                 gen = self.epi_v_barrier.arrive()
                 yield lambda g=gen: self.epi_v_barrier.passed(g)
@@ -473,7 +489,8 @@ Machine.consumer_v6 = consumer_v6
 # ---- the scheduler -------------------------------------------------------------------------------
 def run_once(variant: Variant, tiles: list[int], rng: random.Random, max_steps: int = 200000) -> None:
     m = Machine(variant, tiles, rng)
-    agents: dict[str, Iterator] = {"producer": m.producer(), "wg0": m.consumer(0), "wg1": m.consumer(1)}
+    agents: dict[str, Iterator] = {"producer": m.producer(),
+                                   **{f"wg{w}": m.consumer(w) for w in range(m.consumers)}}
     waiting: dict[str, Callable[[], bool] | None] = {k: None for k in agents}
     for _ in range(max_steps):
         ready = [k for k in agents if waiting[k] is None or waiting[k]()]
@@ -498,7 +515,7 @@ def run_once(variant: Variant, tiles: list[int], rng: random.Random, max_steps: 
     if m.events:
         raise ModelError(f"events left at exit: {[e for e, _ in m.events]}")
     for t, n in enumerate(tiles):
-        for wg in (0, 1):
+        for wg in range(m.consumers):
             k = m.stored.get((t, wg), 0)
             if k != 1:
                 raise ModelError(f"tile {t} (n_blocks {n}) warpgroup {wg} stored {k} times")
@@ -523,6 +540,9 @@ VARIANTS = [
     Variant("next_d64fa3 128-row d64 (3 stages), TMA epilogue", 128, True, stages=3),
     Variant("next_d64fa3 128-row d64 (3 stages), register epilogue", 128, False, stages=3),
     Variant("the next_xtile loop with 3 stages (128-row d64, if merged with next_d64fa3), TMA epilogue", 128, True, cross_tile=True, stages=3),
+    Variant("v12 d64 192-row (3 warpgroups), TMA epilogue", 64, True, consumers=3),
+    Variant("v12 d64 192-row (3 warpgroups), register epilogue", 64, False, consumers=3),
+    Variant("v12 d64 128-row (causal s_q <= 1024), TMA epilogue", 64, True),
     Variant("v12 d256, register epilogue", 256, False),
     Variant("next_d256epi d256, TMA epilogue in V", 256, True),
 ]
