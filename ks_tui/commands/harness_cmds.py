@@ -43,7 +43,8 @@ def register(sub) -> None:
     p.add_argument("--rounds", type=int, default=1, metavar="N",
                    help="bench every file N times, order reversed every other round (default 1)")
     p.add_argument("--timeout", type=float, metavar="S", help="kill each run after S seconds")
-    p.add_argument("--seed", type=int, help="input seed for every run (default: one new seed shared by all)")
+    p.add_argument("--seed", type=int, help="input seed of the first round, +1 per round (default: a new one); "
+                                             "every file of a round gets the same inputs")
     p.add_argument("--json", action="store_true", help="print one JSON document (summary and every result)")
     p.set_defaults(func=compare_cmd)
 
@@ -126,26 +127,30 @@ def compare_cmd(args) -> int:
         raise KsError("--rounds must be at least 1")
     task = _load(args)
     ids = [x for item in (args.scenarios or []) for x in item.split(",") if x] or None
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    # Fresh inputs every round (a kernel never sees the same inputs twice), the same for every
+    # file within a round (so the files compare).
+    first = args.seed if args.seed is not None else secrets.randbelow(2**31 - args.rounds)
+    seeds = [first + r for r in range(args.rounds)]
     order = compare.run_order(len(candidates), args.rounds)
     progress = _Progress(live=sys.stderr.isatty(), plain=False)
     try:
         for k, i in enumerate(order, 1):
             c = candidates[i]
+            seed = seeds[(k - 1) // len(candidates)]
             if not args.json:
-                print(f"[{k}/{len(order)}] {c.name}: {c.source}", file=sys.stderr, flush=True)
+                print(f"[{k}/{len(order)}] {c.name}: {c.source} (seed {seed})", file=sys.stderr, flush=True)
             c.runs.append(run_harness(task, c.source, mode="bench", quick=args.quick, scenarios=ids,
                                       timeout=args.timeout, seed=seed, on_progress=progress))
     finally:
         progress.close()
     summary = compare.summarize(candidates)
     if args.json:
-        print(json.dumps({"task": task.name, "seed": seed, "rounds": args.rounds,
+        print(json.dumps({"task": task.name, "seeds": seeds, "rounds": args.rounds,
                           "order": [candidates[i].name for i in order], **summary,
                           "candidates": [{"name": c.name, "source": str(c.source), "runs": c.runs}
                                          for c in candidates]}, indent=1))
     else:
-        print(compare.render(candidates, summary, args.rounds, seed))
+        print(compare.render(candidates, summary, args.rounds, seeds))
     return EXIT_KERNEL_FAILED if summary["failed"] else EXIT_OK
 
 

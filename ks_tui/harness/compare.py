@@ -1,8 +1,9 @@
 """Compare kernel files on the same scenarios and inputs: the run order and the summary table.
 
-`ks compare` benches each candidate in its own harness child, round after round, with one
-seed for all, so every candidate sees the same inputs. The order alternates (A B, B A, ...):
-a clock or thermal drift during the call then favours no candidate. Only the parent-side
+`ks compare` benches each candidate in its own harness child, round after round. Every round
+draws new inputs (a new seed) and gives the same ones to every candidate, so they compare. The
+order alternates (A B, B A, ...): a clock or thermal drift during the call then favours no
+candidate. Only the parent-side
 arithmetic lives here; the runs go through `client.run_harness`.
 """
 
@@ -78,7 +79,7 @@ def summarize(candidates: list[Candidate]) -> dict:
             "failed": failed}
 
 
-def render(candidates: list[Candidate], summary: dict, rounds: int, seed: int | None) -> str:
+def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[int]) -> str:
     names = [c.name for c in candidates]
     width = max([len(i) for i in summary["scenarios"]] + [len("geomean (common scenarios)")])
     cell = max(10, *(len(n) for n in names))
@@ -86,7 +87,8 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seed: int | 
     def fmt(v) -> str:
         return f"{v:>{cell}.3f}" if isinstance(v, float) else f"{'-':>{cell}}"
 
-    lines = [f"speedup vs the fastest baseline, per scenario (geomean over {rounds} round(s), seed {seed})",
+    lines = [f"speedup vs the fastest baseline, per scenario (geomean over {rounds} round(s), "
+             f"seeds {', '.join(map(str, seeds))})",
              " " * width + "  " + " ".join(f"{n:>{cell}}" for n in names)]
     for sid in summary["scenarios"]:
         lines.append(f"{sid:<{width}}  " + " ".join(fmt(summary["rows"][sid][n]) for n in names))

@@ -54,7 +54,9 @@ def test_compare_two_files_with_the_real_harness(tmp_path):
     assert doc["common"] == IDS.split(",")
     runs = [r for c in doc["candidates"] for r in c["runs"]]
     assert len(runs) == 4 and all(r["status"] == "correct" for r in runs)
-    assert {r["seed"] for r in runs} == {doc["seed"]}                        # the same inputs for all
+    # New inputs every round, the same ones for every file within a round.
+    by_name = {c["name"]: [r["seed"] for r in c["runs"]] for c in doc["candidates"]}
+    assert by_name["a"] == by_name["b"] == doc["seeds"] and len(set(doc["seeds"])) == 2
     assert all(doc["geomean"][n] > 0 for n in ("a", "b")) and doc["vs_first"]["a"] == 1.0
 
     text = run_ks("compare", "attention_cpu", f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}",
