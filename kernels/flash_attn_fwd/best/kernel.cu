@@ -1,5 +1,5 @@
-// v12 (ks session 20261203-021222-750b, attempt 12): v11 + two per-head-dim changes, each measured in the same process against v11
-// on the H200 (results/2026-12-03-h200-s4-call2-compare.txt):
+// v12 (ks session 20261203-021222-750b, attempt 13): v11 + two per-head-dim changes, each measured
+// against v11 in one H200 device call (results/2026-12-03-h200-s4-call2-compare.txt):
 //   - d256 on 128-key blocks in one K/V stage, K and V released apart: d256 subset 0.910 -> 0.965;
 //   - d64 causal with s_q <= 1024 on 128-row tiles (v5's shape) instead of 192: 0.82 -> 0.92-0.94.
 // Full 182-scenario grid: 1.037x the fastest baseline, 182/182 correct
@@ -7,8 +7,8 @@
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 // Persistent: one CTA per SM loops over tiles taken from a global atomic counter.
 //
-// A tile is 128 query rows (192 for d <= 64, except d64 causal with s_q <= 1024) of one (batch, head). A CTA has one producer
-// warpgroup plus one consumer warpgroup per 64 query rows:
+// A tile is 128 query rows (192 for d <= 64, except d64 causal with s_q <= 1024) of one
+// (batch, head). A CTA has one producer warpgroup plus one consumer warpgroup per 64 query rows:
 //   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), publishes each
 //                tile index to the consumers through a 2-slot shared-memory ring (mbarriers
 //                "tile full" / "tile empty"), and issues bulk tensor copies (TMA) of the tile's
@@ -120,8 +120,8 @@ template <int Dp, int M = kDefaultRows<Dp>> constexpr int smem_bytes() {
   // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
   return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M>() * 8 + kTileSlots * 4 + 1024;
 }
-static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
-                  smem_bytes<256>() <= 227 * 1024,
+static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 &&
+                  smem_bytes<128>() <= 227 * 1024 && smem_bytes<256>() <= 227 * 1024,
               "shared memory per CTA");
 
 // Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.

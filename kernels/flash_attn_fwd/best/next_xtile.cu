@@ -1,8 +1,8 @@
 // next_xtile: next_d256epi + the d96/d128 FA3-order loop carried across tiles (a tile's last P V is issued with
 // the next tile's first Q K^T; its epilogue runs under that Q K^T). Compile-checked only.
 // next_d256epi: v12 + TMA-store O epilogue for d256 at s_k <= 2048, O staged in the last key block's V stage
-// v12 (ks session 20261203-021222-750b, attempt 12): v11 + two per-head-dim changes, each measured in the same process against v11
-// on the H200 (results/2026-12-03-h200-s4-call2-compare.txt):
+// v12 (ks session 20261203-021222-750b, attempt 13): v11 + two per-head-dim changes, each measured
+// against v11 in one H200 device call (results/2026-12-03-h200-s4-call2-compare.txt):
 //   - d256 on 128-key blocks in one K/V stage, K and V released apart: d256 subset 0.910 -> 0.965;
 //   - d64 causal with s_q <= 1024 on 128-row tiles (v5's shape) instead of 192: 0.82 -> 0.92-0.94.
 // Full 182-scenario grid: 1.037x the fastest baseline, 182/182 correct
