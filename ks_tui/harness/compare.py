@@ -9,9 +9,10 @@ arithmetic lives here; the runs go through `client.run_harness`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ks_tui.harness.result import geomean
 
 
 @dataclass
@@ -46,9 +47,10 @@ def run_order(n: int, rounds: int) -> list[int]:
     return order
 
 
-def _geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+def _failure(result: dict) -> str:
+    """`status: first line of the message` of a failed run."""
+    first = (result.get("message") or "").splitlines()[:1]
+    return f"{result.get('status')}: {first[0][:160]}" if first else str(result.get("status"))
 
 
 def summarize(candidates: list[Candidate]) -> dict:
@@ -61,21 +63,20 @@ def summarize(candidates: list[Candidate]) -> dict:
         per[c.name] = {}
         for r in c.runs:
             if r.get("status") != "correct":
-                failed.setdefault(c.name, f"{r.get('status')}: {(r.get('message') or '').splitlines()[0][:160]}"
-                                  if r.get("message") else str(r.get("status")))
+                failed.setdefault(c.name, _failure(r))
             for s in r.get("scenarios") or []:
                 if s["id"] not in ids:
                     ids.append(s["id"])
                 if s.get("ok") and isinstance(s.get("speedup"), (int, float)):
                     per[c.name].setdefault(s["id"], []).append(float(s["speedup"]))
     common = [i for i in ids if all(per[c.name].get(i) for c in candidates if c.name not in failed)]
-    rows = {i: {c.name: _geomean(per[c.name].get(i, [])) for c in candidates} for i in ids}
-    geomean = {c.name: (None if c.name in failed else _geomean([rows[i][c.name] for i in common]))
+    rows = {i: {c.name: geomean(per[c.name].get(i, [])) for c in candidates} for i in ids}
+    overall = {c.name: (None if c.name in failed else geomean([rows[i][c.name] for i in common]))
                for c in candidates}
     first = candidates[0].name
-    vs_first = {c.name: (geomean[c.name] / geomean[first] if geomean[c.name] and geomean[first] else None)
+    vs_first = {c.name: (overall[c.name] / overall[first] if overall[c.name] and overall[first] else None)
                 for c in candidates}
-    return {"scenarios": ids, "common": common, "rows": rows, "geomean": geomean, "vs_first": vs_first,
+    return {"scenarios": ids, "common": common, "rows": rows, "geomean": overall, "vs_first": vs_first,
             "failed": failed}
 
 
