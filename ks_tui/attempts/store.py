@@ -477,15 +477,28 @@ class AttemptStore:
             yield
 
     def record(self, sid: str, result: dict | None, author: str = "agent", question: str | None = None,
-               summary: str = "") -> Attempt | None:
-        """Commit the session's kernel with the result's trailers; None if it did not change."""
+               summary: str = "", *, remeasure: bool = False) -> Attempt | None:
+        """Commit the session's kernel with the result's trailers; None if it did not change.
+
+        With `remeasure`, an unchanged kernel is recorded too, as an empty commit: a new
+        measurement of the latest attempt's kernel (a full-grid bench after a subset run, say).
+        The very result the latest attempt already holds is refused: that is a double record."""
         if author not in ("agent", "human"):
             raise KsError(f"author must be agent or human, not {author!r}")
         result = _checked_result(result)
         info = self.session(sid)
         with self._writing(info):
             self._check_result_kernel(info, result)
-            return self._record(info, result, author, question, summary, new_only=True)
+            attempts = self._attempts(info)
+            if remeasure and attempts and self._blob_of_worktree(info) == self._blobs_at(info, attempts[-1].sha)[0]:
+                last = attempts[-1]
+                if self._note(last.sha) == json.loads(json.dumps(result, sort_keys=True, default=str)):
+                    raise KsError(f"attempt {last.number} already holds this result; nothing recorded")
+                summary = summary or f"re-measure of attempt {last.number}: " + \
+                    default_summary(last.number + 1, author, result.get("status", "unchecked"), result)
+                return self._record(info, result, author, question, summary, new_only=True, attempts=attempts,
+                                    allow_unchanged=True)
+            return self._record(info, result, author, question, summary, new_only=True, attempts=attempts)
 
     def _check_result_kernel(self, info: SessionInfo, result: dict) -> None:
         claimed = result.get("kernel_sha256")
@@ -496,7 +509,8 @@ class AttemptStore:
                           hint="the kernel changed after the harness ran; run it again")
 
     def _record(self, info: SessionInfo, result: dict, author: str, question: str | None, summary: str,
-                *, new_only: bool, attempts: list[Attempt] | None = None) -> Attempt | None:
+                *, new_only: bool, attempts: list[Attempt] | None = None,
+                allow_unchanged: bool = False) -> Attempt | None:
         """Commit the worktree kernel as the next attempt (lock held, worktree checked).
 
         None when it equals the latest attempt's kernel, or with `new_only` False (a human
@@ -506,7 +520,7 @@ class AttemptStore:
         now_blob = self._blob_of_worktree(info)
         # The branch, not "HEAD": in self.repo that is the user's checkout.
         last_blob, tip_blob = self._blobs_at(info, last, info.branch)
-        if now_blob == last_blob and (attempts or not new_only):
+        if now_blob == last_blob and (attempts or not new_only) and not allow_unchanged:
             return None
         status = result.get("status", "unchecked")
         number = (attempts[-1].number if attempts else 0) + 1

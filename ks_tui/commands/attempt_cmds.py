@@ -44,7 +44,11 @@ def register(sub) -> None:
                         "with --result, the file that result measured)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--result", metavar="FILE",
-                        help="record a result JSON computed elsewhere instead of running the harness")
+                        help="record a result JSON computed elsewhere instead of running the harness "
+                             "(of an unchanged kernel too: a new measurement of the latest attempt)")
+    p.add_argument("--again", action="store_true",
+                   help="run and record even if the kernel equals the latest attempt's (a new measurement, "
+                        "e.g. the full grid after a --quick attempt)")
     source.add_argument("--no-run", action="store_true",
                         help="commit a changed kernel as 'unchecked' without running the harness")
     p.add_argument("--json", action="store_true", help="print the attempt and result as one JSON document")
@@ -166,6 +170,8 @@ def _unchanged(args, same) -> None:
 def cmd_try(args) -> int:
     from ks_tui.attempts.render import attempt_line
 
+    if args.again and args.no_run:
+        raise KsError("--again records a new measurement; it needs a harness run, not --no-run")
     store = _store(args)
     info = store.session(args.session)
     bank = _bank_for(args) if args.question else None
@@ -182,10 +188,10 @@ def cmd_try(args) -> int:
             store.replace_kernel(info.id, Path(args.kernel))
         if not args.result:
             same = store.unchanged_since(info.id)
-            if same is not None:
+            if same is not None and not args.again:
                 _unchanged(args, same)
-                _say(f"hint: edit {store.kernel_path(info.id)} first; to time it again without a commit use "
-                     f"`ks bench {info.task} --source {store.kernel_path(info.id)}`")
+                _say(f"hint: edit {store.kernel_path(info.id)} first; to record a new measurement of it add --again, "
+                     f"to time it without a commit use `ks bench {info.task} --source {store.kernel_path(info.id)}`")
                 return EXIT_OK
             if args.no_run:
                 result = {"status": "unchecked"}
@@ -199,7 +205,8 @@ def cmd_try(args) -> int:
                                      timeout=args.timeout, on_progress=_progress)
                 if result.get("status") == "cancelled":
                     raise KsError("the harness run was cancelled; nothing recorded")
-        attempt = store.record(info.id, result, author=args.author, question=args.question, summary=args.summary)
+        attempt = store.record(info.id, result, author=args.author, question=args.question, summary=args.summary,
+                               remeasure=bool(args.result) or args.again)
         if attempt is not None:  # traced under the session lock, as the engine and rollback do
             compact = {k: result.get(k) for k in ("status", "correct", "geomean_speedup", "mode", "quick", "message")}
             store.trace(info.id).append("attempt", {"attempt": attempt.to_dict(), "result": compact})

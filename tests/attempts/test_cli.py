@@ -190,6 +190,45 @@ def test_try_kernel_records_a_file_measured_elsewhere_and_guards_unrecorded_edit
     assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 1
 
 
+def test_try_records_a_new_measurement_of_an_unchanged_kernel(toy_session, tmp_path):
+    """A subset run, then the full grid of the same file (as on the GPU box): two attempts, one kernel."""
+    ws, sid, kernel = toy_session
+    kernel.write_text(kernel.read_text() + "// candidate\n")
+    subset, full = tmp_path / "subset.json", tmp_path / "full.json"
+    subset.write_text(json.dumps(result_for(kernel, speedup=0.9, n_ok=2)))
+    full_result = result_for(kernel, speedup=1.3)
+    full_result["seed"] = 99
+    full.write_text(json.dumps(full_result))
+    assert ks("try", "--session", sid, "--result", str(subset), cwd=ws).returncode == 0
+    out = ks("try", "--session", sid, "--result", str(full), cwd=ws)
+    assert out.returncode == 0, out.stdout + out.stderr
+    log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
+    assert [(a["number"], a["speedup"], a["best"]) for a in log] == [(1, 0.9, False), (2, 1.3, True)]
+    assert "re-measure of attempt 1" in log[1]["summary"]
+    branch = f"ks/toy/{sid}"
+    assert git(ws, "diff", f"{branch}~1", branch) == ""  # the same kernel: an empty commit
+    shown = json.loads(ks("show", "2", "--session", sid, "--json", cwd=ws).stdout)
+    assert shown["result"]["seed"] == 99
+    # The same result file twice is a double record, not a measurement.
+    bad_input(ks("try", "--session", sid, "--result", str(full), cwd=ws), "already holds this result")
+    bad_input(ks("try", "--session", sid, "--again", "--no-run", cwd=ws), "needs a harness run")
+    assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 2
+
+
+def test_try_again_runs_the_harness_on_an_unchanged_kernel(tmp_path, git_env):
+    assert ks("init", "ws", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "ws"
+    sid = ks("session", "new", "attention_cpu", cwd=ws).stdout.strip()
+    assert ks("try", "--session", sid, "--check", "--quick", cwd=ws).returncode == 0
+    again = ks("try", "--session", sid, "--again", "--check", "--json", cwd=ws)
+    assert again.returncode == 0, again.stdout + again.stderr
+    doc = json.loads(again.stdout)
+    assert doc["attempt"]["number"] == 2 and "re-measure of attempt 1" in doc["attempt"]["summary"]
+    assert doc["result"]["quick"] is False and doc["result"]["status"] == "correct"
+    log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
+    assert [(a["number"], a["mode"]) for a in log] == [(1, "check-quick"), (2, "check")]
+
+
 def test_no_run_commits_a_human_edit_as_unchecked(toy_session):
     ws, sid, kernel = toy_session
     kernel.write_text(kernel.read_text() + "// by hand\n")

@@ -1,5 +1,9 @@
-// v12 (ks session 20261203-021222-750b, attempt 13): v11 + two per-head-dim changes, each measured
-// against v11 in one H200 device call (results/2026-12-03-h200-s4-call2-compare.txt):
+// v13 (ks session 20261203-021222-750b, attempt 16; the same file as attempt 14): v12 + a TMA-store O epilogue for d256
+// at s_k <= 2048, O staged in the last key block's V stage. On the H200: the 18 d256 scenarios it changes 0.904 -> 0.986
+// (results/2026-12-03-h200-s4-call7-d256short.tgz); full 182-scenario grid 1.051x the fastest baseline, 182/182 correct
+// (results/2026-12-03-h200-v13-full-bench.json).
+// v12 (attempt 13): v11 + two per-head-dim changes, each measured in the same process against v11
+// on the H200 (results/2026-12-03-h200-s4-call2-compare.txt):
 //   - d256 on 128-key blocks in one K/V stage, K and V released apart: d256 subset 0.910 -> 0.965;
 //   - d64 causal with s_q <= 1024 on 128-row tiles (v5's shape) instead of 192: 0.82 -> 0.92-0.94.
 // Full 182-scenario grid: 1.037x the fastest baseline, 182/182 correct
@@ -7,8 +11,8 @@
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 // Persistent: one CTA per SM loops over tiles taken from a global atomic counter.
 //
-// A tile is 128 query rows (192 for d <= 64, except d64 causal with s_q <= 1024) of one
-// (batch, head). A CTA has one producer warpgroup plus one consumer warpgroup per 64 query rows:
+// A tile is 128 query rows (192 for d <= 64, except d64 causal with s_q <= 1024) of one (batch, head). A CTA has one producer
+// warpgroup plus one consumer warpgroup per 64 query rows:
 //   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), publishes each
 //                tile index to the consumers through a 2-slot shared-memory ring (mbarriers
 //                "tile full" / "tile empty"), and issues bulk tensor copies (TMA) of the tile's
@@ -31,8 +35,13 @@
 //                  of the tile's Q buffer (free once the tile's last Q K^T has completed) and one
 //                  thread stores them with TMA; the Q buffer goes back to the producer once that
 //                  store has read it (checked at the next tile's first S, or at exit).
-//                - otherwise (and d256, one Q buffer): Q is released after the tile's last Q K^T
-//                  and O is stored from registers.
+//                - s_k <= 2048, d256 (one Q buffer: staging there would delay the next tile's Q):
+//                  Q is released after the tile's last Q K^T; once both warpgroups' last P V has
+//                  completed, each writes its normalised O rows into its 64-row slice of the last
+//                  key block's V stage and one thread stores them with TMA; that V stage goes back
+//                  to the producer as soon as the store has read it.
+//                - otherwise: Q is released after the tile's last Q K^T and O is stored from
+//                  registers.
 //
 // Shared-memory tiles use the 128-byte swizzle on both sides: the TMA writes it and the wgmma
 // descriptors read it. A tile of R rows and Dp columns is stored as Dp/64 column panels of
@@ -102,6 +111,9 @@ constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to 
 // Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
 // (0 is __syncthreads; 1 + cw is the FA3-order loop's softmax barrier).
 constexpr uint32_t kEpilogueBarrier = 4;
+// d256 TMA epilogue: named barrier over both consumer warpgroups (256 threads), after each one's
+// last P V, before either overwrites the shared V stage with O.
+constexpr uint32_t kD256EpiVBarrier = 8;
 
 // Head dims whose K and V of a stage are released apart (empty guards K, emptyV guards V):
 // d96/d128 (FA3 loop order) and d256 (one stage: K_{i+1} loads while P_i V_i still reads V_i).
@@ -120,8 +132,8 @@ template <int Dp, int M = kDefaultRows<Dp>> constexpr int smem_bytes() {
   // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
   return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M>() * 8 + kTileSlots * 4 + 1024;
 }
-static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 &&
-                  smem_bytes<128>() <= 227 * 1024 && smem_bytes<256>() <= 227 * 1024,
+static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
+                  smem_bytes<256>() <= 227 * 1024,
               "shared memory per CTA");
 
 // Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.
@@ -143,6 +155,10 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 }
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// n arrivals at once (one thread standing in for n warps).
+__device__ __forceinline__ void mbar_arrive_count(uint32_t bar, uint32_t n) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(n) : "memory");
 }
 // Spin until the phase with the given parity has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
@@ -901,43 +917,95 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
         wgmma_wait<0>();
         fence_regs(o_acc);
         __syncwarp();
-        if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)
+        if constexpr (Dp == 256 && kTmaEpi) {
+          // The last key block's V stage holds O for the TMA store: the epilogue releases it
+          // (4 arrivals per warpgroup, once the store has read it).
+          if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));
+        } else {
+          if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)
+        }
       }
 
     }
 
-    if constexpr (kTmaEpi && kQBufs >= 2) {
+    if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {
       if (n_blocks > 0) {
-        // Epilogue through shared memory: finish the row sums across the quad, normalise, pack
-        // and write O into this warpgroup's 64-row slice of the tile's Q buffer (every Q K^T of
-        // the tile has completed), in the TMA's 128-byte-swizzled layout: row r, 16-byte chunk c
-        // of a panel at r * 128 + ((c ^ r % 8) << 4); this thread's rows are 8 apart, both with
-        // r % 8 == g. One thread then stores each 64-column panel with a bulk tensor copy, which
-        // clips rows past s_q and columns past d; the buffer goes back to the producer once the
-        // copy has read it (release_staged).
-        const uint32_t row_addr = q_half + (warp * 16 + g) * 128 + 4 * t;
+        if constexpr (Dp == 256) {
+          // d256 epilogue through shared memory, staged in the V stage of the tile's last key
+          // block, not in the Q buffer: there is only one Q buffer, and staging O there would hold
+          // back the next tile's Q load until the store had read it. The last V stage is free once
+          // BOTH warpgroups' last P V have completed (each P V reads all 128 key rows of V, so
+          // neither warpgroup may overwrite any of it before the other is done): a barrier over the
+          // 256 consumer threads. The V tile is 128 rows x 4 panels of 64 columns, the same layout
+          // as a 128-row O tile, so warpgroup cw writes its 64 rows at + cw * 64 * 128 of each panel
+          // (128-byte swizzle, as below for d <= 128). One thread stores the 4 panels, waits until
+          // the store has read them and releases the V stage for its warpgroup's 4 warps (the loop
+          // skipped their per-warp arrive for this block): the producer's next V load into this
+          // stage waits only for the store's read.
+          static_assert(BN == Cfg::kBlockM, "O (kBlockM rows) staged in a V stage (BN rows)");
+          const int s_last = (stage + kStages - 1) % kStages;  // the loop advanced past it
+          const uint32_t o_half = sV + s_last * kKVBytes + cw * 64 * 128;
+          float inv[2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float l = row_sum[r];
-          l += __shfl_xor_sync(0xffffffff, l, 1);
-          l += __shfl_xor_sync(0xffffffff, l, 2);
-          const float inv = l > 0.f ? 1.f / l : 0.f;
-#pragma unroll
-          for (int j = 0; j < Dp / 8; ++j)
-            st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * Cfg::kBlockM * 128 + (((j % 8) ^ g) << 4),
-                          pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv));
-        }
-        fence_proxy_async_shared();          // these writes, before the TMA reads them
-        named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
-        if (threadIdx.x % 128 == 0) {
-          if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing
-#pragma unroll
-            for (int p = 0; p < kPanels; ++p)
-              tma_store(&tm_o, q_half + p * Cfg::kBlockM * 128, p * 64, w.head, m0 + cw * 64, w.batch);
+          for (int r = 0; r < 2; ++r) {
+            float l = row_sum[r];
+            l += __shfl_xor_sync(0xffffffff, l, 1);
+            l += __shfl_xor_sync(0xffffffff, l, 2);
+            inv[r] = l > 0.f ? 1.f / l : 0.f;
           }
-          bulk_commit();
+          named_sync(kD256EpiVBarrier, 256);  // both warpgroups' last P V have completed
+          const uint32_t row_addr = o_half + (warp * 16 + g) * 128 + 4 * t;
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+#pragma unroll
+            for (int j = 0; j < Dp / 8; ++j)
+              st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * BN * 128 + (((j % 8) ^ g) << 4),
+                            pack2<T>(o_acc[4 * j + 2 * r] * inv[r], o_acc[4 * j + 2 * r + 1] * inv[r]));
+          }
+          fence_proxy_async_shared();              // these writes, before the TMA reads them
+          named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
+          if (threadIdx.x % 128 == 0) {
+            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing (still releases V)
+#pragma unroll
+              for (int p = 0; p < kPanels; ++p)  // a panel wholly past d (136 <= d <= 192) stores nothing
+                if (p * 64 < d) tma_store(&tm_o, o_half + p * BN * 128, p * 64, w.head, m0 + cw * 64, w.batch);
+            }
+            bulk_commit();
+            bulk_wait_read<0>();                     // the store has read the V stage
+            mbar_arrive_count(empty_v(s_last), 4);   // for this warpgroup's 4 warps
+          }
+        } else {
+          // Epilogue through shared memory: finish the row sums across the quad, normalise, pack
+          // and write O into this warpgroup's 64-row slice of the tile's Q buffer (every Q K^T of
+          // the tile has completed), in the TMA's 128-byte-swizzled layout: row r, 16-byte chunk c
+          // of a panel at r * 128 + ((c ^ r % 8) << 4); this thread's rows are 8 apart, both with
+          // r % 8 == g. One thread then stores each 64-column panel with a bulk tensor copy, which
+          // clips rows past s_q and columns past d; the buffer goes back to the producer once the
+          // copy has read it (release_staged).
+          const uint32_t row_addr = q_half + (warp * 16 + g) * 128 + 4 * t;
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            float l = row_sum[r];
+            l += __shfl_xor_sync(0xffffffff, l, 1);
+            l += __shfl_xor_sync(0xffffffff, l, 2);
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+            for (int j = 0; j < Dp / 8; ++j)
+              st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * Cfg::kBlockM * 128 + (((j % 8) ^ g) << 4),
+                            pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv));
+          }
+          fence_proxy_async_shared();          // these writes, before the TMA reads them
+          named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
+          if (threadIdx.x % 128 == 0) {
+            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing
+#pragma unroll
+              for (int p = 0; p < kPanels; ++p)
+                tma_store(&tm_o, q_half + p * Cfg::kBlockM * 128, p * 64, w.head, m0 + cw * 64, w.batch);
+            }
+            bulk_commit();
+          }
+          staged_q = qb;
         }
-        staged_q = qb;
       } else {
         // A tile that sees no key loaded no Q (no buffer to stage in): store its zeros directly.
 #pragma unroll
@@ -979,7 +1047,7 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
     __syncwarp();
   }
   // The last O stores must have read shared memory (and finished) before the CTA exits.
-  if constexpr (kTmaEpi && kQBufs >= 2) {
+  if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {
     if (threadIdx.x % 128 == 0) bulk_wait<0>();
   }
 }
@@ -1048,7 +1116,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
   constexpr int BN = Config<Dp, kM>::kBlockN;
   constexpr int kBlockM = Config<Dp, kM>::kBlockM;
-  CUtensorMap tq, tk, tv, to;  // to: O, stored 64 rows x 64 columns at a time (d <= 128)
+  CUtensorMap tq, tk, tv, to;  // to: O, stored 64 rows x 64 columns at a time (TMA epilogue)
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
       !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
     return 5;
@@ -1089,7 +1157,7 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   // <padded head dim, 16-column steps of Q K^T>; columns past d are zero-filled by the TMA.
   // The O epilogue through shared memory and a TMA store pays off where tiles are short (few key
   // blocks; measured +8% at s <= 1024) and costs ~6% on d128 at s >= 8k (measured, cause not yet
-  // found): it is used up to kTmaEpilogueMaxSk keys. d256 always stores from registers.
+  // found): it is used up to kTmaEpilogueMaxSk keys, d256 included (O staged in its last V stage).
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
   // d64 causal with s_q <= 1024 runs 128-row tiles (Config<64, 128>).
@@ -1101,8 +1169,8 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   if (d <= 64) return KS_LAUNCH(64, 192, 4);
   if (d <= 96) return KS_LAUNCH(128, 128, 6);
   if (d <= 128) return KS_LAUNCH(128, 128, 8);
+  return KS_LAUNCH(256, 128, 16);
 #undef KS_LAUNCH
-  return launch<T, 256, 128, 16, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }

@@ -17,7 +17,9 @@
 #                                 KS_SKIP_CACHE_TEST=1 skip those steps)
 #   bash device_run.sh groups "SUBSETS NAME=FILE ..." ...   one compare.py run per group (each its
 #                                 own A/B in this process), then, with KS_BEST=FILE, a full bench
-#                                 of that file
+#                                 of that file; KS_BEST=auto benches the last group's best file on
+#                                 its first subset if it beats the group's first file by
+#                                 KS_MIN_GAIN (default 1.01)
 # Results are packed into $OUT/results.tgz (the device returns only a few files).
 set -uo pipefail
 MODE=${1:-all}
@@ -84,7 +86,34 @@ groups)
         # shellcheck disable=SC2086  # a group is "SUBSETS NAME=FILE ...": split on purpose
         KS_TAG="g$i-" python3 $S/compare.py $g 2>&1 | tee -a "$OUT/compare.txt"
     done
-    [[ -n "${KS_BEST:-}" ]] && python3 $S/device_run.py full_best
+    if [[ "${KS_BEST:-}" == auto ]]; then
+        # The last group's best file on its first subset, if it beats that group's first file
+        # (the reference) by KS_MIN_GAIN; nothing otherwise.
+        KS_BEST=$(python3 - "$i" "${@: -1}" <<'PY'
+import json, os, sys
+from pathlib import Path
+n, group = sys.argv[1], sys.argv[2].split()
+subset, cands = group[0].split(",")[0], [c.split("=", 1) for c in group[1:]]
+work = Path(os.environ["OUT"]) / "work"
+def geo(name):
+    hits = [p for p in work.glob(f"g{n}-*-{name}.json") if p.name.startswith(f"g{n}-{subset}-")
+            or (len(subset) > 60 and p.name.startswith(f"g{n}-ids-"))]
+    r = json.loads(hits[0].read_text()) if hits else {}
+    return r.get("geomean_speedup") if r.get("status") == "correct" else None
+ref = geo(cands[0][0])
+scored = [(geo(name), path) for name, path in cands[1:]]
+scored = [(g, p) for g, p in scored if g is not None]
+gain = float(os.environ.get("KS_MIN_GAIN", "1.01"))
+best = max(scored, default=None)
+ok = best is not None and ref is not None and best[0] >= ref * gain
+print(best[1] if ok else "", end="")
+print(f"auto pick: reference {ref}, candidates {scored}, min gain {gain} -> {best[1] if ok else 'none'}",
+      file=sys.stderr)
+PY
+)
+        echo "full bench of the winner: ${KS_BEST:-none}"
+    fi
+    [[ -n "${KS_BEST:-}" ]] && KS_BEST=$KS_BEST python3 $S/device_run.py full_best
     tar czf "$OUT/results.tgz" -C "$OUT" work log.txt summary.json 2>/dev/null; rm -rf "$OUT/work" ;;
 verify)
     t0=$(date +%s)

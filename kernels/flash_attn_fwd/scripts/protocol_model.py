@@ -127,7 +127,7 @@ class Variant:
     name: str
     dp: int                 # 128: the FA3-order loop (d96/d128, 128-row d64); 256 or 64: v6's loop
     tma_epi: bool           # O through shared memory + TMA store
-    cross_tile: bool = False  # next_xtile: last P V issued with the next tile's first Q K^T
+    cross_tile: bool = False  # the xtile candidate: last P V issued with the next tile's first Q K^T
     bug: str = ""           # a control: a deliberate protocol bug the checker must catch
     stages: int = 0         # K/V stages (0: the head dim's own: 2 for d128, 1 for d256, 3 for d64)
     consumers: int = 2      # consumer warpgroups (3 for the 192-row d64 tiles)
@@ -366,7 +366,8 @@ def consumer_fa3(self: Machine, wg: int) -> Iterator:
 
 
 def consumer_xtile(self: Machine, wg: int) -> Iterator:
-    """best/next_xtile.cu's d96/d128 loop: the FA3 order carried across tiles."""
+    """The xtile candidate's d96/d128 loop (session 20261203-021222-750b attempt 15; measured 8% slower on
+    short tiles and dropped, kept here as the model's cross-tile case): the FA3 order carried across tiles."""
     c, v = Consumer(self, wg), self.v
     t = yield from c.fetch()
     have = t is not None
@@ -422,7 +423,7 @@ def consumer_xtile(self: Machine, wg: int) -> Iterator:
 
 def consumer_v6(self: Machine, wg: int) -> Iterator:
     """v6's loop (S, softmax, P V per block, no overlap inside a warpgroup).
-    d256 (best/next_d256epi.cu): one stage, K released after its Q K^T and V after its P V;
+    d256 (best/kernel.cu, v13): one stage, K released after its Q K^T and V after its P V;
     with tma_epi O is staged in the last key block's V stage after a barrier of the warpgroups.
     d64 (192-row tiles, 3 warpgroups): K and V of a stage released together after the P V; with
     tma_epi O is staged in the Q buffer and its store releases it at the next tile's first S."""
@@ -535,16 +536,16 @@ def tile_lists(rng: random.Random) -> list[list[int]]:
 VARIANTS = [
     Variant("v12 d128, register epilogue", 128, False),
     Variant("v12 d128, TMA epilogue", 128, True),
-    Variant("next_xtile d128, register epilogue", 128, False, cross_tile=True),
-    Variant("next_xtile d128, TMA epilogue", 128, True, cross_tile=True),
-    Variant("next_d64fa3 128-row d64 (3 stages), TMA epilogue", 128, True, stages=3),
-    Variant("next_d64fa3 128-row d64 (3 stages), register epilogue", 128, False, stages=3),
-    Variant("the next_xtile loop with 3 stages (128-row d64, if merged with next_d64fa3), TMA epilogue", 128, True, cross_tile=True, stages=3),
+    Variant("xtile (attempt 15, dropped) d128, register epilogue", 128, False, cross_tile=True),
+    Variant("xtile (attempt 15, dropped) d128, TMA epilogue", 128, True, cross_tile=True),
+    Variant("d64fa3 (attempt 17, dropped) 128-row d64 (3 stages), TMA epilogue", 128, True, stages=3),
+    Variant("d64fa3 (attempt 17, dropped) 128-row d64 (3 stages), register epilogue", 128, False, stages=3),
+    Variant("xd64 (attempt 19, dropped): the xtile loop with 3 stages on 128-row d64, TMA epilogue", 128, True, cross_tile=True, stages=3),
     Variant("v12 d64 192-row (3 warpgroups), TMA epilogue", 64, True, consumers=3),
     Variant("v12 d64 192-row (3 warpgroups), register epilogue", 64, False, consumers=3),
     Variant("v12 d64 128-row (causal s_q <= 1024), TMA epilogue", 64, True),
     Variant("v12 d256, register epilogue", 256, False),
-    Variant("next_d256epi d256, TMA epilogue in V", 256, True),
+    Variant("v13 d256, TMA epilogue in V", 256, True),
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),

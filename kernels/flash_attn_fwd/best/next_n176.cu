@@ -1,8 +1,11 @@
-// next_xtile: next_d256epi + the d96/d128 FA3-order loop carried across tiles (a tile's last P V is issued with
-// the next tile's first Q K^T; its epilogue runs under that Q K^T). Compile-checked only.
-// next_d256epi: v12 + TMA-store O epilogue for d256 at s_k <= 2048, O staged in the last key block's V stage
-// v12 (ks session 20261203-021222-750b, attempt 13): v11 + two per-head-dim changes, each measured
-// against v11 in one H200 device call (results/2026-12-03-h200-s4-call2-compare.txt):
+// next_n176: v13 + 176-key blocks for d96/d128 without a mask at s_k > 2048 (FlashAttention-3 uses 176
+// for hdim 128 without a mask), one Q buffer and 2 stages there. Compile-checked only.
+// v13 (ks session 20261203-021222-750b, attempt 16; the same file as attempt 14): v12 + a TMA-store O epilogue for d256
+// at s_k <= 2048, O staged in the last key block's V stage. On the H200: the 18 d256 scenarios it changes 0.904 -> 0.986
+// (results/2026-12-03-h200-s4-call7-d256short.tgz); full 182-scenario grid 1.051x the fastest baseline, 182/182 correct
+// (results/2026-12-03-h200-v13-full-bench.json).
+// v12 (attempt 13): v11 + two per-head-dim changes, each measured in the same process against v11
+// on the H200 (results/2026-12-03-h200-s4-call2-compare.txt):
 //   - d256 on 128-key blocks in one K/V stage, K and V released apart: d256 subset 0.910 -> 0.965;
 //   - d64 causal with s_q <= 1024 on 128-row tiles (v5's shape) instead of 192: 0.82 -> 0.92-0.94.
 // Full 182-scenario grid: 1.037x the fastest baseline, 182/182 correct
@@ -87,7 +90,7 @@ struct TileConfig {
 
 // M: query rows per tile (64 per consumer warpgroup); the default is each head dim's usual tile.
 template <int Dp> constexpr int kDefaultRows = Dp == 64 ? 192 : 128;
-template <int Dp, int M = kDefaultRows<Dp>> struct Config;
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> struct Config;
 // kQBufs: Q buffers (2 lets the next tile's Q land while this tile still reads its own;
 // d256 has no room for a second 64 KB Q: 64 + 64 KB of K + 64 KB of V = 192 KB of 227 KB).
 // Producer budget 40: the persistent producer spills at 24.
@@ -105,6 +108,9 @@ template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 // Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
 // launch allocation, which hung the kernel on the H200).
 template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
+// d96/d128 without a mask at s_k > 2048: 176-key blocks (FlashAttention-3's choice for hdim 128 is
+// 176) in 2 stages; one Q buffer fits beside them: 32 KB + 2 x 2 x 44 KB.
+template <> struct Config<128, 128, 176> : TileConfig<2, 176, 2, 1, 40, 232> {};
 
 constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
 // Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
@@ -119,20 +125,20 @@ constexpr uint32_t kD256EpiVBarrier = 8;
 template <int Dp> constexpr bool kSplitKV = Dp >= 128;
 
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
-template <int Dp, int M = kDefaultRows<Dp>> __host__ __device__ constexpr int num_barriers() {
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> __host__ __device__ constexpr int num_barriers() {
   // kSplitKV adds emptyV[S] at the end.
-  return 3 * Config<Dp, M>::kStages + 2 * Config<Dp, M>::kQBufs + 2 * kTileSlots +
-         (kSplitKV<Dp> ? Config<Dp, M>::kStages : 0);
+  return 3 * Config<Dp, M, N>::kStages + 2 * Config<Dp, M, N>::kQBufs + 2 * kTileSlots +
+         (kSplitKV<Dp> ? Config<Dp, M, N>::kStages : 0);
 }
 
-template <int Dp, int M = kDefaultRows<Dp>> constexpr int smem_bytes() {
-  constexpr int BM = Config<Dp, M>::kBlockM, BN = Config<Dp, M>::kBlockN, S = Config<Dp, M>::kStages,
-                QB = Config<Dp, M>::kQBufs;
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> constexpr int smem_bytes() {
+  constexpr int BM = Config<Dp, M, N>::kBlockM, BN = Config<Dp, M, N>::kBlockN, S = Config<Dp, M, N>::kStages,
+                QB = Config<Dp, M, N>::kQBufs;
   // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
-  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M>() * 8 + kTileSlots * 4 + 1024;
+  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * 4 + 1024;
 }
 static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
-                  smem_bytes<256>() <= 227 * 1024,
+                  smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 176>() <= 227 * 1024,
               "shared memory per CTA");
 
 // Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.
@@ -429,13 +435,37 @@ __device__ __forceinline__ void wgmma_rs_n256_f16(float (&d)[128], const uint32_
 }
 
 
+// S(64x176) (+)= Q K^T: the wide key blocks of d96/d128 without a mask (generated operand lists).
+__device__ __forceinline__ void wgmma_ss_n176_bf16(float (&d)[88], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87"
+      "}, %88, %89, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_ss_n176_f16(float (&d)[88], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87"
+      "}, %88, %89, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+
 template <typename T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 
 // S(64 x N) = Q K^T step (both operands in shared memory, K-major).
 template <typename T, int N>
 __device__ __forceinline__ void mma_qk(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  static_assert(N == 128, "every head dim runs 128-key blocks here");
-  if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
+  static_assert(N == 128 || N == 176, "128-key blocks, or 176 for d96/d128 without a mask");
+  if constexpr (N == 176) {
+    if constexpr (kIsBf16<T>) wgmma_ss_n176_bf16(d, da, db, acc); else wgmma_ss_n176_f16(d, da, db, acc);
+  } else {
+    if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
+  }
 }
 // O(64 x N) += P V step (P in registers, V in shared memory, MN-major).
 template <typename T, int N>
@@ -595,8 +625,8 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
 }
 
 // ---- the kernel --------------------------------------------------------------------------------
-template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi>
-__global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128>
+__global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                   const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
                   T* __restrict__ out, int s_q, int s_k,
@@ -604,10 +634,10 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
                   int num_bh, int sec, int num_tiles) {
   // Cfg::kBlockM / Cfg::kConsumers through a type alias, not new constexpr locals: extra locals
   // renumber NVVM's values and change the d96/d128/d256 register allocation against v5.
-  using Cfg = Config<Dp, kM>;
-  constexpr int BN = Config<Dp, kM>::kBlockN;
-  constexpr int kStages = Config<Dp, kM>::kStages;
-  constexpr int kQBufs = Config<Dp, kM>::kQBufs;
+  using Cfg = Config<Dp, kM, kN>;
+  constexpr int BN = Config<Dp, kM, kN>::kBlockN;
+  constexpr int kStages = Config<Dp, kM, kN>::kStages;
+  constexpr int kQBufs = Config<Dp, kM, kN>::kQBufs;
   constexpr int kPanels = Dp / 64;
   constexpr uint32_t kQBytes = Cfg::kBlockM * Dp * 2;
   constexpr uint32_t kKVBytes = BN * Dp * 2;
@@ -627,7 +657,7 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
   auto tile_empty = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + kTileSlots + i); };
   // kSplitKV: empty(s) guards K of stage s only, empty_v(s) its V.
   auto empty_v = [&](int s) { return bars + 8 * (3 * kStages + 2 * kQBufs + 2 * kTileSlots + s); };
-  const uint32_t slots = bars + 8 * num_barriers<Dp, kM>();  // kTileSlots x u32 tile index
+  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x u32 tile index
   const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
   const int group = h_q / h_kv;
 
@@ -731,269 +761,6 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
     staged_q = -1;
   };
 
-  if constexpr (Dp == 128) {
-    // d96/d128: FlashAttention-3's intra-warpgroup order (S_{i+1} = Q K_{i+1}^T issued with
-    // O += P_i V_i, softmax i+1 under P_i V_i), carried ACROSS tiles: at a tile's end the last
-    // P V and the next tile's first Q K^T are issued together, and the epilogue of this tile runs
-    // while that Q K^T is on the tensor cores, so a tile start is no longer a bubble of
-    // "Q K^T_0, wait, softmax_0" with nothing of this warpgroup's on the tensor cores. One S, one
-    // O and one P are live, as before (the epilogue reads O after its last P V has completed, and
-    // O is zeroed for the next tile only after that).
-    // Normalise this warpgroup's O rows of tile w and store them (the v6 loop below keeps its own inline copy:
-    // routing it through this lambda changed the d64/d256 instructions).
-    auto store_o = [&](const Tile& w, int m0, int row0, int qb, uint32_t q_half, float (&o_acc)[Dp / 2],
-                       const float (&row_sum)[2]) {
-      const int n_blocks = w.n_blocks;
-      if constexpr (kTmaEpi) {
-        if (n_blocks > 0) {
-          // Epilogue through shared memory: finish the row sums across the quad, normalise, pack
-          // and write O into this warpgroup's 64-row slice of the tile's Q buffer (every Q K^T of
-          // the tile has completed), in the TMA's 128-byte-swizzled layout: row r, 16-byte chunk c
-          // of a panel at r * 128 + ((c ^ r % 8) << 4); this thread's rows are 8 apart, both with
-          // r % 8 == g. One thread then stores each 64-column panel with a bulk tensor copy, which
-          // clips rows past s_q and columns past d; the buffer goes back to the producer once the
-          // copy has read it (release_staged).
-          const uint32_t row_addr = q_half + (warp * 16 + g) * 128 + 4 * t;
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            float l = row_sum[r];
-            l += __shfl_xor_sync(0xffffffff, l, 1);
-            l += __shfl_xor_sync(0xffffffff, l, 2);
-            const float inv = l > 0.f ? 1.f / l : 0.f;
-#pragma unroll
-            for (int j = 0; j < Dp / 8; ++j)
-              st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * Cfg::kBlockM * 128 + (((j % 8) ^ g) << 4),
-                            pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv));
-          }
-          fence_proxy_async_shared();          // these writes, before the TMA reads them
-          named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
-          if (threadIdx.x % 128 == 0) {
-            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing
-#pragma unroll
-              for (int p = 0; p < kPanels; ++p)
-                tma_store(&tm_o, q_half + p * Cfg::kBlockM * 128, p * 64, w.head, m0 + cw * 64, w.batch);
-            }
-            bulk_commit();
-          }
-          staged_q = qb;
-        } else {
-          // A tile that sees no key loaded no Q (no buffer to stage in): store its zeros directly.
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const int row = row0 + 8 * r;
-            if (row < s_q) {
-              T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
-#pragma unroll
-              for (int j = 0; j < Dp / 8; ++j) {
-                const int col = 8 * j + 2 * t;
-                if (col < d) *reinterpret_cast<uint32_t*>(dst + col) = 0u;
-              }
-            }
-          }
-        }
-      } else {
-        // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float l = row_sum[r];
-          l += __shfl_xor_sync(0xffffffff, l, 1);
-          l += __shfl_xor_sync(0xffffffff, l, 2);
-          const float inv = l > 0.f ? 1.f / l : 0.f;
-          const int row = row0 + 8 * r;
-          if (row < s_q) {
-            T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
-#pragma unroll
-            for (int j = 0; j < Dp / 8; ++j) {
-              const int col = 8 * j + 2 * t;
-              if (col < d)
-                *reinterpret_cast<uint32_t*>(dst + col) =
-                    pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
-            }
-          }
-        }
-      }
-    };
-
-    // The next tile from the producer (false at the sentinel).
-    auto fetch_tile = [&](Tile& w) -> bool {
-      mbar_wait(tile_full(slot), slot_phase);
-      const uint32_t tile = ld_shared_u32(slots + 4 * slot);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(tile_empty(slot));
-      if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
-      if (tile >= static_cast<uint32_t>(num_tiles)) return false;
-      w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);
-      return true;
-    };
-    float o_acc[Dp / 2];
-    float s_acc[BN / 2];
-    uint32_t p_frag[BN / 16][4];
-    float alpha[2];
-    float row_max[2], row_sum[2];  // per-thread partial sums; reduced across the quad at the end
-    // S = Q K^T of the Q slice at q_half and the K tile in stage st (issued and committed, not
-    // waited for). The step count is a template parameter: a run-time test between wgmmas
-    // would make ptxas wait for each one at the branch.
-    auto issue_qk = [&](int st, uint32_t q_half) {
-#pragma unroll
-      for (int kk = 0; kk < kQkSteps; ++kk) {
-        const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-        const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
-        const uint64_t db = smem_desc(sK + st * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
-        mma_qk<T, BN>(s_acc, da, db, kk > 0);
-      }
-      wgmma_commit();
-    };
-    // O += P V for the V tile in stage st (issued and committed, not waited for).
-    auto issue_pv = [&](int st) {
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        const uint64_t db = smem_desc(sV + st * kKVBytes + kk * 16 * 128, BN * 128, 1024);
-        mma_pv<T, Dp>(o_acc, p_frag[kk], db);
-      }
-      wgmma_commit();
-    };
-    auto release = [&](uint32_t bar) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(bar);
-    };
-    auto new_tile_state = [&] {
-#pragma unroll
-      for (int i = 0; i < Dp / 2; ++i) o_acc[i] = 0.f;
-      row_max[0] = row_max[1] = -INFINITY;
-      row_sum[0] = row_sum[1] = 0.f;
-    };
-    // Scores of the tile's first key block (the diagonal / tail one) -> P. O is zero: no rescale.
-    auto first_softmax = [&](const Tile& w) {
-      const int m0 = w.m_block * Cfg::kBlockM;
-      mask_scores<BN>(s_acc, (w.n_blocks - 1) * BN, s_k, causal, m0, diag, m0 + cw * 64 + warp * 16 + g, t);
-      online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
-      pack_p<T, BN>(s_acc, p_frag);
-    };
-
-    Tile w;
-    bool have = fetch_tile(w);
-    bool started = false;  // the tile's first block (S_0, softmax, P_0) ran at the previous tile's end
-    int qb = 0;            // the tile's Q buffer
-    int s = 0;             // stage of the tile's latest key block, and its parity
-    uint32_t parity = 0;
-    while (have) {
-      const int n_blocks = w.n_blocks;
-      const int m0 = w.m_block * Cfg::kBlockM;
-      const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8
-      if (n_blocks == 0) {  // sees no key: no Q was loaded; store zeros
-        new_tile_state();
-        store_o(w, m0, row0, 0, 0, o_acc, row_sum);
-        __syncwarp();
-        have = fetch_tile(w);
-        continue;
-      }
-      if (!started) {
-        qb = q_buf;
-        mbar_wait(q_full(qb), q_phase);
-        if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
-        new_tile_state();
-        s = stage;
-        parity = phase;
-        if (++stage == kStages) { stage = 0; phase ^= 1; }
-        mbar_wait(full_k(s), parity);
-        wgmma_fence();
-        issue_qk(s, sQ + qb * kQBytes + cw * 64 * 128);
-        wgmma_wait<0>();
-        fence_regs(s_acc);
-        release(empty(s));  // K of this stage: its Q K^T has completed
-        if constexpr (kTmaEpi) release_staged();  // the previous O store has had this Q K^T
-        first_softmax(w);
-      }
-      const uint32_t q_half = sQ + qb * kQBytes + cw * 64 * 128;
-
-      // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.
-      for (int i = 1; i < n_blocks; ++i) {
-        const int prev = s;
-        const uint32_t prev_parity = parity;
-        s = stage;
-        parity = phase;
-        if (++stage == kStages) { stage = 0; phase ^= 1; }
-        const int n = n_blocks - 1 - i;
-        mbar_wait(full_k(s), parity);
-        mbar_wait(full_v(prev), prev_parity);
-        fence_regs(o_acc);
-        wgmma_fence();
-        issue_qk(s, q_half);
-        issue_pv(prev);
-        wgmma_wait<1>();  // S_i has completed; P_{i-1} V_{i-1} may still run
-        fence_regs(s_acc);
-        release(empty(s));  // K of this stage: its Q K^T has completed
-        // The previous tile's O store (issued at this tile's start) has had a block to read its buffer.
-        if constexpr (kTmaEpi) {
-          if (i == 1) release_staged();
-        }
-        mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);
-        online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
-        // ptxas hoists a plain wgmma.wait_group above independent work; a barrier of this
-        // warpgroup whose id it must compute from the row sums (always 1 + cw) keeps the
-        // whole softmax ahead of the wait, so it overlaps this warpgroup's P V product.
-        named_sync(after_softmax_barrier_id(row_sum, 1 + cw), 128);
-        wgmma_wait<0>();
-        fence_regs(o_acc);
-        fence_frag(p_frag);
-        release(empty_v(prev));  // V of the previous stage: P_{i-1} V_{i-1} has completed
-        rescale_o<Dp>(o_acc, alpha);
-        pack_p<T, BN>(s_acc, p_frag);
-      }
-      // Every S = Q K^T of this tile has completed: without the TMA epilogue the producer may load
-      // the next tile's Q (with it, the O store releases the buffer: release_staged).
-      if constexpr (!kTmaEpi) release(q_empty(qb));
-      // A store of the previous tile still pending (this tile had one key block): its buffer is
-      // the next-but-one tile's Q.
-      if constexpr (kTmaEpi) release_staged();
-
-      Tile next;
-      const bool have_next = fetch_tile(next);
-      mbar_wait(full_v(s), parity);
-      if (have_next && next.n_blocks > 0) {
-        // The last P V of this tile, then S_0 of the next: the epilogue runs under S_0.
-        const int qb2 = q_buf;
-        mbar_wait(q_full(qb2), q_phase);
-        if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
-        const int s2 = stage;
-        const uint32_t parity2 = phase;
-        if (++stage == kStages) { stage = 0; phase ^= 1; }
-        mbar_wait(full_k(s2), parity2);
-        fence_regs(o_acc);
-        wgmma_fence();
-        issue_pv(s);
-        issue_qk(s2, sQ + qb2 * kQBytes + cw * 64 * 128);
-        wgmma_wait<1>();  // the last P V has completed; S_0 of the next tile may still run
-        fence_regs(o_acc);
-        fence_frag(p_frag);
-        release(empty_v(s));
-        store_o(w, m0, row0, qb, q_half, o_acc, row_sum);
-        __syncwarp();
-        wgmma_wait<0>();
-        fence_regs(s_acc);
-        release(empty(s2));  // K of this stage: its Q K^T has completed
-        new_tile_state();
-        first_softmax(next);
-        started = true;
-        qb = qb2;
-        s = s2;
-        parity = parity2;
-      } else {
-        fence_regs(o_acc);
-        wgmma_fence();
-        issue_pv(s);
-        wgmma_wait<0>();
-        fence_regs(o_acc);
-        fence_frag(p_frag);
-        release(empty_v(s));
-        store_o(w, m0, row0, qb, q_half, o_acc, row_sum);
-        __syncwarp();
-        started = false;
-        have = have_next;
-      }
-      w = next;
-    }
-  } else {
   while (true) {
     mbar_wait(tile_full(slot), slot_phase);
     const uint32_t tile = ld_shared_u32(slots + 4 * slot);
@@ -1021,71 +788,173 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
       if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
 
-    for (int i = 0; i < n_blocks; ++i) {
-      const int n = n_blocks - 1 - i;
-      const int s = stage;
-      const uint32_t parity = phase;
-      if (++stage == kStages) { stage = 0; phase ^= 1; }
-
-      // S = Q K^T
-      float s_acc[BN / 2];
-      mbar_wait(full_k(s), parity);
-      wgmma_fence();
+    if constexpr (Dp == 128) {  // d96, d128 (d256 with this loop spills 16 bytes: kept on v6's loop)
+      // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
+      // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
+      // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
+      // P_i V_i, releases stage i (both of its wgmmas have completed), rescales O and packs
+      // P_{i+1}. One S accumulator is live during the softmax (O + S + P: 0 spills at 232
+      // registers). d256 stays on v6's loop below: with this order it spills 16 bytes.
+      if (n_blocks > 0) {
+        float s_acc[BN / 2];
+        uint32_t p_frag[BN / 16][4];
+        float alpha[2];
+        // S = Q K^T for the K tile in stage st (issued and committed, not waited for). The step
+        // count is a template parameter: a run-time test between wgmmas would make ptxas wait
+        // for each one at the branch.
+        auto issue_qk = [&](int st) {
 #pragma unroll
-      // The step count is a template parameter: a run-time test between wgmmas would make
-      // ptxas wait for each one at the branch.
-      for (int kk = 0; kk < kQkSteps; ++kk) {
-        const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-        const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
-        const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
-        mma_qk<T, BN>(s_acc, da, db, kk > 0);
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_regs(s_acc);
-      if constexpr (kSplitKV<Dp>) {  // K of this stage: its Q K^T has completed
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty(s));
-      }
-      if constexpr (kTmaEpi && kQBufs >= 2) {
-        // The previous tile's O store has had this tile's first Q K^T to read its buffer.
-        if (i == 0) release_staged();
-      } else {
-        // The tile's last Q K^T has completed: the producer may load the next tile's Q here.
-        if (i == n_blocks - 1) {
+          for (int kk = 0; kk < kQkSteps; ++kk) {
+            const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+            const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
+            const uint64_t db = smem_desc(sK + st * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+            mma_qk<T, BN>(s_acc, da, db, kk > 0);
+          }
+          wgmma_commit();
+        };
+        // O += P V for the V tile in stage st (issued and committed, not waited for).
+        auto issue_pv = [&](int st) {
+#pragma unroll
+          for (int kk = 0; kk < BN / 16; ++kk) {
+            const uint64_t db = smem_desc(sV + st * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+            mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+          }
+          wgmma_commit();
+        };
+        auto mask = [&](int n) { mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t); };
+        auto softmax = [&] { online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2); };
+        auto to_p = [&] { pack_p<T, BN>(s_acc, p_frag); };
+        auto release = [&](uint32_t bar) {
           __syncwarp();
-          if (lane == 0) mbar_arrive(q_empty(qb));
+          if (lane == 0) mbar_arrive(bar);
+        };
+
+        // First key block (the diagonal / tail one): scores, softmax, P. O is zero, so no rescale.
+        int s = stage;
+        uint32_t parity = phase;
+        if (++stage == kStages) { stage = 0; phase ^= 1; }
+        mbar_wait(full_k(s), parity);
+        wgmma_fence();
+        issue_qk(s);
+        wgmma_wait<0>();
+        fence_regs(s_acc);
+        release(empty(s));  // K of this stage: its Q K^T has completed
+        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
+        mask(n_blocks - 1);
+        softmax();
+        to_p();
+
+        // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.
+        for (int i = 1; i < n_blocks; ++i) {
+          const int prev = s;
+          const uint32_t prev_parity = parity;
+          s = stage;
+          parity = phase;
+          if (++stage == kStages) { stage = 0; phase ^= 1; }
+          const int n = n_blocks - 1 - i;
+          mbar_wait(full_k(s), parity);
+          mbar_wait(full_v(prev), prev_parity);
+          fence_regs(o_acc);
+          wgmma_fence();
+          issue_qk(s);
+          issue_pv(prev);
+          wgmma_wait<1>();  // S_i has completed; P_{i-1} V_{i-1} may still run
+          fence_regs(s_acc);
+          release(empty(s));  // K of this stage: its Q K^T has completed
+          mask(n);
+          softmax();
+          // ptxas hoists a plain wgmma.wait_group above independent work; a barrier of this
+          // warpgroup whose id it must compute from the row sums (always 1 + cw) keeps the
+          // whole softmax ahead of the wait, so it overlaps this warpgroup's P V product.
+          named_sync(after_softmax_barrier_id(row_sum, 1 + cw), 128);
+          wgmma_wait<0>();
+          fence_regs(o_acc);
+          fence_frag(p_frag);
+          release(empty_v(prev));  // V of the previous stage: P_{i-1} V_{i-1} has completed
+          rescale_o<Dp>(o_acc, alpha);
+          to_p();
+        }
+        // v8's epilogue: every S = Q K^T of this tile has completed, the producer may load the next
+        // tile's Q. (With the TMA epilogue, the O store releases it: release_staged.)
+        if constexpr (!kTmaEpi) release(q_empty(qb));
+        // Last P V.
+        mbar_wait(full_v(s), parity);
+        fence_regs(o_acc);
+        wgmma_fence();
+        issue_pv(s);
+        wgmma_wait<0>();
+        fence_regs(o_acc);
+        fence_frag(p_frag);
+        release(empty_v(s));
+      }
+    } else {
+      for (int i = 0; i < n_blocks; ++i) {
+        const int n = n_blocks - 1 - i;
+        const int s = stage;
+        const uint32_t parity = phase;
+        if (++stage == kStages) { stage = 0; phase ^= 1; }
+
+        // S = Q K^T
+        float s_acc[BN / 2];
+        mbar_wait(full_k(s), parity);
+        wgmma_fence();
+#pragma unroll
+        // The step count is a template parameter: a run-time test between wgmmas would make
+        // ptxas wait for each one at the branch.
+        for (int kk = 0; kk < kQkSteps; ++kk) {
+          const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+          const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
+          const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+          mma_qk<T, BN>(s_acc, da, db, kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(s_acc);
+        if constexpr (kSplitKV<Dp>) {  // K of this stage: its Q K^T has completed
+          __syncwarp();
+          if (lane == 0) mbar_arrive(empty(s));
+        }
+        if constexpr (kTmaEpi && kQBufs >= 2) {
+          // The previous tile's O store has had this tile's first Q K^T to read its buffer.
+          if (i == 0) release_staged();
+        } else {
+          // The tile's last Q K^T has completed: the producer may load the next tile's Q here.
+          if (i == n_blocks - 1) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(q_empty(qb));
+          }
+        }
+
+        mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);
+        float alpha[2];
+        online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
+        rescale_o<Dp>(o_acc, alpha);
+
+        uint32_t p_frag[BN / 16][4];
+        pack_p<T, BN>(s_acc, p_frag);
+
+        // O += P V
+        mbar_wait(full_v(s), parity);
+        fence_regs(o_acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+          mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(o_acc);
+        __syncwarp();
+        if constexpr (Dp == 256 && kTmaEpi) {
+          // The last key block's V stage holds O for the TMA store: the epilogue releases it
+          // (4 arrivals per warpgroup, once the store has read it).
+          if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));
+        } else {
+          if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)
         }
       }
 
-      mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);
-      float alpha[2];
-      online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
-      rescale_o<Dp>(o_acc, alpha);
-
-      uint32_t p_frag[BN / 16][4];
-      pack_p<T, BN>(s_acc, p_frag);
-
-      // O += P V
-      mbar_wait(full_v(s), parity);
-      fence_regs(o_acc);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
-        mma_pv<T, Dp>(o_acc, p_frag[kk], db);
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_regs(o_acc);
-      __syncwarp();
-      if constexpr (Dp == 256 && kTmaEpi) {
-        // The last key block's V stage holds O for the TMA store: the epilogue releases it
-        // (4 arrivals per warpgroup, once the store has read it).
-        if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));
-      } else {
-        if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)
-      }
     }
 
     if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {
@@ -1206,7 +1075,6 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
     // at the next tile's shuffles and adds a divergent copy of the softmax (BRA.DIV).
     __syncwarp();
   }
-  }
   // The last O stores must have read shared memory (and finished) before the CTA exits.
   if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {
     if (threadIdx.x % 128 == 0) bulk_wait<0>();
@@ -1272,18 +1140,18 @@ void* tile_counter() {
 // Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
 constexpr long long kSectionL2Bytes = 16ll << 20;
 
-template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi>
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
-  constexpr int BN = Config<Dp, kM>::kBlockN;
-  constexpr int kBlockM = Config<Dp, kM>::kBlockM;
+  constexpr int BN = Config<Dp, kM, kN>::kBlockN;
+  constexpr int kBlockM = Config<Dp, kM, kN>::kBlockM;
   CUtensorMap tq, tk, tv, to;  // to: O, stored 64 rows x 64 columns at a time (TMA epilogue)
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
       !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
     return 5;
-  constexpr int smem = smem_bytes<Dp, kM>();
+  constexpr int smem = smem_bytes<Dp, kM, kN>();
   static const cudaError_t attr = cudaFuncSetAttribute(
-      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
   void* counter = tile_counter();
   if (counter == nullptr) return 4;
@@ -1306,7 +1174,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
   if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
-  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi><<<grid, Config<Dp, kM>::kThreads, smem, stream>>>(
+  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(
       tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
       num_bh, sec, num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
@@ -1328,6 +1196,11 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
        : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
   if (d <= 64 && causal && s_q <= kNarrowD64CausalMaxSq) return KS_LAUNCH(64, 128, 4);
   if (d <= 64) return KS_LAUNCH(64, 192, 4);
+  // d96/d128 without a mask on long keys: 176-key blocks, register epilogue (s_k > 2048).
+  if (d <= 128 && !causal && !tma) {
+    if (d <= 96) return launch<T, 128, 128, 6, false, 176>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return launch<T, 128, 128, 8, false, 176>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  }
   if (d <= 96) return KS_LAUNCH(128, 128, 6);
   if (d <= 128) return KS_LAUNCH(128, 128, 8);
   return KS_LAUNCH(256, 128, 16);
