@@ -1,3 +1,9 @@
+// v15 (ks session 20261203-021222-750b, attempt 23): v13 + 160-key blocks for d96/d128 without a mask at
+// s_k > 2048 (FlashAttention-3 uses 176 for hdim 128 without a mask; 176 fits only with one Q buffer, and the
+// lost prefetch of the next tile's Q cost more than the wider block gained: attempts 21, 22), with v13's two Q
+// buffers and 2 stages: 64 + 160 KB. Its 32 scenarios 1.031 -> 1.055 against v13 in one process
+// (results/2026-12-03-h200-s5-call4-compare.txt); full 182-scenario grid 1.053x, 182/182 correct
+// (results/2026-12-03-h200-v15-full-bench.json).
 // v13 (ks session 20261203-021222-750b, attempt 16; the same file as attempt 14): v12 + a TMA-store O epilogue for d256
 // at s_k <= 2048, O staged in the last key block's V stage. On the H200: the 18 d256 scenarios it changes 0.904 -> 0.986
 // (results/2026-12-03-h200-s4-call7-d256short.tgz); full 182-scenario grid 1.051x the fastest baseline, 182/182 correct
@@ -87,8 +93,9 @@ struct TileConfig {
 };
 
 // M: query rows per tile (64 per consumer warpgroup); the default is each head dim's usual tile.
+// N: keys per block (128, or 160 for d96/d128 without a mask on long keys).
 template <int Dp> constexpr int kDefaultRows = Dp == 64 ? 192 : 128;
-template <int Dp, int M = kDefaultRows<Dp>> struct Config;
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> struct Config;
 // kQBufs: Q buffers (2 lets the next tile's Q land while this tile still reads its own;
 // d256 has no room for a second 64 KB Q: 64 + 64 KB of K + 64 KB of V = 192 KB of 227 KB).
 // Producer budget 40: the persistent producer spills at 24.
@@ -106,6 +113,11 @@ template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 // Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
 // launch allocation, which hung the kernel on the H200).
 template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
+// d96/d128 without a mask at s_k > 2048: 160-key blocks in 2 stages beside two Q buffers: 64 KB +
+// 2 x 2 x 40 KB. A wider block spends fewer issue slots per key on the softmax's row max/sum, the O
+// rescale and the waits (measured +2.4% there; +10% on d96 at 16k-32k). 176 keys (FA3's choice) fit
+// only with one Q buffer, and then the next tile's Q no longer loads under this tile (measured -2%).
+template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};
 
 constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
 // Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
@@ -120,20 +132,20 @@ constexpr uint32_t kD256EpiVBarrier = 8;
 template <int Dp> constexpr bool kSplitKV = Dp >= 128;
 
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
-template <int Dp, int M = kDefaultRows<Dp>> __host__ __device__ constexpr int num_barriers() {
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> __host__ __device__ constexpr int num_barriers() {
   // kSplitKV adds emptyV[S] at the end.
-  return 3 * Config<Dp, M>::kStages + 2 * Config<Dp, M>::kQBufs + 2 * kTileSlots +
-         (kSplitKV<Dp> ? Config<Dp, M>::kStages : 0);
+  return 3 * Config<Dp, M, N>::kStages + 2 * Config<Dp, M, N>::kQBufs + 2 * kTileSlots +
+         (kSplitKV<Dp> ? Config<Dp, M, N>::kStages : 0);
 }
 
-template <int Dp, int M = kDefaultRows<Dp>> constexpr int smem_bytes() {
-  constexpr int BM = Config<Dp, M>::kBlockM, BN = Config<Dp, M>::kBlockN, S = Config<Dp, M>::kStages,
-                QB = Config<Dp, M>::kQBufs;
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> constexpr int smem_bytes() {
+  constexpr int BM = Config<Dp, M, N>::kBlockM, BN = Config<Dp, M, N>::kBlockN, S = Config<Dp, M, N>::kStages,
+                QB = Config<Dp, M, N>::kQBufs;
   // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
-  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M>() * 8 + kTileSlots * 4 + 1024;
+  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * 4 + 1024;
 }
 static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
-                  smem_bytes<256>() <= 227 * 1024,
+                  smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024,
               "shared memory per CTA");
 
 // Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.
@@ -430,13 +442,37 @@ __device__ __forceinline__ void wgmma_rs_n256_f16(float (&d)[128], const uint32_
 }
 
 
+// S(64x160) (+)= Q K^T: the wide key blocks of d96/d128 without a mask (generated operand lists).
+__device__ __forceinline__ void wgmma_ss_n160_bf16(float (&d)[80], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+      "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_ss_n160_f16(float (&d)[80], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+      "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+
 template <typename T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 
 // S(64 x N) = Q K^T step (both operands in shared memory, K-major).
 template <typename T, int N>
 __device__ __forceinline__ void mma_qk(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  static_assert(N == 128, "every head dim runs 128-key blocks here");
-  if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
+  static_assert(N == 128 || N == 160, "128-key blocks, or 160 for d96/d128 without a mask");
+  if constexpr (N == 160) {
+    if constexpr (kIsBf16<T>) wgmma_ss_n160_bf16(d, da, db, acc); else wgmma_ss_n160_f16(d, da, db, acc);
+  } else {
+    if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
+  }
 }
 // O(64 x N) += P V step (P in registers, V in shared memory, MN-major).
 template <typename T, int N>
@@ -596,8 +632,8 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
 }
 
 // ---- the kernel --------------------------------------------------------------------------------
-template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi>
-__global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128>
+__global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                   const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
                   T* __restrict__ out, int s_q, int s_k,
@@ -605,10 +641,10 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
                   int num_bh, int sec, int num_tiles) {
   // Cfg::kBlockM / Cfg::kConsumers through a type alias, not new constexpr locals: extra locals
   // renumber NVVM's values and change the d96/d128/d256 register allocation against v5.
-  using Cfg = Config<Dp, kM>;
-  constexpr int BN = Config<Dp, kM>::kBlockN;
-  constexpr int kStages = Config<Dp, kM>::kStages;
-  constexpr int kQBufs = Config<Dp, kM>::kQBufs;
+  using Cfg = Config<Dp, kM, kN>;
+  constexpr int BN = Config<Dp, kM, kN>::kBlockN;
+  constexpr int kStages = Config<Dp, kM, kN>::kStages;
+  constexpr int kQBufs = Config<Dp, kM, kN>::kQBufs;
   constexpr int kPanels = Dp / 64;
   constexpr uint32_t kQBytes = Cfg::kBlockM * Dp * 2;
   constexpr uint32_t kKVBytes = BN * Dp * 2;
@@ -628,7 +664,7 @@ __global__ void __launch_bounds__(Config<Dp, kM>::kThreads, 1)
   auto tile_empty = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + kTileSlots + i); };
   // kSplitKV: empty(s) guards K of stage s only, empty_v(s) its V.
   auto empty_v = [&](int s) { return bars + 8 * (3 * kStages + 2 * kQBufs + 2 * kTileSlots + s); };
-  const uint32_t slots = bars + 8 * num_barriers<Dp, kM>();  // kTileSlots x u32 tile index
+  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x u32 tile index
   const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
   const int group = h_q / h_kv;
 
@@ -1111,18 +1147,18 @@ void* tile_counter() {
 // Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
 constexpr long long kSectionL2Bytes = 16ll << 20;
 
-template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi>
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
-  constexpr int BN = Config<Dp, kM>::kBlockN;
-  constexpr int kBlockM = Config<Dp, kM>::kBlockM;
+  constexpr int BN = Config<Dp, kM, kN>::kBlockN;
+  constexpr int kBlockM = Config<Dp, kM, kN>::kBlockM;
   CUtensorMap tq, tk, tv, to;  // to: O, stored 64 rows x 64 columns at a time (TMA epilogue)
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
       !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
     return 5;
-  constexpr int smem = smem_bytes<Dp, kM>();
+  constexpr int smem = smem_bytes<Dp, kM, kN>();
   static const cudaError_t attr = cudaFuncSetAttribute(
-      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
   void* counter = tile_counter();
   if (counter == nullptr) return 4;
@@ -1145,7 +1181,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
   if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
-  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi><<<grid, Config<Dp, kM>::kThreads, smem, stream>>>(
+  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(
       tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
       num_bh, sec, num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
@@ -1167,6 +1203,11 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
        : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
   if (d <= 64 && causal && s_q <= kNarrowD64CausalMaxSq) return KS_LAUNCH(64, 128, 4);
   if (d <= 64) return KS_LAUNCH(64, 192, 4);
+  // d96/d128 without a mask on long keys: 160-key blocks, register epilogue (s_k > 2048).
+  if (d <= 128 && !causal && !tma) {
+    if (d <= 96) return launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  }
   if (d <= 96) return KS_LAUNCH(128, 128, 6);
   if (d <= 128) return KS_LAUNCH(128, 128, 8);
   return KS_LAUNCH(256, 128, 16);
