@@ -2,7 +2,7 @@
 
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
-Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, or any comma-free scenario id list joined by '+'.
+Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, or any comma-free scenario id list joined by '+'.
 Each run is `python3 -m ks_tui bench flash_attn_fwd --source FILE --json [--quick |
 --scenarios IDS]`; its JSON goes to $OUT/work/<subset>-<name>.json. Stops starting runs
 when KS_DEADLINE (epoch seconds) is near; each run is killed by the harness after KS_RUN_TIMEOUT
@@ -34,19 +34,26 @@ SUBSETS = {
                 "d128-h16-16-s16367"],
     "d64c": ["d64-h32-32-s512-causal", "d64-h32-8-s512-causal", "d64-h32-32-s1024-causal",
              "d64-h32-8-s1024-causal", "d64-h32-32-s2048-causal", "d64-h32-8-s2048-causal"],
-    # every d96/d128 scenario without a mask and with s_k > 2048 (32 of the grid)
-    "nomask_long": [
-        "d96-h16-16-s4096", "d96-h16-16-s8192", "d96-h16-16-s16384", "d96-h16-16-s32768", "d128-h16-16-s4096",
-        "d128-h16-16-s8192", "d128-h16-16-s16384", "d128-h16-16-s32768", "d128-h32-8-s4096",
-        "d128-h32-8-s8192", "d128-h32-8-s16384", "d128-h32-8-s32768", "d128-h64-8-s4096", "d128-h64-8-s8192",
-        "d128-h64-8-s16384", "d128-h64-8-s32768", "d128-h32-1-s4096", "d128-h32-1-s8192", "d128-h32-1-s16384",
-        "d128-h32-1-s32768", "d128-h16-16-q1024-k4096", "d128-h16-16-q2048-k8192", "d128-h16-16-q4096-k16384",
-        "d128-h16-16-q8192-k32768", "d128-h16-16-s4079", "d128-h16-16-s8175", "d128-h16-16-s16367",
-        "d128-h16-16-s32751", "d128-h16-16-s4096-fp16", "d128-h16-16-s8192-fp16", "d128-h16-16-s16384-fp16",
-        "d128-h16-16-s32768-fp16"],
     "d256": ["d256-h8-8-s1024", "d256-h16-4-s2048-causal", "d256-h8-8-s4096", "d256-h16-4-s8192",
              "d256-h8-8-s16384-causal", "d256-h8-8-s1007-causal"],
 }
+
+# Subsets picked by a rule over the scenario parameters (resolved with `ks scenarios --json`).
+FILTERS = {
+    # d96/d128 with s_k > 2048: the launches that run 160-key blocks in v15 (32 scenarios each)
+    "nomask_long": lambda p: p["d"] in (96, 128) and not p["causal"] and p["s_k"] > 2048,
+    "causal_long": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048,
+}
+
+
+def scenario_ids(subset: str) -> list[str]:
+    if subset in SUBSETS:
+        return SUBSETS[subset]
+    if subset in FILTERS:
+        out = subprocess.run([sys.executable, "-m", "ks_tui", "scenarios", "flash_attn_fwd", "--json"],
+                             capture_output=True, text=True, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        return [s["id"] for s in json.loads(out.stdout)["scenarios"] if FILTERS[subset](s["params"])]
+    return subset.split("+")
 
 
 def run(subset: str, name: str, src: str) -> dict | None:
@@ -57,7 +64,7 @@ def run(subset: str, name: str, src: str) -> dict | None:
     if subset == "quick":
         args.append("--quick")
     else:
-        args += ["--scenarios", ",".join(SUBSETS.get(subset) or subset.split("+"))]
+        args += ["--scenarios", ",".join(scenario_ids(subset))]
     t0 = time.monotonic()
     p = subprocess.run(args, capture_output=True, text=True, timeout=run_limit + 30,
                        env=dict(os.environ, PYTHONPATH=str(REPO)))
