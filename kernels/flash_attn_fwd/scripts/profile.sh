@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Nsight Compute profile of kernel files on one scenario (from the repository root, GPU machine).
+#   bash profile.sh SCENARIO NAME=FILE [NAME=FILE ...]
+# For each file: `ncu` wraps `ks bench --scenarios SCENARIO` (following the harness's child
+# process), profiles one launch of our kernel after KS_PROFILE_SKIP (default 20) launches, and
+# writes $OUT/prof-NAME.ncu-rep; the headline metrics of every file go to $OUT/profile.txt.
+# Each file gets KS_PROFILE_SECONDS (default 150). Clocks are left alone (--clock-control none),
+# as METHOD.md asks. Per the device notes ncu reads counters on the Firecracker machines only.
+set -uo pipefail
+[[ $# -ge 2 ]] || { echo "usage: profile.sh SCENARIO NAME=FILE [NAME=FILE ...]"; exit 2; }
+scenario=$1; shift
+export PYTHONPATH=$PWD
+OUT=${OUT:-/tmp/ks-device-out}; mkdir -p "$OUT"
+command -v ncu > /dev/null || { echo "ncu is not on PATH: nothing profiled" | tee -a "$OUT/profile.txt"; exit 0; }
+for spec in "$@"; do
+    name=${spec%%=*}; file=${spec#*=}
+    timeout "${KS_PROFILE_SECONDS:-150}" ncu --clock-control none --target-processes all \
+        -k regex:attn_fwd_sm90 --launch-skip "${KS_PROFILE_SKIP:-20}" --launch-count 1 \
+        --section SpeedOfLight --section WarpStateStats --section SchedulerStats -f -o "$OUT/prof-$name" \
+        python3 -m ks_tui bench flash_attn_fwd --source "$file" --scenarios "$scenario" --timeout 400 \
+        > "$OUT/prof-$name.log" 2>&1
+    rc=$?
+    echo "== $name ($file, $scenario): ncu rc=$rc" | tee -a "$OUT/profile.txt"
+    if [[ -f "$OUT/prof-$name.ncu-rep" ]]; then
+        ncu --import "$OUT/prof-$name.ncu-rep" --page details 2>&1 |
+            grep -E "Duration|Throughput|Issue Slot|Issued Warp|Eligible|Warp Cycles Per|Active Warps" |
+            tee -a "$OUT/profile.txt"
+    else
+        tail -5 "$OUT/prof-$name.log" | tee -a "$OUT/profile.txt"
+    fi
+done
