@@ -16,7 +16,8 @@ for spec in "$@"; do
     name=${spec%%=*}; file=${spec#*=}
     timeout "${KS_PROFILE_SECONDS:-150}" ncu --clock-control none --target-processes all \
         -k regex:attn_fwd_sm90 --launch-skip "${KS_PROFILE_SKIP:-20}" --launch-count 1 \
-        --section SpeedOfLight --section WarpStateStats --section SchedulerStats -f -o "$OUT/prof-$name" \
+        --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+        --section ComputeWorkloadAnalysis -f -o "$OUT/prof-$name" \
         python3 -m ks_tui bench flash_attn_fwd --source "$file" --scenarios "$scenario" --timeout 400 \
         > "$OUT/prof-$name.log" 2>&1
     rc=$?
@@ -24,6 +25,10 @@ for spec in "$@"; do
     if [[ -f "$OUT/prof-$name.ncu-rep" ]]; then
         ncu --import "$OUT/prof-$name.ncu-rep" --page details 2>&1 |
             grep -E "Duration|Throughput|Issue Slot|Issued Warp|Eligible|Warp Cycles Per|Active Warps" |
+            tee -a "$OUT/profile.txt"
+        # Where warps wait (no instruction = i-cache, barrier, scoreboard) and how busy the tensor pipe is.
+        ncu --import "$OUT/prof-$name.ncu-rep" --page raw 2>&1 |
+            grep -E "issue_stalled_(no_instruction|barrier|long_scoreboard|short_scoreboard|wait|math_pipe_throttle|membar|branch_resolving|dispatch_stall)|pipe_tensor" |
             tee -a "$OUT/profile.txt"
     else
         tail -5 "$OUT/prof-$name.log" | tee -a "$OUT/profile.txt"
