@@ -3,6 +3,8 @@
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
 Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, or any comma-free scenario id list joined by '+'.
+`compare.py --pick TAG SUBSETS NAME=FILE ...` prints the path of the file that beat the first
+by KS_MIN_GAIN (default 1.01) on the first subset, from the JSONs a run with KS_TAG=TAG left.
 Each run is `python3 -m ks_tui bench flash_attn_fwd --source FILE --json [--quick |
 --scenarios IDS]`; its JSON goes to $OUT/work/<subset>-<name>.json. Stops starting runs
 when KS_DEADLINE (epoch seconds) is near; each run is killed by the harness after KS_RUN_TIMEOUT
@@ -56,6 +58,32 @@ def scenario_ids(subset: str) -> list[str]:
     return subset.split("+")
 
 
+def label_of(subset: str) -> str:
+    """The subset's name in result file names: an ad-hoc id list can be longer than a file name
+    may be, so a long one is named by a hash."""
+    return subset if len(subset) <= 60 else "ids-" + hashlib.sha1(subset.encode()).hexdigest()[:10]
+
+
+def pick_winner(work: Path, tag: str, subset: str, cands: list[tuple[str, str]],
+                min_gain: float) -> tuple[str, str]:
+    """(path of the best candidate, why): the file among cands[1:] with the highest correct
+    geomean on `subset` in `work`, if it beats cands[0] (the reference) by `min_gain`; ("", why)
+    when none does, or when the reference has no correct result."""
+    def geomean(name: str) -> float | None:
+        try:
+            r = json.loads((work / f"{tag}{label_of(subset)}-{name}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return r.get("geomean_speedup") if r.get("status") == "correct" else None
+
+    ref = geomean(cands[0][0])
+    scored = [(g, path) for (name, path) in cands[1:] if (g := geomean(name)) is not None]
+    best = max(scored, default=None)
+    if ref is None or best is None or best[0] < ref * min_gain:
+        return "", f"reference {ref}, candidates {scored}, min gain {min_gain}: none"
+    return best[1], f"reference {ref}, candidates {scored}, min gain {min_gain}: {best[1]}"
+
+
 def run(subset: str, name: str, src: str) -> dict | None:
     # A hanging candidate must not eat the whole call: the harness kills a run after this long.
     run_limit = int(min(float(os.environ.get("KS_RUN_TIMEOUT", 150)), max(30, DEADLINE - time.time() - 15)))
@@ -73,8 +101,7 @@ def run(subset: str, name: str, src: str) -> dict | None:
     except ValueError:
         print(f"{subset}/{name}: no JSON, rc={p.returncode}: {p.stderr[-800:]}", flush=True)
         return None
-    # An ad-hoc id list can be longer than a file name may be: name it by a hash then.
-    label = subset if len(subset) <= 60 else "ids-" + hashlib.sha1(subset.encode()).hexdigest()[:10]
+    label = label_of(subset)
     (WORK / f"{os.environ.get('KS_TAG', '')}{label}-{name}.json").write_text(json.dumps(r, indent=1))
     print(f"{label}/{name}: {r.get('status')} {r.get('correct')} geomean {r.get('geomean_speedup')} "
           f"({time.monotonic() - t0:.0f}s) {r.get('message', '')[:200]}", flush=True)
@@ -85,6 +112,13 @@ def run(subset: str, name: str, src: str) -> dict | None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--pick"]:  # --pick TAG SUBSETS NAME=FILE ...: the winner's path, or nothing
+        tag, subset = sys.argv[2], sys.argv[3].split(",")[0]
+        path, why = pick_winner(WORK, tag, subset, [a.split("=", 1) for a in sys.argv[4:]],
+                                float(os.environ.get("KS_MIN_GAIN", "1.01")))
+        print(f"auto pick: {why}", file=sys.stderr)
+        print(path, end="")
+        return
     WORK.mkdir(parents=True, exist_ok=True)
     subsets = sys.argv[1].split(",")
     cands = [a.split("=", 1) for a in sys.argv[2:]]

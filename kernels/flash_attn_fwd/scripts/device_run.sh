@@ -89,28 +89,8 @@ groups)
     if [[ "${KS_BEST:-}" == auto ]]; then
         # The last group's best file on its first subset, if it beats that group's first file
         # (the reference) by KS_MIN_GAIN; nothing otherwise.
-        KS_BEST=$(python3 - "$i" "${@: -1}" <<'PY'
-import json, os, sys
-from pathlib import Path
-n, group = sys.argv[1], sys.argv[2].split()
-subset, cands = group[0].split(",")[0], [c.split("=", 1) for c in group[1:]]
-work = Path(os.environ["OUT"]) / "work"
-def geo(name):
-    hits = [p for p in work.glob(f"g{n}-*-{name}.json") if p.name.startswith(f"g{n}-{subset}-")
-            or (len(subset) > 60 and p.name.startswith(f"g{n}-ids-"))]
-    r = json.loads(hits[0].read_text()) if hits else {}
-    return r.get("geomean_speedup") if r.get("status") == "correct" else None
-ref = geo(cands[0][0])
-scored = [(geo(name), path) for name, path in cands[1:]]
-scored = [(g, p) for g, p in scored if g is not None]
-gain = float(os.environ.get("KS_MIN_GAIN", "1.01"))
-best = max(scored, default=None)
-ok = best is not None and ref is not None and best[0] >= ref * gain
-print(best[1] if ok else "", end="")
-print(f"auto pick: reference {ref}, candidates {scored}, min gain {gain} -> {best[1] if ok else 'none'}",
-      file=sys.stderr)
-PY
-)
+        # shellcheck disable=SC2086  # the group is "SUBSETS NAME=FILE ...": split on purpose
+        KS_BEST=$(python3 $S/compare.py --pick "g$i-" ${@: -1})
         echo "full bench of the winner: ${KS_BEST:-none}"
     fi
     [[ -n "${KS_BEST:-}" ]] && KS_BEST=$KS_BEST python3 $S/device_run.py full_best
