@@ -26,7 +26,8 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 # 160-key blocks (register epilogue only).
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 24,
                   "best/next_c160.cu": 24,  # candidate: the 160-key blocks for causal launches too
-                  "best/next_xtile.cu": 20}  # dropped (attempt 15), kept for a profile (built on v13)
+                  "best/next_xtile.cu": 20,  # dropped (attempt 15), kept for a profile (built on v13)
+                  "best/next_q3.cu": 24, "best/next_xtile3q.cu": 20}  # candidates: a third Q buffer
 KERNELS = list(INSTANTIATIONS)
 
 

@@ -2,7 +2,7 @@
 
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
-Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, or any comma-free scenario id list joined by '+'.
+Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, short128, or any comma-free scenario id list joined by '+'.
 `compare.py --pick TAG SUBSETS NAME=FILE ...` prints the path of the file that beat the first
 by KS_MIN_GAIN (default 1.01) on the first subset, from the JSONs a run with KS_TAG=TAG left.
 Each run is `python3 -m ks_tui bench flash_attn_fwd --source FILE --json [--quick |
@@ -45,6 +45,8 @@ FILTERS = {
     # d96/d128 with s_k > 2048: the launches that run 160-key blocks in v15 (32 scenarios each)
     "nomask_long": lambda p: p["d"] in (96, 128) and not p["causal"] and p["s_k"] > 2048,
     "causal_long": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048,
+    # d96/d128 with s_k <= 2048, both masks: the 128-key tiles with the TMA epilogue
+    "short128": lambda p: p["d"] in (96, 128) and p["s_k"] <= 2048,
 }
 
 

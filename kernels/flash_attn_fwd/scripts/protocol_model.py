@@ -131,6 +131,7 @@ class Variant:
     bug: str = ""           # a control: a deliberate protocol bug the checker must catch
     stages: int = 0         # K/V stages (0: the head dim's own: 2 for d128, 1 for d256, 3 for d64)
     consumers: int = 2      # consumer warpgroups (3 for the 192-row d64 tiles)
+    qbufs: int = 0          # Q buffers (0: the head dim's own: 1 for d256, 2 otherwise)
 
 
 class Machine:
@@ -138,7 +139,7 @@ class Machine:
         self.v, self.tiles, self.rng = variant, tiles, rng
         d256 = variant.dp == 256
         self.stages = variant.stages or {256: 1, 128: 2, 64: 3}[variant.dp]
-        self.qbufs = 1 if d256 else 2
+        self.qbufs = variant.qbufs or (1 if d256 else 2)
         self.slots = 2
         # K and V of a stage are released apart (emptyV guards V) except on v6's d64 loop.
         self.split_kv = variant.dp != 64
@@ -538,6 +539,9 @@ VARIANTS = [
     Variant("v12 d128, TMA epilogue", 128, True),
     Variant("xtile (attempt 15, dropped) d128, register epilogue", 128, False, cross_tile=True),
     Variant("xtile (attempt 15, dropped) d128, TMA epilogue", 128, True, cross_tile=True),
+    Variant("q3 candidate: v15 d128 with 3 Q buffers, TMA epilogue", 128, True, qbufs=3),
+    Variant("q3 candidate: v15 d128 with 3 Q buffers, register epilogue", 128, False, qbufs=3),
+    Variant("xtile3q candidate: xtile with 3 Q buffers, TMA epilogue", 128, True, cross_tile=True, qbufs=3),
     Variant("d64fa3 (attempt 17, dropped) 128-row d64 (3 stages), TMA epilogue", 128, True, stages=3),
     Variant("d64fa3 (attempt 17, dropped) 128-row d64 (3 stages), register epilogue", 128, False, stages=3),
     Variant("xd64 (attempt 19, dropped): the xtile loop with 3 stages on 128-row d64, TMA epilogue", 128, True, cross_tile=True, stages=3),

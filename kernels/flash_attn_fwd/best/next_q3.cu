@@ -1,0 +1,1237 @@
+// next_q3: v15 + a third Q buffer for the 128-key d96/d128 tiles (96 + 128 KB = 224 KB), so the Q of tile t + 2
+// goes into the buffer of tile t - 1, long free, instead of waiting for tile t's O store (TMA epilogue) to be
+// read. Meant for short causal tiles (1-4 key blocks). Compile-checked only.
+// v15 (ks session 20261203-021222-750b, attempt 23): v13 + 160-key blocks for d96/d128 without a mask at
+// s_k > 2048 (FlashAttention-3 uses 176 for hdim 128 without a mask; 176 fits only with one Q buffer, and the
+// lost prefetch of the next tile's Q cost more than the wider block gained: attempts 21, 22), with v13's two Q
+// buffers and 2 stages: 64 + 160 KB. Its 32 scenarios 1.031 -> 1.055 against v13 in one process
+// (results/2026-12-03-h200-s5-call4-compare.txt); full 182-scenario grid 1.053x, 182/182 correct
+// (results/2026-12-03-h200-v15-full-bench.json).
+// v13 (ks session 20261203-021222-750b, attempt 16; the same file as attempt 14): v12 + a TMA-store O epilogue for d256
+// at s_k <= 2048, O staged in the last key block's V stage. On the H200: the 18 d256 scenarios it changes 0.904 -> 0.986
+// (results/2026-12-03-h200-s4-call7-d256short.tgz); full 182-scenario grid 1.051x the fastest baseline, 182/182 correct
+// (results/2026-12-03-h200-v13-full-bench.json).
+// v12 (attempt 13): v11 + two per-head-dim changes, each measured in the same process against v11
+// on the H200 (results/2026-12-03-h200-s4-call2-compare.txt):
+//   - d256 on 128-key blocks in one K/V stage, K and V released apart: d256 subset 0.910 -> 0.965;
+//   - d64 causal with s_q <= 1024 on 128-row tiles (v5's shape) instead of 192: 0.82 -> 0.92-0.94.
+// Full 182-scenario grid: 1.037x the fastest baseline, 182/182 correct
+// (results/2026-12-03-h200-v12-full-bench.json).
+// FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
+// Persistent: one CTA per SM loops over tiles taken from a global atomic counter.
+//
+// A tile is 128 query rows (192 for d <= 64, except d64 causal with s_q <= 1024) of one (batch, head). A CTA has one producer
+// warpgroup plus one consumer warpgroup per 64 query rows:
+//   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), publishes each
+//                tile index to the consumers through a 2-slot shared-memory ring (mbarriers
+//                "tile full" / "tile empty"), and issues bulk tensor copies (TMA) of the tile's
+//                Q (into one of kQBufs Q buffers, each with "full"/"empty" mbarriers) and of its
+//                K and V tiles into a ring of shared-memory stages, each stage guarded by
+//                "full" mbarriers (the copy engine counts the bytes in) and an "empty" mbarrier
+//                (the consumers release it). The K/V ring, the Q buffers and the tile slots keep
+//                their stage/phase counters across tiles, so the producer loads the next tile's
+//                Q, K and V while the consumers finish the current tile (last P V, epilogue).
+//                An index >= num_tiles is the sentinel that ends all three warpgroups.
+//                It gives most of its registers away (setmaxnreg).
+//   warpgroups 1..C: consumers, 64 query rows each (C = 2, or 3 for 192-row d64 tiles). Per key tile:
+//                S = Q K^T by wgmma from shared memory, the online softmax in registers (exp2
+//                with the scale folded in), then O += P V by wgmma with P taken straight from
+//                registers. The consumers run independently, so one's softmax overlaps the
+//                others' matrix work. d64 has half the matrix work of d128 per key tile but the
+//                same softmax work, so it runs a third consumer (as FlashAttention-3 does).
+//                Epilogue, two variants picked per launch (template kTmaEpi):
+//                - s_k <= 2048, d <= 128: a consumer writes its normalised O rows into its slice
+//                  of the tile's Q buffer (free once the tile's last Q K^T has completed) and one
+//                  thread stores them with TMA; the Q buffer goes back to the producer once that
+//                  store has read it (checked at the next tile's first S, or at exit).
+//                - s_k <= 2048, d256 (one Q buffer: staging there would delay the next tile's Q):
+//                  Q is released after the tile's last Q K^T; once both warpgroups' last P V has
+//                  completed, each writes its normalised O rows into its 64-row slice of the last
+//                  key block's V stage and one thread stores them with TMA; that V stage goes back
+//                  to the producer as soon as the store has read it.
+//                - otherwise: Q is released after the tile's last Q K^T and O is stored from
+//                  registers.
+//
+// Shared-memory tiles use the 128-byte swizzle on both sides: the TMA writes it and the wgmma
+// descriptors read it. A tile of R rows and Dp columns is stored as Dp/64 column panels of
+// R x 64 elements (128 bytes per row), each panel 1024-byte aligned.
+//
+// Head dims: d is padded up to Dp in {64, 128, 256}; the TMA zero-fills columns past d, so a
+// d = 96 problem runs the d = 128 code with zero columns (they contribute nothing and are
+// never stored). Rows past s_q / s_k are zero-filled too; key columns past s_k are masked.
+// Causal masking is bottom-right aligned (query i sees key j when j <= i + s_k - s_q); a row
+// that sees no key gets zeros (a tile that sees no key block loads nothing and stores zeros).
+// GQA: query head h reads kv head h / (h_q / h_kv).
+
+#include <cuda.h>  // CUtensorMap and its enums (types only; the encoder comes via the runtime)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace {
+
+// Tile shape per padded head dim: consumer warpgroups (64 query rows each), keys per tile,
+// pipeline depth (shared memory bound), Q buffers and the setmaxnreg budgets.
+template <int Consumers, int BlockN, int Stages, int QBufs, int ProducerRegs, int ConsumerRegs>
+struct TileConfig {
+  static constexpr int kConsumers = Consumers;
+  static constexpr int kBlockM = 64 * Consumers;          // query rows per tile
+  static constexpr int kThreads = 128 * (Consumers + 1);  // + the producer warpgroup
+  static constexpr int kBlockN = BlockN, kStages = Stages, kQBufs = QBufs;
+  static constexpr int kProducerRegs = ProducerRegs, kConsumerRegs = ConsumerRegs;
+  // The CTA starts with 64K / kThreads registers per thread (rounded down to 8, as ptxas
+  // does); setmaxnreg.dec must go down from there, .inc up, and the sum must fit 64K.
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+  // setmaxnreg moves registers only inside the CTA's launch allocation (kLaunchRegs per thread):
+  // asking for more makes setmaxnreg.inc wait forever (a hang, not an error).
+  static_assert(128 * ProducerRegs + 128 * Consumers * ConsumerRegs <= kLaunchRegs * kThreads,
+                "register file: the CTA's launch allocation");
+  static_assert(ProducerRegs % 8 == 0 && ConsumerRegs % 8 == 0, "setmaxnreg needs multiples of 8");
+  static_assert(24 <= ProducerRegs && ProducerRegs <= kLaunchRegs, "setmaxnreg.dec range");
+  static_assert(kLaunchRegs <= ConsumerRegs && ConsumerRegs <= 256, "setmaxnreg.inc range");
+  static_assert(kBlockM <= 256 && BlockN <= 256, "TMA box rows <= 256");
+};
+
+// M: query rows per tile (64 per consumer warpgroup); the default is each head dim's usual tile.
+// N: keys per block (128, or 160 for d96/d128 without a mask on long keys).
+template <int Dp> constexpr int kDefaultRows = Dp == 64 ? 192 : 128;
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> struct Config;
+// kQBufs: Q buffers (2 lets the next tile's Q land while this tile still reads its own;
+// d256 has no room for a second 64 KB Q: 64 + 64 KB of K + 64 KB of V = 192 KB of 227 KB).
+// Producer budget 40: the persistent producer spills at 24.
+// d64: 192x128 tiles (3 consumers, 512 threads): 128*40 + 384*152 = 63488 <= 512*128.
+template <> struct Config<64, 192> : TileConfig<3, 128, 3, 2, 40, 152> {};
+// d64 causal with short queries: 128x128 tiles (v5's shape). A 192-row tile's diagonal key
+// blocks are mostly masked, and at s_q <= 1024 they are a large share of the work (measured:
+// v5 0.89-0.90x against v6's 0.80x on d64 causal s512/s1024).
+template <> struct Config<64, 128> : TileConfig<2, 128, 3, 2, 40, 232> {};
+// d96/d128: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
+template <> struct Config<128, 128> : TileConfig<2, 128, 2, 3, 40, 232> {};
+// d256: 128x128 tiles in one K/V stage, K and V released apart (K_{i+1} loads under softmax_i and
+// P_i V_i). Why 128 keys: at 64 a Q K^T wgmma reads as many shared-memory bytes per clock as the
+// tensor cores can use (NOTES.md); 128 cuts the bytes per key by 12.5% (measured +6%).
+// Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
+// launch allocation, which hung the kernel on the H200).
+template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
+// d96/d128 without a mask at s_k > 2048: 160-key blocks in 2 stages beside two Q buffers: 64 KB +
+// 2 x 2 x 40 KB. A wider block spends fewer issue slots per key on the softmax's row max/sum, the O
+// rescale and the waits (measured +2.4% there; +10% on d96 at 16k-32k). 176 keys (FA3's choice) fit
+// only with one Q buffer, and then the next tile's Q no longer loads under this tile (measured -2%).
+template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};
+
+constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
+// Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
+// (0 is __syncthreads; 1 + cw is the FA3-order loop's softmax barrier).
+constexpr uint32_t kEpilogueBarrier = 4;
+// d256 TMA epilogue: named barrier over both consumer warpgroups (256 threads), after each one's
+// last P V, before either overwrites the shared V stage with O.
+constexpr uint32_t kD256EpiVBarrier = 8;
+
+// Head dims whose K and V of a stage are released apart (empty guards K, emptyV guards V):
+// d96/d128 (FA3 loop order) and d256 (one stage: K_{i+1} loads while P_i V_i still reads V_i).
+template <int Dp> constexpr bool kSplitKV = Dp >= 128;
+
+// Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> __host__ __device__ constexpr int num_barriers() {
+  // kSplitKV adds emptyV[S] at the end.
+  return 3 * Config<Dp, M, N>::kStages + 2 * Config<Dp, M, N>::kQBufs + 2 * kTileSlots +
+         (kSplitKV<Dp> ? Config<Dp, M, N>::kStages : 0);
+}
+
+template <int Dp, int M = kDefaultRows<Dp>, int N = 128> constexpr int smem_bytes() {
+  constexpr int BM = Config<Dp, M, N>::kBlockM, BN = Config<Dp, M, N>::kBlockN, S = Config<Dp, M, N>::kStages,
+                QB = Config<Dp, M, N>::kQBufs;
+  // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
+  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * 4 + 1024;
+}
+static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
+                  smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024,
+              "shared memory per CTA");
+
+// Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.
+// The host zeroes it on the launch stream before every launch.
+__device__ unsigned int g_tile_counter;
+
+// ---- PTX wrappers: shared memory addresses, mbarriers, TMA ------------------------------
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// n arrivals at once (one thread standing in for n warps).
+__device__ __forceinline__ void mbar_arrive_count(uint32_t bar, uint32_t n) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(n) : "memory");
+}
+// Spin until the phase with the given parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// Plain 32-bit shared-memory store / load (the tile-index slots; ordered by the mbarriers).
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+// 4-d tiled copy global -> shared, completing on an mbarrier. Coordinates innermost first:
+// (column, head, row, batch).
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                         int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+// 4-d tiled copy shared -> global (bulk-group completion), same coordinates as tma_load. Rows
+// and columns outside the tensor (row >= s_q of the batch, column >= d) are not written.
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, int c0, int c1,
+                                          int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+      ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Until at most N of this thread's bulk groups are pending: .read only until their shared-memory
+// sources have been read (the buffer may be reused), plain until the writes are done.
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N> __device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Makes this thread's generic-proxy shared-memory writes visible to the async proxy (TMA).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---- wgmma ------------------------------------------------------------------------------
+
+// Shared-memory matrix descriptor with the 128-byte swizzle. For K-major operands SBO is the
+// distance between 8-row groups (1024 bytes) and LBO is unused; for MN-major operands LBO is
+// the distance between 64-column panels and SBO between 8-row groups of the K dimension.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
+         (static_cast<uint64_t>(lbo >> 4) << 16) | (static_cast<uint64_t>(sbo >> 4) << 32) |
+         (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Ties accumulator registers to this point so the compiler cannot move their uses across
+// the asynchronous wgmma issue/wait.
+template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// Inline-asm wrappers, one per (shape, type). The operand lists were generated by a script:
+// wgmma takes every accumulator register as a separate operand.
+// S(64x128) (+)= A(smem, K-major) * B(smem, K-major)^T
+__device__ __forceinline__ void wgmma_ss_n128_bf16(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+
+// O(64x64) += A(registers) * B(smem, MN-major: V rows are keys, columns are d)
+__device__ __forceinline__ void wgmma_rs_n64_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+// O(64x128) += A(registers) * B(smem, MN-major: V rows are keys, columns are d)
+__device__ __forceinline__ void wgmma_rs_n128_bf16(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+// O(64x256) += A(registers) * B(smem, MN-major: V rows are keys, columns are d)
+__device__ __forceinline__ void wgmma_rs_n256_bf16(float (&d)[128], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+
+// S(64x128) (+)= A(smem, K-major) * B(smem, K-major)^T
+__device__ __forceinline__ void wgmma_ss_n128_f16(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+
+// O(64x64) += A(registers) * B(smem, MN-major: V rows are keys, columns are d)
+__device__ __forceinline__ void wgmma_rs_n64_f16(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+// O(64x128) += A(registers) * B(smem, MN-major: V rows are keys, columns are d)
+__device__ __forceinline__ void wgmma_rs_n128_f16(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+// O(64x256) += A(registers) * B(smem, MN-major: V rows are keys, columns are d)
+__device__ __forceinline__ void wgmma_rs_n256_f16(float (&d)[128], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+
+// S(64x160) (+)= Q K^T: the wide key blocks of d96/d128 without a mask (generated operand lists).
+__device__ __forceinline__ void wgmma_ss_n160_bf16(float (&d)[80], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+      "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_ss_n160_f16(float (&d)[80], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+      "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+
+template <typename T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
+
+// S(64 x N) = Q K^T step (both operands in shared memory, K-major).
+template <typename T, int N>
+__device__ __forceinline__ void mma_qk(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
+  static_assert(N == 128 || N == 160, "128-key blocks, or 160 for d96/d128 without a mask");
+  if constexpr (N == 160) {
+    if constexpr (kIsBf16<T>) wgmma_ss_n160_bf16(d, da, db, acc); else wgmma_ss_n160_f16(d, da, db, acc);
+  } else {
+    if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
+  }
+}
+// O(64 x N) += P V step (P in registers, V in shared memory, MN-major).
+template <typename T, int N>
+__device__ __forceinline__ void mma_pv(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
+  if constexpr (N == 256) {
+    if constexpr (kIsBf16<T>) wgmma_rs_n256_bf16(d, a, db, 1); else wgmma_rs_n256_f16(d, a, db, 1);
+  } else if constexpr (N == 128) {
+    if constexpr (kIsBf16<T>) wgmma_rs_n128_bf16(d, a, db, 1); else wgmma_rs_n128_f16(d, a, db, 1);
+  } else {
+    static_assert(N == 64);
+    if constexpr (kIsBf16<T>) wgmma_rs_n64_bf16(d, a, db, 1); else wgmma_rs_n64_f16(d, a, db, 1);
+  }
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (kIsBf16<T>) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  } else {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
+}
+
+
+// ---- FA3-order consumer loop helpers (2-consumer configs only) ------------------------------
+// Named barrier of one warpgroup (id 0 is __syncthreads).
+__device__ __forceinline__ void named_sync(uint32_t id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Returns `id` (min(max(x, id), id) == id for unsigned x), but computed from the row sums,
+// so an instruction that uses it cannot be scheduled before the softmax has finished.
+__device__ __forceinline__ uint32_t after_softmax_barrier_id(const float (&row_sum)[2], uint32_t id) {
+  uint32_t r;
+  asm volatile("max.u32 %0, %1, %2;\nmin.u32 %0, %0, %2;\n"
+               : "=r"(r)
+               : "r"(__float_as_uint(row_sum[0]) ^ __float_as_uint(row_sum[1])), "r"(id));
+  return r;
+}
+template <int R, int C>
+__device__ __forceinline__ void fence_frag(uint32_t (&r)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int k = 0; k < C; ++k) asm volatile("" : "+r"(r[i][k])::"memory");
+}
+
+// ---- per key block, shared by both consumer loops ---------------------------------------------
+// Masks the scores of key block col0.. when it crosses the end of the keys or the causal
+// diagonal (row i sees key j when j <= i + diag). This thread's rows: row0, row0 + 8.
+template <int BN>
+__device__ __forceinline__ void mask_scores(float (&s_acc)[BN / 2], int col0, int s_k, int causal, int m0,
+                                            int diag, int row0, int t) {
+  const bool need_mask = (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);
+  if (need_mask) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = col0 + 8 * j + 2 * t + (e & 1);
+        const int row = row0 + (e >> 1) * 8;
+        const bool ok = col < s_k && (!causal || col <= row + diag);
+        if (!ok) s_acc[4 * j + e] = -INFINITY;
+      }
+    }
+  }
+}
+
+// Online softmax of one key block: new running max, rescale factor alpha, probabilities in place.
+template <int BN>
+__device__ __forceinline__ void online_softmax(float (&s_acc)[BN / 2], float (&row_max)[2], float (&row_sum)[2],
+                                               float (&alpha)[2], float scale_log2) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = row_max[r];
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+    // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
+    const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
+    alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
+    row_max[r] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);
+      const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);
+      s_acc[4 * j + 2 * r] = p0;
+      s_acc[4 * j + 2 * r + 1] = p1;
+      sum += p0 + p1;
+    }
+    row_sum[r] = row_sum[r] * alpha[r] + sum;
+  }
+}
+
+// O *= alpha per row (the running max moved): this thread's rows are the even / odd pairs.
+template <int Dp>
+__device__ __forceinline__ void rescale_o(float (&o_acc)[Dp / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < Dp / 8; ++j) {
+    o_acc[4 * j + 0] *= alpha[0];
+    o_acc[4 * j + 1] *= alpha[0];
+    o_acc[4 * j + 2] *= alpha[1];
+    o_acc[4 * j + 3] *= alpha[1];
+  }
+}
+
+// P in the A-operand register layout of wgmma: 16 keys per k-step.
+template <typename T, int BN>
+__device__ __forceinline__ void pack_p(const float (&s_acc)[BN / 2], uint32_t (&p_frag)[BN / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    p_frag[kk][0] = pack2<T>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
+    p_frag[kk][1] = pack2<T>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
+    p_frag[kk][2] = pack2<T>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
+    p_frag[kk][3] = pack2<T>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
+  }
+}
+
+// ---- work decomposition ----------------------------------------------------------------------
+// Tiles are (batch, head, kBlockM-row query block); bh = batch * h_q + head.
+// Non-causal (sec = 1): bh outer, query block inner, so the CTAs working at the same time share
+// a head's K/V through L2.
+// Causal: the tiles are cut into sections of `sec` consecutive bh (a multiple of the GQA group,
+// sized on the host so a section's K/V fits in a slice of L2); inside a section the query block
+// is outermost and descending (under the bottom-right mask the last query block sees the most
+// keys: heaviest first), then bh. Short sequences get one section (global heaviest-first), very
+// long ones one kv head per section (the order of a head-major schedule).
+struct Tile {
+  int m_block, head, batch, n_blocks;
+};
+
+template <int BN, int kBlockM>
+__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
+                                            int s_q, int s_k, int causal) {
+  const int per_sec = sec * num_m_blocks;
+  const int si = t / per_sec;
+  const int rem = t - si * per_sec;
+  const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
+  const int mi = rem / width;
+  const int bh = si * sec + (rem - mi * width);
+  Tile w;
+  w.m_block = causal ? num_m_blocks - 1 - mi : mi;
+  w.head = bh % h_q;
+  w.batch = bh / h_q;
+  int kv_end = s_k;
+  if (causal) kv_end = min(s_k, w.m_block * kBlockM + kBlockM + s_k - s_q);
+  w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+  return w;
+}
+
+// ---- the kernel --------------------------------------------------------------------------------
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128>
+__global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
+    attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                  const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
+                  T* __restrict__ out, int s_q, int s_k,
+                  int h_q, int h_kv, int d, int causal, float scale_log2, int num_m_blocks,
+                  int num_bh, int sec, int num_tiles) {
+  // Cfg::kBlockM / Cfg::kConsumers through a type alias, not new constexpr locals: extra locals
+  // renumber NVVM's values and change the d96/d128/d256 register allocation against v5.
+  using Cfg = Config<Dp, kM, kN>;
+  constexpr int BN = Config<Dp, kM, kN>::kBlockN;
+  constexpr int kStages = Config<Dp, kM, kN>::kStages;
+  constexpr int kQBufs = Config<Dp, kM, kN>::kQBufs;
+  constexpr int kPanels = Dp / 64;
+  constexpr uint32_t kQBytes = Cfg::kBlockM * Dp * 2;
+  constexpr uint32_t kKVBytes = BN * Dp * 2;
+
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+  const uint32_t sQ = base;                         // buffer b at sQ + b * kQBytes
+  const uint32_t sK = sQ + kQBufs * kQBytes;        // stage s at sK + s * kKVBytes
+  const uint32_t sV = sK + kStages * kKVBytes;      // stage s at sV + s * kKVBytes
+  const uint32_t bars = sV + kStages * kKVBytes;    // see num_barriers()
+  auto full_k = [&](int s) { return bars + 8 * s; };
+  auto full_v = [&](int s) { return bars + 8 * (kStages + s); };
+  auto empty = [&](int s) { return bars + 8 * (2 * kStages + s); };
+  auto q_full = [&](int b) { return bars + 8 * (3 * kStages + b); };
+  auto q_empty = [&](int b) { return bars + 8 * (3 * kStages + kQBufs + b); };
+  auto tile_full = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + i); };
+  auto tile_empty = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + kTileSlots + i); };
+  // kSplitKV: empty(s) guards K of stage s only, empty_v(s) its V.
+  auto empty_v = [&](int s) { return bars + 8 * (3 * kStages + 2 * kQBufs + 2 * kTileSlots + s); };
+  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x u32 tile index
+  const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
+  const int group = h_q / h_kv;
+
+  const int warpgroup = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full_k(s), 1);
+      mbar_init(full_v(s), 1);
+      mbar_init(empty(s), 4 * Cfg::kConsumers);  // one arrive per consumer warp
+      if constexpr (kSplitKV<Dp>) mbar_init(empty_v(s), 4 * Cfg::kConsumers);
+    }
+    for (int b = 0; b < kQBufs; ++b) {
+      mbar_init(q_full(b), 1);
+      // kTmaEpi, kQBufs >= 2: one arrive per consumer warpgroup, once its TMA store of O has read the
+      // buffer; kQBufs 1 (d256): per consumer warp, after the tile's last Q K^T.
+      mbar_init(q_empty(b), kTmaEpi && kQBufs >= 2 ? Cfg::kConsumers : 4 * Cfg::kConsumers);
+    }
+    for (int i = 0; i < kTileSlots; ++i) {
+      mbar_init(tile_full(i), 1);
+      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the index
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ------------------------------- producer ---------------------------------------------
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Cfg::kProducerRegs));
+    if (threadIdx.x == 0) {
+      int stage = 0;          // K/V ring position and phase, carried across tiles
+      uint32_t phase = 0;
+      int q_buf = 0;          // Q buffer and phase, advanced per tile that loads Q
+      uint32_t q_phase = 0;
+      int slot = 0;           // tile-index slot and phase
+      uint32_t slot_phase = 0;
+      uint32_t tile = blockIdx.x;  // first tile without the atomic; then the counter
+      while (true) {
+        // Publish the tile (or the sentinel) to the consumers.
+        mbar_wait(tile_empty(slot), slot_phase ^ 1);
+        st_shared_u32(slots + 4 * slot, tile);
+        mbar_arrive(tile_full(slot));
+        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+        if (tile >= static_cast<uint32_t>(num_tiles)) break;
+
+        const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh,
+                                                     sec, h_q, s_q, s_k, causal);
+        if (w.n_blocks > 0) {  // a tile that sees no key loads nothing (consumers store zeros)
+          const int kv_head = w.head / group;
+          mbar_wait(q_empty(q_buf), q_phase ^ 1);
+          mbar_expect_tx(q_full(q_buf), kQBytes);
+#pragma unroll
+          for (int p = 0; p < kPanels; ++p)
+            tma_load(sQ + q_buf * kQBytes + p * Cfg::kBlockM * 128, &tm_q, q_full(q_buf), p * 64,
+                     w.head, w.m_block * Cfg::kBlockM, w.batch);
+          if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
+          for (int i = 0; i < w.n_blocks; ++i) {
+            const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first
+            mbar_wait(empty(stage), phase ^ 1);
+            mbar_expect_tx(full_k(stage), kKVBytes);
+#pragma unroll
+            for (int p = 0; p < kPanels; ++p)
+              tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
+                       n * BN, w.batch);
+            if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);
+            mbar_expect_tx(full_v(stage), kKVBytes);
+#pragma unroll
+            for (int p = 0; p < kPanels; ++p)
+              tma_load(sV + stage * kKVBytes + p * BN * 128, &tm_v, full_v(stage), p * 64, kv_head,
+                       n * BN, w.batch);
+            if (++stage == kStages) { stage = 0; phase ^= 1; }
+          }
+        }
+        tile = atomicAdd(&g_tile_counter, 1u) + gridDim.x;
+      }
+    }
+    return;
+  }
+
+  // --------------------------------- consumers --------------------------------------------
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Cfg::kConsumerRegs));
+  const int cw = warpgroup - 1;             // which 64-row slice of the Q tile
+  const int warp = (threadIdx.x / 32) % 4;  // warp within the warpgroup: 16 rows each
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;     // accumulator fragment coordinates
+
+  int stage = 0;  // the same counters as the producer's, advanced in the same order
+  uint32_t phase = 0;
+  int q_buf = 0;
+  uint32_t q_phase = 0;
+  int slot = 0;
+  uint32_t slot_phase = 0;
+  // kQBufs >= 2: the Q buffer that holds this warpgroup's last O tile (staged for its TMA store),
+  // -1 if none. One thread per warpgroup waits until the store has read it and hands it back to
+  // the producer, at the next tile's first S (the store has had a Q K^T to run).
+  int staged_q = -1;
+  auto release_staged = [&] {
+    if (threadIdx.x % 128 == 0 && staged_q >= 0) {
+      bulk_wait_read<0>();
+      mbar_arrive(q_empty(staged_q));
+    }
+    staged_q = -1;
+  };
+
+  while (true) {
+    mbar_wait(tile_full(slot), slot_phase);
+    const uint32_t tile = ld_shared_u32(slots + 4 * slot);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(tile_empty(slot));
+    if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+    if (tile >= static_cast<uint32_t>(num_tiles)) break;
+
+    const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec,
+                                                 h_q, s_q, s_k, causal);
+    const int n_blocks = w.n_blocks;
+    const int m0 = w.m_block * Cfg::kBlockM;
+    const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8
+
+    float o_acc[Dp / 2];
+#pragma unroll
+    for (int i = 0; i < Dp / 2; ++i) o_acc[i] = 0.f;
+    float row_max[2] = {-INFINITY, -INFINITY};
+    float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
+
+    const int qb = q_buf;
+    const uint32_t q_half = sQ + qb * kQBytes + cw * 64 * 128;
+    if (n_blocks > 0) {
+      mbar_wait(q_full(qb), q_phase);
+      if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
+    }
+
+    if constexpr (Dp == 128) {  // d96, d128 (d256 with this loop spills 16 bytes: kept on v6's loop)
+      // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
+      // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
+      // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
+      // P_i V_i, releases stage i (both of its wgmmas have completed), rescales O and packs
+      // P_{i+1}. One S accumulator is live during the softmax (O + S + P: 0 spills at 232
+      // registers). d256 stays on v6's loop below: with this order it spills 16 bytes.
+      if (n_blocks > 0) {
+        float s_acc[BN / 2];
+        uint32_t p_frag[BN / 16][4];
+        float alpha[2];
+        // S = Q K^T for the K tile in stage st (issued and committed, not waited for). The step
+        // count is a template parameter: a run-time test between wgmmas would make ptxas wait
+        // for each one at the branch.
+        auto issue_qk = [&](int st) {
+#pragma unroll
+          for (int kk = 0; kk < kQkSteps; ++kk) {
+            const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+            const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
+            const uint64_t db = smem_desc(sK + st * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+            mma_qk<T, BN>(s_acc, da, db, kk > 0);
+          }
+          wgmma_commit();
+        };
+        // O += P V for the V tile in stage st (issued and committed, not waited for).
+        auto issue_pv = [&](int st) {
+#pragma unroll
+          for (int kk = 0; kk < BN / 16; ++kk) {
+            const uint64_t db = smem_desc(sV + st * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+            mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+          }
+          wgmma_commit();
+        };
+        auto mask = [&](int n) { mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t); };
+        auto softmax = [&] { online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2); };
+        auto to_p = [&] { pack_p<T, BN>(s_acc, p_frag); };
+        auto release = [&](uint32_t bar) {
+          __syncwarp();
+          if (lane == 0) mbar_arrive(bar);
+        };
+
+        // First key block (the diagonal / tail one): scores, softmax, P. O is zero, so no rescale.
+        int s = stage;
+        uint32_t parity = phase;
+        if (++stage == kStages) { stage = 0; phase ^= 1; }
+        mbar_wait(full_k(s), parity);
+        wgmma_fence();
+        issue_qk(s);
+        wgmma_wait<0>();
+        fence_regs(s_acc);
+        release(empty(s));  // K of this stage: its Q K^T has completed
+        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
+        mask(n_blocks - 1);
+        softmax();
+        to_p();
+
+        // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.
+        for (int i = 1; i < n_blocks; ++i) {
+          const int prev = s;
+          const uint32_t prev_parity = parity;
+          s = stage;
+          parity = phase;
+          if (++stage == kStages) { stage = 0; phase ^= 1; }
+          const int n = n_blocks - 1 - i;
+          mbar_wait(full_k(s), parity);
+          mbar_wait(full_v(prev), prev_parity);
+          fence_regs(o_acc);
+          wgmma_fence();
+          issue_qk(s);
+          issue_pv(prev);
+          wgmma_wait<1>();  // S_i has completed; P_{i-1} V_{i-1} may still run
+          fence_regs(s_acc);
+          release(empty(s));  // K of this stage: its Q K^T has completed
+          mask(n);
+          softmax();
+          // ptxas hoists a plain wgmma.wait_group above independent work; a barrier of this
+          // warpgroup whose id it must compute from the row sums (always 1 + cw) keeps the
+          // whole softmax ahead of the wait, so it overlaps this warpgroup's P V product.
+          named_sync(after_softmax_barrier_id(row_sum, 1 + cw), 128);
+          wgmma_wait<0>();
+          fence_regs(o_acc);
+          fence_frag(p_frag);
+          release(empty_v(prev));  // V of the previous stage: P_{i-1} V_{i-1} has completed
+          rescale_o<Dp>(o_acc, alpha);
+          to_p();
+        }
+        // v8's epilogue: every S = Q K^T of this tile has completed, the producer may load the next
+        // tile's Q. (With the TMA epilogue, the O store releases it: release_staged.)
+        if constexpr (!kTmaEpi) release(q_empty(qb));
+        // Last P V.
+        mbar_wait(full_v(s), parity);
+        fence_regs(o_acc);
+        wgmma_fence();
+        issue_pv(s);
+        wgmma_wait<0>();
+        fence_regs(o_acc);
+        fence_frag(p_frag);
+        release(empty_v(s));
+      }
+    } else {
+      for (int i = 0; i < n_blocks; ++i) {
+        const int n = n_blocks - 1 - i;
+        const int s = stage;
+        const uint32_t parity = phase;
+        if (++stage == kStages) { stage = 0; phase ^= 1; }
+
+        // S = Q K^T
+        float s_acc[BN / 2];
+        mbar_wait(full_k(s), parity);
+        wgmma_fence();
+#pragma unroll
+        // The step count is a template parameter: a run-time test between wgmmas would make
+        // ptxas wait for each one at the branch.
+        for (int kk = 0; kk < kQkSteps; ++kk) {
+          const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
+          const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
+          const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+          mma_qk<T, BN>(s_acc, da, db, kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(s_acc);
+        if constexpr (kSplitKV<Dp>) {  // K of this stage: its Q K^T has completed
+          __syncwarp();
+          if (lane == 0) mbar_arrive(empty(s));
+        }
+        if constexpr (kTmaEpi && kQBufs >= 2) {
+          // The previous tile's O store has had this tile's first Q K^T to read its buffer.
+          if (i == 0) release_staged();
+        } else {
+          // The tile's last Q K^T has completed: the producer may load the next tile's Q here.
+          if (i == n_blocks - 1) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(q_empty(qb));
+          }
+        }
+
+        mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);
+        float alpha[2];
+        online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
+        rescale_o<Dp>(o_acc, alpha);
+
+        uint32_t p_frag[BN / 16][4];
+        pack_p<T, BN>(s_acc, p_frag);
+
+        // O += P V
+        mbar_wait(full_v(s), parity);
+        fence_regs(o_acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+          mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(o_acc);
+        __syncwarp();
+        if constexpr (Dp == 256 && kTmaEpi) {
+          // The last key block's V stage holds O for the TMA store: the epilogue releases it
+          // (4 arrivals per warpgroup, once the store has read it).
+          if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));
+        } else {
+          if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)
+        }
+      }
+
+    }
+
+    if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {
+      if (n_blocks > 0) {
+        if constexpr (Dp == 256) {
+          // d256 epilogue through shared memory, staged in the V stage of the tile's last key
+          // block, not in the Q buffer: there is only one Q buffer, and staging O there would hold
+          // back the next tile's Q load until the store had read it. The last V stage is free once
+          // BOTH warpgroups' last P V have completed (each P V reads all 128 key rows of V, so
+          // neither warpgroup may overwrite any of it before the other is done): a barrier over the
+          // 256 consumer threads. The V tile is 128 rows x 4 panels of 64 columns, the same layout
+          // as a 128-row O tile, so warpgroup cw writes its 64 rows at + cw * 64 * 128 of each panel
+          // (128-byte swizzle, as below for d <= 128). One thread stores the 4 panels, waits until
+          // the store has read them and releases the V stage for its warpgroup's 4 warps (the loop
+          // skipped their per-warp arrive for this block): the producer's next V load into this
+          // stage waits only for the store's read.
+          static_assert(BN == Cfg::kBlockM, "O (kBlockM rows) staged in a V stage (BN rows)");
+          const int s_last = (stage + kStages - 1) % kStages;  // the loop advanced past it
+          const uint32_t o_half = sV + s_last * kKVBytes + cw * 64 * 128;
+          float inv[2];
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            float l = row_sum[r];
+            l += __shfl_xor_sync(0xffffffff, l, 1);
+            l += __shfl_xor_sync(0xffffffff, l, 2);
+            inv[r] = l > 0.f ? 1.f / l : 0.f;
+          }
+          named_sync(kD256EpiVBarrier, 256);  // both warpgroups' last P V have completed
+          const uint32_t row_addr = o_half + (warp * 16 + g) * 128 + 4 * t;
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+#pragma unroll
+            for (int j = 0; j < Dp / 8; ++j)
+              st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * BN * 128 + (((j % 8) ^ g) << 4),
+                            pack2<T>(o_acc[4 * j + 2 * r] * inv[r], o_acc[4 * j + 2 * r + 1] * inv[r]));
+          }
+          fence_proxy_async_shared();              // these writes, before the TMA reads them
+          named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
+          if (threadIdx.x % 128 == 0) {
+            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing (still releases V)
+#pragma unroll
+              for (int p = 0; p < kPanels; ++p)  // a panel wholly past d (136 <= d <= 192) stores nothing
+                if (p * 64 < d) tma_store(&tm_o, o_half + p * BN * 128, p * 64, w.head, m0 + cw * 64, w.batch);
+            }
+            bulk_commit();
+            bulk_wait_read<0>();                     // the store has read the V stage
+            mbar_arrive_count(empty_v(s_last), 4);   // for this warpgroup's 4 warps
+          }
+        } else {
+          // Epilogue through shared memory: finish the row sums across the quad, normalise, pack
+          // and write O into this warpgroup's 64-row slice of the tile's Q buffer (every Q K^T of
+          // the tile has completed), in the TMA's 128-byte-swizzled layout: row r, 16-byte chunk c
+          // of a panel at r * 128 + ((c ^ r % 8) << 4); this thread's rows are 8 apart, both with
+          // r % 8 == g. One thread then stores each 64-column panel with a bulk tensor copy, which
+          // clips rows past s_q and columns past d; the buffer goes back to the producer once the
+          // copy has read it (release_staged).
+          const uint32_t row_addr = q_half + (warp * 16 + g) * 128 + 4 * t;
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            float l = row_sum[r];
+            l += __shfl_xor_sync(0xffffffff, l, 1);
+            l += __shfl_xor_sync(0xffffffff, l, 2);
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+            for (int j = 0; j < Dp / 8; ++j)
+              st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * Cfg::kBlockM * 128 + (((j % 8) ^ g) << 4),
+                            pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv));
+          }
+          fence_proxy_async_shared();          // these writes, before the TMA reads them
+          named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
+          if (threadIdx.x % 128 == 0) {
+            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing
+#pragma unroll
+              for (int p = 0; p < kPanels; ++p)
+                tma_store(&tm_o, q_half + p * Cfg::kBlockM * 128, p * 64, w.head, m0 + cw * 64, w.batch);
+            }
+            bulk_commit();
+          }
+          staged_q = qb;
+        }
+      } else {
+        // A tile that sees no key loaded no Q (no buffer to stage in): store its zeros directly.
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int row = row0 + 8 * r;
+          if (row < s_q) {
+            T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
+#pragma unroll
+            for (int j = 0; j < Dp / 8; ++j) {
+              const int col = 8 * j + 2 * t;
+              if (col < d) *reinterpret_cast<uint32_t*>(dst + col) = 0u;
+            }
+          }
+        }
+      }
+    } else {
+      // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float l = row_sum[r];
+        l += __shfl_xor_sync(0xffffffff, l, 1);
+        l += __shfl_xor_sync(0xffffffff, l, 2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = row0 + 8 * r;
+        if (row < s_q) {
+          T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
+#pragma unroll
+          for (int j = 0; j < Dp / 8; ++j) {
+            const int col = 8 * j + 2 * t;
+            if (col < d)
+              *reinterpret_cast<uint32_t*>(dst + col) =
+                  pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv);
+          }
+        }
+      }
+    }
+    // Reconverge after the per-row stores: without it ptxas cannot prove the warp converged
+    // at the next tile's shuffles and adds a divergent copy of the softmax (BRA.DIV).
+    __syncwarp();
+  }
+  // The last O stores must have read shared memory (and finished) before the CTA exits.
+  if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {
+    if (threadIdx.x % 128 == 0) bulk_wait<0>();
+  }
+}
+
+// ---- host side ---------------------------------------------------------------------------
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// The driver's tensor-map encoder, fetched through the runtime so no -lcuda is needed.
+EncodeTiled encoder() {
+  static EncodeTiled fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<EncodeTiled>(p);
+  }();
+  return fn;
+}
+
+// [b, s, h, d] tensor viewed as 4-d (d, h, s, b) with a box of 64 columns x 1 head x rows x 1.
+bool make_map(CUtensorMap* map, const void* ptr, int dtype, int b, int s, int h, int d, int rows) {
+  const cuuint64_t dims[4] = {cuuint64_t(d), cuuint64_t(h), cuuint64_t(s), cuuint64_t(b)};
+  const cuuint64_t strides[3] = {cuuint64_t(d) * 2, cuuint64_t(h) * d * 2, cuuint64_t(s) * h * d * 2};
+  const cuuint32_t box[4] = {64, 1, cuuint32_t(rows), 1};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  return encoder()(map, dtype == 0 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                   4, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Multiprocessors of the current device (one persistent CTA each).
+int num_sms() {
+  static const int n = [] {
+    int dev = 0, count = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      count = 0;
+    return count > 0 ? count : 132;
+  }();
+  return n;
+}
+
+// Device address of the tile counter (zeroed before each launch).
+void* tile_counter() {
+  static void* const p = [] {
+    void* a = nullptr;
+    if (cudaGetSymbolAddress(&a, g_tile_counter) != cudaSuccess) a = nullptr;
+    return a;
+  }();
+  return p;
+}
+
+// Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
+constexpr long long kSectionL2Bytes = 16ll << 20;
+
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128>
+int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
+           int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
+  constexpr int BN = Config<Dp, kM, kN>::kBlockN;
+  constexpr int kBlockM = Config<Dp, kM, kN>::kBlockM;
+  CUtensorMap tq, tk, tv, to;  // to: O, stored 64 rows x 64 columns at a time (TMA epilogue)
+  if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
+      !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
+    return 5;
+  constexpr int smem = smem_bytes<Dp, kM, kN>();
+  static const cudaError_t attr = cudaFuncSetAttribute(
+      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (attr != cudaSuccess) return 3;
+  void* counter = tile_counter();
+  if (counter == nullptr) return 4;
+  const int num_m_blocks = (s_q + kBlockM - 1) / kBlockM;
+  const long long bh = static_cast<long long>(h_q) * b;
+  const long long tiles = bh * num_m_blocks;
+  // Tile indices and the counter (which runs up to num_tiles + grid) stay inside an int.
+  if (tiles > (1ll << 30)) return 1;
+  const int num_tiles = static_cast<int>(tiles);
+  const int num_bh = static_cast<int>(bh);
+  int sec = 1;
+  if (causal) {
+    const int group = h_q / h_kv;
+    const long long kv_bytes = 2ll * s_k * d * 2;  // K and V of one kv head
+    long long kv_heads = kSectionL2Bytes / kv_bytes;
+    if (kv_heads < 1) kv_heads = 1;
+    const long long heads = kv_heads * group;
+    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
+  }
+  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
+  const float scale_log2 = scale * 1.4426950408889634f;
+  if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
+  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(
+      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
+      num_bh, sec, num_tiles);
+  return cudaGetLastError() == cudaSuccess ? 0 : 4;
+}
+
+template <typename T>
+int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
+             int h_kv, int d, int causal, float scale, int dtype, cudaStream_t st) {
+  // <padded head dim, 16-column steps of Q K^T>; columns past d are zero-filled by the TMA.
+  // The O epilogue through shared memory and a TMA store pays off where tiles are short (few key
+  // blocks; measured +8% at s <= 1024) and costs ~6% on d128 at s >= 8k (measured, cause not yet
+  // found): it is used up to kTmaEpilogueMaxSk keys, d256 included (O staged in its last V stage).
+  constexpr int kTmaEpilogueMaxSk = 2048;
+  const bool tma = s_k <= kTmaEpilogueMaxSk;
+  // d64 causal with s_q <= 1024 runs 128-row tiles (Config<64, 128>).
+  constexpr int kNarrowD64CausalMaxSq = 1024;
+#define KS_LAUNCH(DP, M, STEPS)                                                                   \
+  (tma ? launch<T, DP, M, STEPS, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st) \
+       : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
+  if (d <= 64 && causal && s_q <= kNarrowD64CausalMaxSq) return KS_LAUNCH(64, 128, 4);
+  if (d <= 64) return KS_LAUNCH(64, 192, 4);
+  // d96/d128 without a mask on long keys: 160-key blocks, register epilogue (s_k > 2048).
+  if (d <= 128 && !causal && !tma) {
+    if (d <= 96) return launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  }
+  if (d <= 96) return KS_LAUNCH(128, 128, 6);
+  if (d <= 128) return KS_LAUNCH(128, 128, 8);
+  return KS_LAUNCH(256, 128, 16);
+#undef KS_LAUNCH
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+}  // namespace
+
+extern "C" int flash_attn_fwd(const void* q, const void* k, const void* v, void* o, int b, int s_q,
+                              int s_k, int h_q, int h_kv, int d, int causal, float scale, int dtype,
+                              void* stream) {
+  if (b <= 0 || s_q <= 0 || s_k <= 0 || h_q <= 0 || h_kv <= 0 || h_q % h_kv != 0) return 1;
+  // TMA needs 16-byte aligned bases and row strides; the padded tile needs d <= 256.
+  if (d <= 0 || d > 256 || d % 8 != 0) return 1;
+  if (!aligned16(q) || !aligned16(k) || !aligned16(v) || !aligned16(o)) return 1;
+  if (b > 65535 || h_q > 65535) return 1;  // grid y/z limits
+  if (encoder() == nullptr) return 6;
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (dtype == 0) return dispatch<__nv_bfloat16>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  if (dtype == 1) return dispatch<__half>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  return 1;
+}
