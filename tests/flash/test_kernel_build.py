@@ -6,7 +6,10 @@ Compile-only: no GPU is needed (CI has nvcc but no GPU). Skipped only where nvcc
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,16 +28,29 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 # shapes (192 rows; 128 rows for short causal); d96/d128 without a mask on long keys also run
 # 160-key blocks (register epilogue only).
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 24,
-                  "best/next_c160.cu": 24,  # candidate: the 160-key blocks for causal launches too
                   "best/next_xtile.cu": 20,  # dropped (attempt 15), kept for a profile (built on v13)
-                  "best/next_q3.cu": 24, "best/next_xtile3q.cu": 20}  # candidates: a third Q buffer
+                  # candidates made by scripts/variants.py (edits of the files above)
+                  "variant:next_c160": 24, "variant:next_q3": 24, "variant:next_xtile3q": 20}
 KERNELS = list(INSTANTIATIONS)
+
+_spec = importlib.util.spec_from_file_location("flash_variants", REPO / "kernels/flash_attn_fwd/scripts/variants.py")
+variants = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(variants)
+
+
+def source_of(name: str, tmp: Path) -> Path:
+    """The file to compile: a committed one, or a variant written out from its base."""
+    if name.startswith("variant:"):
+        path = tmp / f"{name.split(':', 1)[1]}.cu"
+        path.write_text(variants.render(name.split(":", 1)[1]))
+        return path
+    return REPO / "kernels/flash_attn_fwd" / name
 
 
 @pytest.fixture(scope="module", params=KERNELS)
 def compiled(request, tmp_path_factory):
     task = load_task("flash_attn_fwd", REPO)
-    source = task.dir / request.param
+    source = source_of(request.param, tmp_path_factory.mktemp("src"))
     import os
 
     cache = tmp_path_factory.mktemp("ks-cache")
@@ -70,8 +86,8 @@ def test_ptxas_report_lists_every_instantiation(compiled):
 
 
 @pytest.mark.parametrize("name", KERNELS)
-def test_uses_no_library_headers(name):
-    text = (REPO / "kernels/flash_attn_fwd" / name).read_text()
+def test_uses_no_library_headers(name, tmp_path):
+    text = source_of(name, tmp_path).read_text()
     includes = [ln.split()[1] for ln in text.splitlines() if ln.startswith("#include")]
     for banned in ("cutlass", "cute", "cublas", "cudnn", "torch", "ATen"):
         assert not any(banned in inc for inc in includes), includes
@@ -98,3 +114,17 @@ def _call(lib: Path, q=4096, k=4096, v=4096, o=4096, b=1, s_q=128, s_k=128, h_q=
 def test_unsupported_shapes_return_nonzero(compiled, change, why):
     _, _, lib = compiled
     assert _call(lib, **change) != 0, why
+
+
+def test_a_variant_whose_edit_no_longer_fits_is_refused(tmp_path):
+    """A base that changed under a variant's edit gives one clear error and writes nothing."""
+    best = tmp_path / "best"
+    best.mkdir()
+    (best / "kernel.cu").write_text("// a kernel.cu without the line next_q3 edits\n")
+    with pytest.raises(variants.VariantError, match="matches 0 times in best/kernel.cu"):
+        variants.render("next_q3", best)
+    with pytest.raises(variants.VariantError, match="unknown variant"):
+        variants.render("next_q4", best)
+    out = subprocess.run([sys.executable, str(REPO / "kernels/flash_attn_fwd/scripts/variants.py"), "next_q4"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "unknown variant 'next_q4'" in out.stderr and "Traceback" not in out.stderr
