@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 24,
                   "best/next_xtile.cu": 20,  # dropped (attempt 15), kept for a profile (built on v13)
                   # candidates made by scripts/variants.py (edits of the files above)
-                  "variant:next_c160": 24, "variant:next_q3": 24, "variant:next_xtile3q": 20}
+                  "variant:next_n160t": 28, "variant:next_dead": 24, "variant:next_s6": 28}
 KERNELS = list(INSTANTIATIONS)
 
 _spec = importlib.util.spec_from_file_location("flash_variants", REPO / "kernels/flash_attn_fwd/scripts/variants.py")
@@ -120,9 +120,9 @@ def test_a_variant_whose_edit_no_longer_fits_is_refused(tmp_path):
     """A base that changed under a variant's edit gives one clear error and writes nothing."""
     best = tmp_path / "best"
     best.mkdir()
-    (best / "kernel.cu").write_text("// a kernel.cu without the line next_q3 edits\n")
+    (best / "kernel.cu").write_text("// a kernel.cu without the lines next_n160t edits\n")
     with pytest.raises(variants.VariantError, match="matches 0 times in best/kernel.cu"):
-        variants.render("next_q3", best)
+        variants.render("next_n160t", best)
     with pytest.raises(variants.VariantError, match="unknown variant"):
         variants.render("next_q4", best)
     out = subprocess.run([sys.executable, str(REPO / "kernels/flash_attn_fwd/scripts/variants.py"), "next_q4"],

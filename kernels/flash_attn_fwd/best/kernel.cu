@@ -1,3 +1,7 @@
+// v16 (ks session 20261203-021222-750b, attempt 26): v15 + its 160-key blocks for the causal d96/d128 launches
+// at s_k > 2048 too (diagonal blocks are masked per block, so this is one dispatch line). The 32 causal scenarios
+// at s_k > 2048: 1.186 -> 1.206 against v15 in one process (results/2026-12-03-h200-s6-call2-compare.txt); full
+// 182-scenario grid 1.056x, 182/182 correct (results/2026-12-03-h200-v16-full-bench.json).
 // v15 (ks session 20261203-021222-750b, attempt 23): v13 + 160-key blocks for d96/d128 without a mask at
 // s_k > 2048 (FlashAttention-3 uses 176 for hdim 128 without a mask; 176 fits only with one Q buffer, and the
 // lost prefetch of the next tile's Q cost more than the wider block gained: attempts 21, 22), with v13's two Q
@@ -93,7 +97,7 @@ struct TileConfig {
 };
 
 // M: query rows per tile (64 per consumer warpgroup); the default is each head dim's usual tile.
-// N: keys per block (128, or 160 for d96/d128 without a mask on long keys).
+// N: keys per block (128, or 160 for d96/d128 on long keys).
 template <int Dp> constexpr int kDefaultRows = Dp == 64 ? 192 : 128;
 template <int Dp, int M = kDefaultRows<Dp>, int N = 128> struct Config;
 // kQBufs: Q buffers (2 lets the next tile's Q land while this tile still reads its own;
@@ -113,7 +117,7 @@ template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 // Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
 // launch allocation, which hung the kernel on the H200).
 template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
-// d96/d128 without a mask at s_k > 2048: 160-key blocks in 2 stages beside two Q buffers: 64 KB +
+// d96/d128 at s_k > 2048 (causal since v16: +1.7% there): 160-key blocks in 2 stages beside two Q buffers: 64 KB +
 // 2 x 2 x 40 KB. A wider block spends fewer issue slots per key on the softmax's row max/sum, the O
 // rescale and the waits (measured +2.4% there; +10% on d96 at 16k-32k). 176 keys (FA3's choice) fit
 // only with one Q buffer, and then the next tile's Q no longer loads under this tile (measured -2%).
@@ -1203,8 +1207,8 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
        : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
   if (d <= 64 && causal && s_q <= kNarrowD64CausalMaxSq) return KS_LAUNCH(64, 128, 4);
   if (d <= 64) return KS_LAUNCH(64, 192, 4);
-  // d96/d128 without a mask on long keys: 160-key blocks, register epilogue (s_k > 2048).
-  if (d <= 128 && !causal && !tma) {
+  // d96/d128 on long keys (s_k > 2048), causal or not: 160-key blocks, register epilogue.
+  if (d <= 128 && !tma) {
     if (d <= 96) return launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
     return launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }

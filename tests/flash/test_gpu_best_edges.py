@@ -1,0 +1,96 @@
+"""On a GPU: `best/kernel.cu` is correct on shapes the 182-scenario grid never makes.
+
+The grid's lengths are multiples of 512 (or 17 short of one), so some of the kernel's paths
+never run there: a warpgroup whose query rows all lie past s_q, a single key, more queries than
+keys under the causal mask (rows that see no key), key counts just past a block or epilogue
+threshold, small GQA groups. This test copies the task with those shapes as its scenario list
+and runs the real harness on the kernel in check mode, with the task's own correctness rule.
+
+KS_EDGE_SOURCES (colon-separated paths) adds candidate files to check the same way, e.g. on
+the device: `KS_EDGE_SOURCES=kernels/flash_attn_fwd/best/gen/next_s6.cu python3 -m pytest -m gpu
+tests/flash/test_gpu_best_edges.py`. Skipped without CUDA (CI has no GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+torch = pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[2]
+TASK = REPO / "kernels" / "flash_attn_fwd"
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+
+def _shape(d, s_q, s_k, causal, h_q=2, h_kv=2, b=2, dtype="bf16"):
+    return {"b": b, "s_q": s_q, "s_k": s_k, "h_q": h_q, "h_kv": h_kv, "d": d, "causal": causal,
+            "dtype": dtype, "scale": round(1 / d ** 0.5, 6)}
+
+
+# What each shape reaches in best/kernel.cu (192-row d64 tiles, 128-row tiles otherwise; 128- or
+# 160-key blocks; TMA epilogue at s_k <= 2048).
+EDGE_SHAPES = [
+    *[_shape(64, s, s, c) for s in (100, 1000, 2000) for c in (False, True)],  # 192-row tiles with 1-2 dead warpgroups
+    _shape(64, 50, 50, True),                   # a 128-row causal tile whose second warpgroup is dead
+    _shape(64, 100, 3000, True, h_q=4, h_kv=1),   # dead warpgroup, register epilogue, MQA
+    _shape(64, 300, 100, True),                 # causal with s_q > s_k: the first 200 rows see no key
+    _shape(64, 1, 1, False),                    # one query, one key
+    *[_shape(128, 50, s_k, c) for s_k in (50, 1100, 2100) for c in (False, True)],  # 128-/160-key blocks, both epilogues
+    *[_shape(d, s, s, c, h_q=4, h_kv=2) for d in (96, 128) for s in (1025, 1500, 2049) for c in (False, True)],
+    _shape(128, 1500, 1500, True, dtype="fp16"),
+    _shape(128, 700, 300, True),                # rows that see no key, 128-row tiles
+    _shape(256, 60, 60, False),                 # d256: a dead second warpgroup (TMA epilogue staged in V)
+    _shape(256, 60, 3000, True),                # d256: register epilogue
+    _shape(256, 200, 2049, False, h_q=4, h_kv=1),
+    _shape(40, 130, 130, True),                 # d = 40: padded to 64 with zero columns
+    _shape(200, 130, 130, False),               # d = 200: a panel past d is never stored
+]
+
+
+def edge_task(tmp_path: Path) -> Path:
+    """A copy of the flash task whose scenarios are EDGE_SHAPES."""
+    spec = yaml.safe_load((TASK / "task.yaml").read_text())
+    folder = tmp_path / "kernels" / "flash_edges"
+    folder.mkdir(parents=True)
+    shutil.copy(TASK / "kernel.cu", folder / "kernel.cu")
+    shutil.copy(TASK / spec["reference"], folder / spec["reference"])
+    spec.update(name="flash_edges", timeout_s=600)
+    spec.pop("quick", None)
+    spec["scenarios"] = {
+        "list": EDGE_SHAPES,
+        "id": "d{d}-h{h_q}-{h_kv}-q{s_q}-k{s_k}-{dtype}{'-causal' if causal else ''}",
+    }
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return folder
+
+
+def sources() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get("KS_EDGE_SOURCES", "").split(":") if p]
+    return [TASK / "best" / "kernel.cu", *[p if p.is_absolute() else REPO / p for p in extra]]
+
+
+@pytest.mark.parametrize("source", sources(), ids=lambda p: p.name)
+def test_kernel_is_correct_on_edge_shapes(tmp_path, source):
+    assert source.is_file(), source
+    task = edge_task(tmp_path)
+    out = tmp_path / "result.json"
+    env = dict(os.environ, KS_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, "-m", "ks_tui.harness", "run", "--task", str(task), "--source", str(source),
+         "--mode", "check", "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    failed = {s["id"]: s.get("error") for s in result["scenarios"] if not s["ok"]}
+    assert result["status"] == "correct", (result.get("message"), failed)
+    assert len(result["scenarios"]) == len(EDGE_SHAPES)
