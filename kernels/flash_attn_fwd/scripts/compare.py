@@ -47,11 +47,8 @@ FILTERS = {
     "causal_long": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048,
     # d96/d128 with s_k <= 2048, both masks: the 128-key tiles with the TMA epilogue
     "short128": lambda p: p["d"] in (96, 128) and p["s_k"] <= 2048,
-    # session 6's two candidates: d96/d128 at 1024 < s_k <= 2048 (160-key blocks with the TMA
-    # epilogue) and d64 where a 192-row tile's dead warpgroups are a share of the work (s <= 4096),
-    # plus d64 at 32k, where they are not (what the skip costs the loop): 16 + 20 scenarios
-    "s6cands": lambda p: (p["d"] in (96, 128) and 1024 < p["s_k"] <= 2048)
-    or (p["d"] == 64 and (p["s_k"] <= 4096 or p["s_k"] == 32768)),
+    # session 6: d96/d128 without a mask at 1024 < s_k <= 2048 (8 scenarios)
+    "nomask_mid": lambda p: p["d"] in (96, 128) and not p["causal"] and 1024 < p["s_k"] <= 2048,
 }
 
 

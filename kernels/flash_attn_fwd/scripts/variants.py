@@ -16,7 +16,8 @@ from pathlib import Path
 BEST = Path(__file__).resolve().parents[1] / "best"
 OUT = BEST / "gen"
 
-# v16's dispatch for the 160-key blocks, and the same blocks from 1024 keys on (TMA epilogue up to 2048).
+# v16's dispatch for the 160-key blocks, and the same blocks without a mask from 1024 keys on (with the
+# TMA epilogue up to 2048 keys). Session 6 measured both masks (next_s6 in 22afd93): causal lost there.
 N160_OLD = (
     "  // d96/d128 on long keys (s_k > 2048), causal or not: 160-key blocks, register epilogue.\n"
     "  if (d <= 128 && !tma) {\n"
@@ -24,9 +25,10 @@ N160_OLD = (
     "    return launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
     "  }\n")
 N160_NEW = (
-    "  // d96/d128 at s_k > 1024, causal or not: 160-key blocks (the TMA epilogue up to 2048 keys).\n"
+    "  // d96/d128 on long keys (s_k > 2048), causal or not, and without a mask from 1024 keys on:\n"
+    "  // 160-key blocks (the TMA epilogue up to 2048 keys).\n"
     "  constexpr int kWideBlockMinSk = 1024;\n"
-    "  if (d <= 128 && s_k > kWideBlockMinSk) {\n"
+    "  if (d <= 128 && (!tma || (!causal && s_k > kWideBlockMinSk))) {\n"
     "    if (d <= 96)\n"
     "      return tma ? launch<T, 128, 128, 6, true, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
     "                 : launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
@@ -34,63 +36,13 @@ N160_NEW = (
     "               : launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
     "  }\n")
 
-# v6's loop (d64, d256): a warpgroup whose 64 rows all lie past s_q skips its matrix work.
-DEAD_OLD = (
-    "      for (int i = 0; i < n_blocks; ++i) {\n"
-    "        const int n = n_blocks - 1 - i;\n"
-    "        const int s = stage;\n"
-    "        const uint32_t parity = phase;\n"
-    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-    "\n"
-    "        // S = Q K^T\n")
-DEAD_NEW = (
-    "      // d64: a warpgroup whose 64 rows all lie past s_q (the last 192-row tile when s_q % 192 is 1..128)\n"
-    "      // does no matrix work: it only makes the stage and Q-buffer hand-offs of the loop below, each\n"
-    "      // after the stage is full, so its arrivals never count toward a stage's previous round. (d256\n"
-    "      // never has such a warpgroup on this grid, and the extra path makes its loop spill.)\n"
-    "      const bool rows_live = Dp != 64 || m0 + cw * 64 < s_q;\n"
-    "      for (int i = 0; i < n_blocks; ++i) {\n"
-    "        const int n = n_blocks - 1 - i;\n"
-    "        const int s = stage;\n"
-    "        const uint32_t parity = phase;\n"
-    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-    "        if (!rows_live) {\n"
-    "          mbar_wait(full_k(s), parity);\n"
-    "          __syncwarp();\n"
-    "          if constexpr (kSplitKV<Dp>) {\n"
-    "            if (lane == 0) mbar_arrive(empty(s));\n"
-    "          }\n"
-    "          if constexpr (kTmaEpi && kQBufs >= 2) {\n"
-    "            if (i == 0) release_staged();\n"
-    "          } else {\n"
-    "            if (i == n_blocks - 1 && lane == 0) mbar_arrive(q_empty(qb));\n"
-    "          }\n"
-    "          mbar_wait(full_v(s), parity);\n"
-    "          __syncwarp();\n"
-    "          if constexpr (Dp == 256 && kTmaEpi) {\n"
-    "            if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));\n"
-    "          } else {\n"
-    "            if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));\n"
-    "          }\n"
-    "          continue;\n"
-    "        }\n"
-    "\n"
-    "        // S = Q K^T\n")
-
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_n160t": (
+    "next_n160tn": (
         "kernel.cu",
-        "// next_n160t: v16 + its 160-key blocks for d96/d128 at 1024 < s_k <= 2048 too, with the TMA epilogue.\n",
+        "// next_n160tn: v16 + its 160-key blocks for d96/d128 without a mask at 1024 < s_k <= 2048 too, with the\n"
+        "// TMA epilogue.\n",
         [(N160_OLD, N160_NEW)]),
-    "next_dead": (
-        "kernel.cu",
-        "// next_dead: v16 + a warpgroup whose rows all lie past s_q skips its matrix work (d64).\n",
-        [(DEAD_OLD, DEAD_NEW)]),
-    "next_s6": (
-        "kernel.cu",
-        "// next_s6: next_n160t and next_dead together (they change disjoint scenarios).\n",
-        [(N160_OLD, N160_NEW), (DEAD_OLD, DEAD_NEW)]),
 }
 
 
