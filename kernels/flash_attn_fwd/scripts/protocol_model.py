@@ -246,6 +246,15 @@ class Consumer:
         self.slot, self.sph = (0, self.sph ^ 1) if self.slot + 1 == m.slots else (self.slot + 1, self.sph)
         return t
 
+    def next_work(self) -> Iterator:
+        """The next tile that has key blocks, or None at the end; a tile with none gets its zeros
+        stored from registers on the way (no Q, K or V is loaded for it)."""
+        while True:
+            t = yield from self.fetch()
+            if t is None or self.m.tiles[t] > 0:
+                return t
+            self.m.store_done(t, self.wg)
+
     def wait_q(self) -> Iterator:
         b, p = self.qb, self.qph
         yield lambda: self.m.q_full[b].done(p)
@@ -336,14 +345,8 @@ def fa3_steady(c: Consumer, b: int, t: int, n: int, s: int, p: int, *, release_a
 def consumer_fa3(self: Machine, wg: int) -> Iterator:
     """best/kernel.cu's d96/d128 loop (v12): FA3 order inside a tile, epilogue after it."""
     c, v = Consumer(self, wg), self.v
-    while True:
-        t = yield from c.fetch()
-        if t is None:
-            break
+    while (t := (yield from c.next_work())) is not None:
         n = self.tiles[t]
-        if n == 0:
-            self.store_done(t, wg)  # zeros stored from registers
-            continue
         b = yield from c.wait_q()
         s, p = yield from fa3_first_block(c, b, t, n)
         s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False)
@@ -429,14 +432,8 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
     d64 (192-row tiles, 3 warpgroups): K and V of a stage released together after the P V; with
     tma_epi O is staged in the Q buffer and its store releases it at the next tile's first S."""
     c, v = Consumer(self, wg), self.v
-    while True:
-        t = yield from c.fetch()
-        if t is None:
-            break
+    while (t := (yield from c.next_work())) is not None:
         n = self.tiles[t]
-        if n == 0:
-            self.store_done(t, wg)
-            continue
         b = yield from c.wait_q()
         s = p = 0
         for i in range(n):
