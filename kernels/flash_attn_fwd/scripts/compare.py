@@ -2,7 +2,8 @@
 
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
-Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, short128, or any comma-free scenario id list joined by '+'.
+Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, short128,
+nomask_mid, d64_192, or any comma-free scenario id list joined by '+'.
 `compare.py --pick TAG SUBSETS NAME=FILE ...` prints the path of the file that beat the first
 by KS_MIN_GAIN (default 1.01) on the first subset, from the JSONs a run with KS_TAG=TAG left.
 Each run is `python3 -m ks_tui bench flash_attn_fwd --source FILE --json [--quick |
@@ -49,6 +50,8 @@ FILTERS = {
     "short128": lambda p: p["d"] in (96, 128) and p["s_k"] <= 2048,
     # session 6: d96/d128 without a mask at 1024 < s_k <= 2048 (8 scenarios)
     "nomask_mid": lambda p: p["d"] in (96, 128) and not p["causal"] and 1024 < p["s_k"] <= 2048,
+    # session 7: the d64 launches on 192-row tiles (all but causal with s_q <= 1024; 24 scenarios)
+    "d64_192": lambda p: p["d"] == 64 and not (p["causal"] and p["s_q"] <= 1024),
 }
 
 

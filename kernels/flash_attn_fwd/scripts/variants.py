@@ -36,6 +36,54 @@ N160_NEW = (
     "               : launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
     "  }\n")
 
+# v6's loop (d64, d256): a warpgroup whose 64 rows all lie past s_q skips its matrix work. Session 6's
+# form (next_dead/next_s6 in 22afd93) branched on `m0 + cw * 64 < s_q`, which ptxas cannot prove
+# warp-uniform: it added BRA.DIV checks before the HGMMAs and moved the stage counters out of the
+# uniform registers (measured -7 to -12%). Broadcasting the test from lane 0 (__shfl_sync) makes it
+# warp-uniform to ptxas: no BRA.DIV, the uniform-register stage counters stay (checked in the SASS).
+DEAD_OLD = (
+    "      for (int i = 0; i < n_blocks; ++i) {\n"
+    "        const int n = n_blocks - 1 - i;\n"
+    "        const int s = stage;\n"
+    "        const uint32_t parity = phase;\n"
+    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+    "\n"
+    "        // S = Q K^T\n")
+DEAD_NEW = (
+    "      // d64: a warpgroup whose 64 rows all lie past s_q (the last 192-row tile when s_q % 192 is 1..128)\n"
+    "      // does no matrix work: it only makes the stage and Q-buffer hand-offs of the loop below, each\n"
+    "      // after the stage is full, so its arrivals never count toward a stage's previous round. (d256\n"
+    "      // never has such a warpgroup on this grid.) The test is broadcast from lane 0 so that ptxas\n"
+    "      // sees a warp-uniform branch: a plain test made it add divergence checks to the whole loop.\n"
+    "      const bool rows_live = Dp != 64 || __shfl_sync(0xffffffffu, m0 + cw * 64 < s_q, 0);\n"
+    "      for (int i = 0; i < n_blocks; ++i) {\n"
+    "        const int n = n_blocks - 1 - i;\n"
+    "        const int s = stage;\n"
+    "        const uint32_t parity = phase;\n"
+    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+    "        if (!rows_live) {\n"
+    "          mbar_wait(full_k(s), parity);\n"
+    "          __syncwarp();\n"
+    "          if constexpr (kSplitKV<Dp>) {\n"
+    "            if (lane == 0) mbar_arrive(empty(s));\n"
+    "          }\n"
+    "          if constexpr (kTmaEpi && kQBufs >= 2) {\n"
+    "            if (i == 0) release_staged();\n"
+    "          } else {\n"
+    "            if (i == n_blocks - 1 && lane == 0) mbar_arrive(q_empty(qb));\n"
+    "          }\n"
+    "          mbar_wait(full_v(s), parity);\n"
+    "          __syncwarp();\n"
+    "          if constexpr (Dp == 256 && kTmaEpi) {\n"
+    "            if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));\n"
+    "          } else {\n"
+    "            if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));\n"
+    "          }\n"
+    "          continue;\n"
+    "        }\n"
+    "\n"
+    "        // S = Q K^T\n")
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_n160tn": (
@@ -43,6 +91,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "// next_n160tn: v16 + its 160-key blocks for d96/d128 without a mask at 1024 < s_k <= 2048 too, with the\n"
         "// TMA epilogue.\n",
         [(N160_OLD, N160_NEW)]),
+    "next_deadu": (
+        "kernel.cu",
+        "// next_deadu: v16 + a d64 warpgroup whose rows all lie past s_q skips its matrix work (warp-uniform test).\n",
+        [(DEAD_OLD, DEAD_NEW)]),
 }
 
 

@@ -1,0 +1,257 @@
+"""Where do a kernel's warpgroups wait? Cycles per wait site, measured with clock64() on the GPU.
+
+Usage (repo root, GPU machine):
+    python3 kernels/flash_attn_fwd/scripts/wait_profile.py [--kernel FILE] [--launches N] [--json OUT]
+        SHAPE [SHAPE ...]
+A SHAPE is a scenario-like id: d128-h16-16-s512, d128-h16-16-s8192-causal, d64-h32-32-s512
+(batch = max(1, 32768 // s), as in the task's grid).
+
+The script writes an instrumented copy of the kernel: every `mbar_wait(...)`, `named_sync(...)` and
+`wgmma_wait<N>()` statement is wrapped so that thread 0 of each warpgroup (the producer's issuing
+thread, each consumer warpgroup's first thread) adds the cycles it spent there to a counter of that
+source line. It also counts each warpgroup's whole run (producer / consumer totals) and the tiles
+and key blocks a consumer warpgroup handled. The table gives, per wait site, the share of its
+warpgroup's cycles, and cycles per tile, so short and long shapes can be compared.
+
+The stamps change the code (clock reads and atomics in the loop), so the script also times the
+original and the instrumented kernel (CUDA events, median of the launches) and prints both: the
+profile is only as good as that difference is small. It is a diagnostic; speed claims come from
+`ks bench` / `ks compare`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+KERNEL = Path(__file__).resolve().parents[1] / "best" / "kernel.cu"
+LINES = 4096  # counter slots, one per source line of the original file
+# Pseudo-lines (no real wait sits on lines 1-3 of the file: they are the header comment).
+CONSUMER_TOTAL, PRODUCER_TOTAL, TILES = 1, 2, 3
+
+PRELUDE = r"""
+// ---- wait profile (scripts/wait_profile.py): cycles per source line, thread 0 of each warpgroup ----
+__device__ unsigned long long g_ks_cycles[%(lines)d];
+__device__ unsigned long long g_ks_count[%(lines)d];
+#define KS_TIMED(line, stmt)                                                               \
+  do {                                                                                     \
+    const long long ks_t0 = clock64();                                                     \
+    stmt;                                                                                  \
+    if ((threadIdx.x & 127) == 0) {                                                        \
+      atomicAdd(&g_ks_cycles[line], static_cast<unsigned long long>(clock64() - ks_t0));   \
+      atomicAdd(&g_ks_count[line], 1ull);                                                  \
+    }                                                                                      \
+  } while (0)
+"""
+
+EPILOGUE = r"""
+extern "C" int ks_wait_profile(unsigned long long* cycles, unsigned long long* counts, int reset) {
+  if (reset) {
+    static unsigned long long zeros[%(lines)d] = {};
+    if (cudaMemcpyToSymbol(g_ks_cycles, zeros, sizeof(zeros)) != cudaSuccess) return 1;
+    if (cudaMemcpyToSymbol(g_ks_count, zeros, sizeof(zeros)) != cudaSuccess) return 1;
+    return 0;
+  }
+  if (cudaMemcpyFromSymbol(cycles, g_ks_cycles, sizeof(unsigned long long) * %(lines)d) != cudaSuccess) return 1;
+  if (cudaMemcpyFromSymbol(counts, g_ks_count, sizeof(unsigned long long) * %(lines)d) != cudaSuccess) return 1;
+  return 0;
+}
+"""
+
+WAIT_RE = re.compile(r"\b(mbar_wait\([^;]*\)|named_sync\([^;]*\)|wgmma_wait<\d+>\(\));")
+
+# Anchors for the totals; each must occur exactly once in the kernel.
+ANCHORS = [
+    ("__device__ unsigned int g_tile_counter;\n", None),  # the prelude goes after it
+    ('    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kProducerRegs));\n',
+     "    const long long ks_p0 = clock64();\n"),
+    ("    }\n    return;\n  }\n\n  // --------------------------------- consumers",
+     None),
+    ('  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kConsumerRegs));\n',
+     "  const long long ks_c0 = clock64();\n"),
+    ("    const int n_blocks = w.n_blocks;\n",
+     "    if ((threadIdx.x & 127) == 0) { atomicAdd(&g_ks_count[%d], 1ull); "
+     "atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(n_blocks)); }\n" % (TILES, TILES)),
+    ("  // The last O stores must have read shared memory (and finished) before the CTA exits.\n",
+     None),
+]
+
+
+class ProfileError(Exception):
+    pass
+
+
+def instrument(src: str) -> tuple[str, dict[int, tuple[str, str]]]:
+    """The instrumented source and {original line: (role, its code)} for every wrapped wait; the role
+    is "producer" for lines before the consumers' section of the kernel, else "consumer"."""
+    for anchor, _ in ANCHORS:
+        if src.count(anchor) != 1:
+            raise ProfileError(f"anchor not found exactly once: {anchor.strip()[:70]!r}")
+    consumers_from = src[: src.index(ANCHORS[2][0])].count("\n") + 3
+    sites: dict[int, tuple[str, str]] = {}
+    out = []
+    for no, line in enumerate(src.splitlines(keepends=True), start=1):
+        if "__device__" in line or "template <" in line or line.lstrip().startswith("//"):
+            out.append(line)
+            continue
+        new, n = WAIT_RE.subn(lambda m: f"KS_TIMED({no}, {m.group(1)});", line)
+        if n > 1:
+            raise ProfileError(f"line {no} holds {n} waits; one per line is needed to tell them apart")
+        if n:
+            sites[no] = ("producer" if no < consumers_from else "consumer", line.strip())
+        out.append(new)
+    text = "".join(out)
+    text = text.replace(ANCHORS[0][0], ANCHORS[0][0] + PRELUDE % {"lines": LINES})
+    for anchor, extra in ANCHORS[1:]:
+        if extra:
+            text = text.replace(anchor, anchor + extra)
+    text = text.replace(
+        ANCHORS[2][0],
+        "      atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(clock64() - ks_p0));\n" % PRODUCER_TOTAL
+        + ANCHORS[2][0])
+    text = text.replace(
+        ANCHORS[5][0],
+        "  if ((threadIdx.x & 127) == 0)\n"
+        "    atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(clock64() - ks_c0));\n" % CONSUMER_TOTAL
+        + ANCHORS[5][0])
+    return text + EPILOGUE % {"lines": LINES}, sites
+
+
+def parse_shape(sid: str) -> dict:
+    m = re.fullmatch(r"d(\d+)-h(\d+)-(\d+)-s(\d+)(-fp16)?(-causal)?", sid)
+    if not m:
+        raise ProfileError(f"shape {sid!r}: expected d<D>-h<HQ>-<HKV>-s<S>[-fp16][-causal]")
+    d, h_q, h_kv, s = (int(m.group(i)) for i in range(1, 5))
+    return {"id": sid, "d": d, "h_q": h_q, "h_kv": h_kv, "s": s, "b": max(1, 32768 // s),
+            "fp16": bool(m.group(5)), "causal": bool(m.group(6))}
+
+
+def build(src: Path, so: Path) -> ctypes.CDLL:
+    cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-shared",
+           "-Xcompiler", "-fPIC", str(src), "-o", str(so)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise ProfileError(f"nvcc failed on {src}:\n{r.stderr[-3000:]}")
+    lib = ctypes.CDLL(str(so))
+    lib.flash_attn_fwd.restype = ctypes.c_int
+    lib.flash_attn_fwd.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 7 + [ctypes.c_float, ctypes.c_int,
+                                                                                 ctypes.c_void_p]
+    return lib
+
+
+def run_shape(libs: dict, shape: dict, launches: int) -> dict:
+    import torch
+
+    dt = torch.float16 if shape["fp16"] else torch.bfloat16
+    g = torch.Generator(device="cuda").manual_seed(0)
+    b, s, d = shape["b"], shape["s"], shape["d"]
+    q = torch.randn(b, s, shape["h_q"], d, device="cuda", dtype=dt, generator=g)
+    k = torch.randn(b, s, shape["h_kv"], d, device="cuda", dtype=dt, generator=g)
+    v = torch.randn(b, s, shape["h_kv"], d, device="cuda", dtype=dt, generator=g)
+    o = torch.empty_like(q)
+    stream = torch.cuda.current_stream()
+
+    def call(lib):
+        rc = lib.flash_attn_fwd(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, s, s, shape["h_q"],
+                                shape["h_kv"], d, int(shape["causal"]), d ** -0.5, int(shape["fp16"]),
+                                stream.cuda_stream)
+        if rc:
+            raise ProfileError(f"{shape['id']}: kernel returned {rc}")
+
+    times = {}
+    for name, lib in libs.items():
+        for _ in range(3):
+            call(lib)
+        ms = []
+        for _ in range(launches):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            call(lib)
+            e1.record()
+            e1.synchronize()
+            ms.append(e0.elapsed_time(e1))
+        times[name] = statistics.median(ms) * 1e3
+    # The counters of the instrumented kernel over `launches` more launches, from zero.
+    lib = libs["stamped"]
+    arr = ctypes.c_ulonglong * LINES
+    cycles, counts = arr(), arr()
+    if lib.ks_wait_profile(cycles, counts, 1):
+        raise ProfileError("could not reset the counters")
+    for _ in range(launches):
+        call(lib)
+    torch.cuda.synchronize()
+    if lib.ks_wait_profile(cycles, counts, 0):
+        raise ProfileError("could not read the counters")
+    return {"us": times, "cycles": list(cycles), "counts": list(counts)}
+
+
+def report(shape: dict, res: dict, sites: dict[int, str], launches: int) -> tuple[str, dict]:
+    cyc, cnt = res["cycles"], res["counts"]
+    c_total, p_total = cyc[CONSUMER_TOTAL], cyc[PRODUCER_TOTAL]
+    tiles, blocks = max(cnt[TILES], 1), cyc[TILES]
+    rows = [{"line": no, "role": role, "code": code, "calls": cnt[no], "cycles": cyc[no]}
+            for no, (role, code) in sorted(sites.items()) if cnt[no]]
+    lines = [f"== {shape['id']}  (b={shape['b']})  v16 {res['us']['plain']:.1f} us, stamped {res['us']['stamped']:.1f} us"
+             f"  | consumer warpgroup-tiles {tiles // launches}, key blocks per tile {blocks / tiles:.2f}",
+             f"   consumer total {c_total / tiles:.0f} cycles per warpgroup-tile; producer total "
+             f"{p_total / launches:.3g} cycles per launch (all CTAs)",
+             f"   {'role':<8} {'line':>5} {'calls/tile':>10} {'cyc/call':>9} {'cyc/tile':>9} {'share':>6}  code"
+             " (share: of the role's total cycles)"]
+    for r in sorted(rows, key=lambda r: (r["role"], -r["cycles"])):
+        share_of = c_total if r["role"] == "consumer" else p_total
+        lines.append(f"   {r['role']:<8} {r['line']:>5} {r['calls'] / tiles:>10.2f} {r['cycles'] / r['calls']:>9.0f} "
+                     f"{r['cycles'] / tiles:>9.0f} {100 * r['cycles'] / max(share_of, 1):>5.1f}%  {r['code'][:90]}")
+    for role, total in (("consumer", c_total), ("producer", p_total)):
+        waited = sum(r["cycles"] for r in rows if r["role"] == role)
+        lines.append(f"   {role}: {100 * waited / max(total, 1):.1f}% of its cycles in these waits, "
+                     f"{100 - 100 * waited / max(total, 1):.1f}% elsewhere (issue, softmax, epilogue, stamps)")
+    return "\n".join(lines), {"shape": shape, "us": res["us"], "consumer_total": c_total, "producer_total": p_total,
+                              "tiles": tiles, "blocks": blocks, "launches": launches, "sites": rows}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("shapes", nargs="+")
+    ap.add_argument("--kernel", type=Path, default=KERNEL)
+    ap.add_argument("--launches", type=int, default=20)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--emit", type=Path, help="only write the instrumented source here (no GPU needed)")
+    args = ap.parse_args(argv)
+    try:
+        shapes = [parse_shape(s) for s in args.shapes]
+        text, sites = instrument(args.kernel.read_text())
+        work = Path(os.environ.get("OUT", "/tmp")) / "wait_profile"
+        work.mkdir(parents=True, exist_ok=True)
+        stamped = args.emit or work / "stamped.cu"
+        stamped.write_text(text)
+        if args.emit:
+            print(f"{stamped}: {len(sites)} wait sites")
+            return 0
+        with ThreadPoolExecutor(2) as pool:  # two nvcc runs at once
+            futures = {"plain": pool.submit(build, args.kernel, work / "plain.so"),
+                       "stamped": pool.submit(build, stamped, work / "stamped.so")}
+            libs = {name: f.result() for name, f in futures.items()}
+        out, docs = [], []
+        for shape in shapes:
+            table, doc = report(shape, run_shape(libs, shape, args.launches), sites, args.launches)
+            print(table, flush=True)
+            out.append(table)
+            docs.append(doc)
+        if args.json:
+            args.json.write_text(json.dumps({"kernel": str(args.kernel), "results": docs}, indent=1))
+    except (ProfileError, OSError) as e:
+        print(f"wait_profile.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
