@@ -84,6 +84,67 @@ DEAD_NEW = (
     "\n"
     "        // S = Q K^T\n")
 
+# Session 7's wait profile (scripts/wait_profile.py): a consumer's mbarrier wait costs ~75-95 cycles even
+# when the data is already there (the try_wait's round trip), and the loops make two in a row per key
+# block (full_k then full_v), ~5% of a d128 consumer's cycles at every length. Both tests are issued
+# before either result is used, so their latencies overlap; a stage that is not full yet falls back to
+# the spinning wait. The v6 loop (d64, d256) tests V together with K and waits for V only if it was not
+# ready then (a completed phase stays completed until this warpgroup releases the stage).
+WAIT2_HELPER_OLD = (
+    "// Plain 32-bit shared-memory store / load (the tile-index slots; ordered by the mbarriers).\n")
+WAIT2_HELPER_NEW = (
+    "// One test of the phase (no spinning): true once it has completed.\n"
+    "__device__ __forceinline__ bool mbar_try(uint32_t bar, uint32_t parity) {\n"
+    "  uint32_t ok;\n"
+    "  asm volatile(\n"
+    "      \"{\\n\"\n"
+    "      \".reg .pred done;\\n\"\n"
+    "      \"mbarrier.try_wait.parity.shared::cta.b64 done, [%1], %2;\\n\"\n"
+    "      \"selp.u32 %0, 1, 0, done;\\n\"\n"
+    "      \"}\\n\"\n"
+    "      : \"=r\"(ok)\n"
+    "      : \"r\"(bar), \"r\"(parity)\n"
+    "      : \"memory\");\n"
+    "  return ok != 0;\n"
+    "}\n"
+    "// Two waits whose tests overlap: both are issued before either result is used.\n"
+    "__device__ __forceinline__ void mbar_wait_both(uint32_t bar_a, uint32_t parity_a, uint32_t bar_b, uint32_t parity_b) {\n"
+    "  const bool a = mbar_try(bar_a, parity_a);\n"
+    "  const bool b = mbar_try(bar_b, parity_b);\n"
+    "  if (!a) mbar_wait(bar_a, parity_a);\n"
+    "  if (!b) mbar_wait(bar_b, parity_b);\n"
+    "}\n"
+    "\n"
+    "// Plain 32-bit shared-memory store / load (the tile-index slots; ordered by the mbarriers).\n")
+WAIT2_FA3_OLD = (
+    "          mbar_wait(full_k(s), parity);\n"
+    "          mbar_wait(full_v(prev), prev_parity);\n")
+WAIT2_FA3_NEW = (
+    "          mbar_wait_both(full_k(s), parity, full_v(prev), prev_parity);\n")
+WAIT2_V6K_OLD = (
+    "        float s_acc[BN / 2];\n"
+    "        mbar_wait(full_k(s), parity);\n")
+WAIT2_V6K_NEW = (
+    "        float s_acc[BN / 2];\n"
+    "        const bool k_ready = mbar_try(full_k(s), parity);\n"
+    "        const bool v_ready = mbar_try(full_v(s), parity);  // used at the P V below\n"
+    "        if (!k_ready) mbar_wait(full_k(s), parity);\n")
+WAIT2_V6V_OLD = (
+    "        // O += P V\n"
+    "        mbar_wait(full_v(s), parity);\n")
+WAIT2_V6V_NEW = (
+    "        // O += P V\n"
+    "        if (!v_ready) mbar_wait(full_v(s), parity);\n")
+WAIT2_EDITS = [(WAIT2_HELPER_OLD, WAIT2_HELPER_NEW), (WAIT2_FA3_OLD, WAIT2_FA3_NEW),
+               (WAIT2_V6K_OLD, WAIT2_V6K_NEW), (WAIT2_V6V_OLD, WAIT2_V6V_NEW)]
+
+# The same profile: the FA3 loop's softmax barrier (a bar.sync of the warpgroup's 128 threads, there only so
+# that ptxas keeps the P V wait after the softmax) costs 55-65 cycles a key block, part of it waiting for
+# the warpgroup's slowest warp. One barrier per warp (32 threads; ids 8-15, free in the d96/d128 kernels,
+# whose loop never runs the d256 epilogue's barrier 8) keeps the same ordering without that wait.
+WARPBAR_OLD = "          named_sync(after_softmax_barrier_id(row_sum, 1 + cw), 128);\n"
+WARPBAR_NEW = "          named_sync(after_softmax_barrier_id(row_sum, 8 + 4 * cw + warp), 32);  // per warp, ids 8-15 (8 is d256-only)\n"
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_n160tn": (
@@ -95,6 +156,14 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "kernel.cu",
         "// next_deadu: v16 + a d64 warpgroup whose rows all lie past s_q skips its matrix work (warp-uniform test).\n",
         [(DEAD_OLD, DEAD_NEW)]),
+    "next_wait2": (
+        "kernel.cu",
+        "// next_wait2: v16 + the two mbarrier tests of a key block (K, V) issued together, not one after the other.\n",
+        WAIT2_EDITS),
+    "next_wait2w": (
+        "kernel.cu",
+        "// next_wait2w: next_wait2 + the FA3 loop's softmax barrier per warp (32 threads) instead of per warpgroup.\n",
+        WAIT2_EDITS + [(WARPBAR_OLD, WARPBAR_NEW)]),
 }
 
 
