@@ -116,6 +116,8 @@ WAIT2_HELPER_NEW = (
     "}\n"
     "\n"
     "// Plain 32-bit shared-memory store / load (the tile-index slots; ordered by the mbarriers).\n")
+# mbar_try alone (next_w3 does not pair waits in the FA3 loop).
+TRY_HELPER_NEW = WAIT2_HELPER_NEW[:WAIT2_HELPER_NEW.index("// Two waits whose")] + "\n" + WAIT2_HELPER_OLD
 WAIT2_FA3_OLD = (
     "          mbar_wait(full_k(s), parity);\n"
     "          mbar_wait(full_v(prev), prev_parity);\n")
@@ -164,6 +166,13 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "kernel.cu",
         "// next_wait2w: next_wait2 + the FA3 loop's softmax barrier per warp (32 threads) instead of per warpgroup.\n",
         WAIT2_EDITS + [(WARPBAR_OLD, WARPBAR_NEW)]),
+    # Session 7 call 2: the FA3 loop's paired test lost 3% on long d128 (long128 1.082 -> 1.047), the
+    # per-warp barrier won it back (1.081), and the v6 loop's early V test gained on long d64/d256.
+    "next_w3": (
+        "kernel.cu",
+        "// next_w3: v16 + the v6 loop's V tested with K (d64, d256) + the FA3 loop's softmax barrier per warp.\n",
+        [(WAIT2_HELPER_OLD, TRY_HELPER_NEW), (WAIT2_V6K_OLD, WAIT2_V6K_NEW), (WAIT2_V6V_OLD, WAIT2_V6V_NEW),
+         (WARPBAR_OLD, WARPBAR_NEW)]),
 }
 
 
