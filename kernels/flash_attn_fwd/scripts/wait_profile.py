@@ -7,7 +7,7 @@ A SHAPE is a scenario-like id: d128-h16-16-s512, d128-h16-16-s8192-causal, d64-h
 (batch = max(1, 32768 // s), as in the task's grid).
 
 The script writes an instrumented copy of the kernel: every `mbar_wait(...)`, `named_sync(...)` and
-`wgmma_wait<N>()` statement is wrapped so that thread 0 of each warpgroup (the producer's issuing
+`wgmma_wait<N>()` statement, and every one-shot `mbar_try(...)` test, is wrapped so that thread 0 of each warpgroup (the producer's issuing
 thread, each consumer warpgroup's first thread) adds the cycles it spent there to a counter of that
 source line. It also counts each warpgroup's whole run (producer / consumer totals) and the tiles
 and key blocks a consumer warpgroup handled. The table gives, per wait site, the share of its
@@ -50,6 +50,17 @@ __device__ unsigned long long g_ks_count[%(lines)d];
       atomicAdd(&g_ks_count[line], 1ull);                                                  \
     }                                                                                      \
   } while (0)
+// The same for a test that returns whether the phase had completed (mbar_try): an expression.
+template <typename F>
+__device__ __forceinline__ bool ks_timed_test(int line, F test) {
+  const long long ks_t0 = clock64();
+  const bool ok = test();
+  if ((threadIdx.x & 127) == 0) {
+    atomicAdd(&g_ks_cycles[line], static_cast<unsigned long long>(clock64() - ks_t0));
+    atomicAdd(&g_ks_count[line], 1ull);
+  }
+  return ok;
+}
 """
 
 EPILOGUE = r"""
@@ -67,6 +78,9 @@ extern "C" int ks_wait_profile(unsigned long long* cycles, unsigned long long* c
 """
 
 WAIT_RE = re.compile(r"\b(mbar_wait\([^;]*\)|named_sync\([^;]*\)|wgmma_wait<\d+>\(\));")
+# A one-shot test used as a value (`const bool k_ready = mbar_try(full_k(s), parity);`): one level of
+# parentheses inside its argument list.
+TEST_RE = re.compile(r"\bmbar_try\(((?:[^()]|\([^()]*\))*)\)")
 
 # Anchors for the totals; each must occur exactly once in the kernel.
 ANCHORS = [
@@ -103,6 +117,8 @@ def instrument(src: str) -> tuple[str, dict[int, tuple[str, str]]]:
             out.append(line)
             continue
         new, n = WAIT_RE.subn(lambda m: f"KS_TIMED({no}, {m.group(1)});", line)
+        new, n_tests = TEST_RE.subn(lambda m: f"ks_timed_test({no}, [&] {{ return mbar_try({m.group(1)}); }})", new)
+        n += n_tests
         if n > 1:
             raise ProfileError(f"line {no} holds {n} waits; one per line is needed to tell them apart")
         if n:

@@ -1,0 +1,121 @@
+"""scripts/wait_profile.py: the instrumented copy of a kernel, its refusals, and (GPU) a real profile.
+
+The instrumented copy is compiled with the real nvcc for sm_90a (skipped where nvcc is absent); the
+profile itself runs only where CUDA is available (marked gpu).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "kernels/flash_attn_fwd/scripts/wait_profile.py"
+BEST = REPO / "kernels/flash_attn_fwd/best/kernel.cu"
+
+_spec = importlib.util.spec_from_file_location("flash_wait_profile", SCRIPT)
+wp = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wp)
+
+
+def run_script(*args: str, env_out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                          env=dict(os.environ, OUT=str(env_out)), timeout=900)
+
+
+def test_every_wait_of_the_best_kernel_is_wrapped_with_its_own_line_and_role():
+    src = BEST.read_text()
+    text, sites = wp.instrument(src)
+    lines = src.splitlines()
+    waits = [i for i, ln in enumerate(lines, 1)
+             if (wp.WAIT_RE.search(ln) or wp.TEST_RE.search(ln)) and "__device__" not in ln
+             and not ln.lstrip().startswith("//")]
+    assert sorted(sites) == waits and len(waits) >= 15
+    for no, (role, code) in sites.items():
+        assert code == lines[no - 1].strip()
+        assert f"KS_TIMED({no}, " in text or f"ks_timed_test({no}, " in text
+    # The producer's waits come before the consumers' section, the consumers' after it.
+    consumers = next(i for i, ln in enumerate(lines, 1) if "--- consumers ---" in ln)
+    assert all((role == "producer") == (no < consumers) for no, (role, _) in sites.items())
+    assert {"producer", "consumer"} == {role for role, _ in sites.values()}
+    # No bare wait or test is left in the kernel's body.
+    body = text[text.index("__global__"):text.index("// ---- host side")]
+    assert len(re.findall(r"KS_TIMED\(\d+, mbar_wait\(", body)) == len(re.findall(r"\bmbar_wait\(", body))
+    assert len(re.findall(r"return mbar_try\(", body)) == len(re.findall(r"\bmbar_try\(", body)) >= 2
+    assert "ks_wait_profile" in text and text.count("clock64()") >= 5
+
+
+def test_a_kernel_without_the_anchors_is_refused_with_one_clear_message(tmp_path):
+    bad = tmp_path / "bad.cu"
+    bad.write_text(BEST.read_text().replace("__device__ unsigned int g_tile_counter;\n", ""))
+    r = run_script("--kernel", str(bad), "--emit", str(tmp_path / "x.cu"), "d128-h16-16-s512", env_out=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith("wait_profile.py: anchor not found exactly once") and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.cu").exists()
+
+
+def test_two_waits_on_one_line_are_refused():
+    src = BEST.read_text().replace("          mbar_wait(full_k(s), parity);\n          mbar_wait(full_v(prev), prev_parity);\n",
+                                   "          mbar_wait(full_k(s), parity); mbar_wait(full_v(prev), prev_parity);\n")
+    with pytest.raises(wp.ProfileError, match="holds 2 waits"):
+        wp.instrument(src)
+
+
+@pytest.mark.parametrize("shape", ["d128-h16-s512", "d128-h16-16-s512-causal-fp16", "x"])
+def test_bad_shapes_are_refused(shape, tmp_path):
+    r = run_script("--emit", str(tmp_path / "x.cu"), shape, env_out=tmp_path)
+    assert r.returncode == 2 and "expected d<D>-h<HQ>-<HKV>-s<S>" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_shapes_follow_the_task_grid():
+    s = wp.parse_shape("d64-h32-8-s2048-causal")
+    assert (s["d"], s["h_q"], s["h_kv"], s["s"], s["b"], s["causal"], s["fp16"]) == (64, 32, 8, 2048, 16, True, False)
+    assert wp.parse_shape("d128-h16-16-s32768-fp16")["b"] == 1
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_the_instrumented_best_kernel_compiles_for_sm90a(tmp_path):
+    out = tmp_path / "stamped.cu"
+    r = run_script("--emit", str(out), "d128-h16-16-s512", env_out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    so = tmp_path / "stamped.so"
+    c = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-shared",
+                        "-Xcompiler", "-fPIC", str(out), "-o", str(so)], capture_output=True, text=True, timeout=900)
+    assert c.returncode == 0, c.stderr[-3000:]
+    nm = subprocess.run(["nm", "-D", str(so)], capture_output=True, text=True).stdout
+    assert " T ks_wait_profile" in nm and " T flash_attn_fwd" in nm
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs CUDA")
+def test_a_profile_on_the_gpu_accounts_for_every_tile(tmp_path):
+    js = tmp_path / "p.json"
+    r = run_script("--launches", "3", "--json", str(js), "d128-h16-16-s512", "d64-h32-8-s1024-causal", env_out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    for res in doc["results"]:
+        sh = res["shape"]
+        rows = 128 if sh["d"] != 64 or (sh["causal"] and sh["s"] <= 1024) else 192
+        warpgroups = rows // 64
+        tiles = sh["b"] * sh["h_q"] * -(-sh["s"] // rows)
+        # every consumer warpgroup of every tile counted once per launch
+        assert res["tiles"] == 3 * tiles * warpgroups
+        consumer = sum(s["cycles"] for s in res["sites"] if s["role"] == "consumer")
+        assert 0 < consumer < res["consumer_total"]
+        assert all(t > 0 for t in res["us"].values())
