@@ -40,6 +40,63 @@ N160_NEW = (
 # became v17 (best/kernel.cu). They are rebuilt byte for byte from commit cdb870c (its best/kernel.cu is v16):
 #   git worktree add /tmp/ks-s7 cdb870c && python3 /tmp/ks-s7/kernels/flash_attn_fwd/scripts/variants.py NAME
 
+# Session 7's count of v17's steady d128 loop (160-key block, no mask): 657 instructions a warp, of which 82
+# MUFU.EX2. MUFU runs 16 lanes a clock per SM, so the two consumer warps of a sub-partition keep it busy
+# ~1280 of a block's ~3600 cycles, and each warp's softmax takes >= 640 cycles of it. FlashAttention-4
+# computes part of the exponentials on the FMA pipe instead. Compile-checked only; not yet measured.
+EXP2_OLD = (
+    "template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {\n")
+EXP2_NEW = (
+    "// 2^x on the FMA pipe, for x <= 0 (x < -126, -inf included, gives 0): x = n + f with n = round(x) by the\n"
+    "// 1.5 * 2^23 trick, 2^f on [-0.5, 0.5] by a degree-3 polynomial (max relative error 7.5e-5, below the\n"
+    "// bf16/fp16 rounding of P), n added to the exponent bits.\n"
+    "__device__ __forceinline__ float exp2_fma(float x) {\n"
+    "  const float t = x + 12582912.f;        // 1.5 * 2^23: the low mantissa bits hold round(x)\n"
+    "  const float f = x - (t - 12582912.f);  // exact\n"
+    "  const float p = fmaf(fmaf(fmaf(0.055171531f, f, 0.24261111f), f, 0.69326103f), f, 0.99992806f);\n"
+    "  const float y = __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));\n"
+    "  return x < -126.f ? 0.f : y;\n"
+    "}\n"
+    "\n"
+    "template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi) {\n")
+EXP2_USE_OLD = (
+    "      const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);\n"
+    "      const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);\n")
+EXP2_USE_NEW = (
+    "      // One key pair in four on the FMA pipe (j is a compile-time index: no branch).\n"
+    "      const float x0 = s_acc[4 * j + 2 * r] * scale_log2 - base_scaled;\n"
+    "      const float x1 = s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled;\n"
+    "      const float p0 = j % 4 == 3 ? exp2_fma(x0) : fast_exp2(x0);\n"
+    "      const float p1 = j % 4 == 3 ? exp2_fma(x1) : fast_exp2(x1);\n")
+
+# The row max and row sum of a block as pairwise trees instead of one chain of BN/8 dependent steps each.
+TREE_MAX_OLD = (
+    "    for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));\n")
+TREE_MAX_NEW = (
+    "    for (int j = 0; j < BN / 8; ++j) part[j] = fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]);\n"
+    "#pragma unroll\n"
+    "    for (int w = 1; w < BN / 8; w *= 2)  // pairwise: log2(BN / 8) dependent steps, not BN / 8\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i + w < BN / 8; i += 2 * w) part[i] = fmaxf(part[i], part[i + w]);\n"
+    "    mx = fmaxf(mx, part[0]);\n")
+TREE_DECL_OLD = (
+    "    float mx = row_max[r];\n")
+TREE_DECL_NEW = (
+    "    float mx = row_max[r];\n"
+    "    float part[BN / 8];  // per key pair: max, then sum\n")
+TREE_SUM_OLD = (
+    "      sum += p0 + p1;\n"
+    "    }\n")
+TREE_SUM_NEW = (
+    "      part[j] = p0 + p1;\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int w = 1; w < BN / 8; w *= 2)\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i + w < BN / 8; i += 2 * w) part[i] += part[i + w];\n"
+    "    sum = part[0];\n")
+TREE_EDITS = [(TREE_DECL_OLD, TREE_DECL_NEW), (TREE_MAX_OLD, TREE_MAX_NEW), (TREE_SUM_OLD, TREE_SUM_NEW)]
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_n160tn": (
@@ -47,6 +104,14 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "// next_n160tn: v17 + its 160-key blocks for d96/d128 without a mask at 1024 < s_k <= 2048 too, with the\n"
         "// TMA epilogue.\n",
         [(N160_OLD, N160_NEW)]),
+    "next_exp2fma": (
+        "kernel.cu",
+        "// next_exp2fma: v17 + one exponential in four of the softmax on the FMA pipe (a polynomial), not MUFU.\n",
+        [(EXP2_OLD, EXP2_NEW), (EXP2_USE_OLD, EXP2_USE_NEW)]),
+    "next_tree": (
+        "kernel.cu",
+        "// next_tree: v17 + the softmax's row max and row sum of a block as pairwise trees.\n",
+        TREE_EDITS),
 }
 
 

@@ -82,20 +82,23 @@ WAIT_RE = re.compile(r"\b(mbar_wait\([^;]*\)|named_sync\([^;]*\)|wgmma_wait<\d+>
 # parentheses inside its argument list.
 TEST_RE = re.compile(r"\bmbar_try\(((?:[^()]|\([^()]*\))*)\)")
 
-# Anchors for the totals; each must occur exactly once in the kernel.
+# Where the totals go: (anchor, text inserted before it, text inserted after it). Each anchor must occur
+# exactly once in the kernel.
+PRODUCER_ANCHOR = "    }\n    return;\n  }\n\n  // --------------------------------- consumers"
 ANCHORS = [
-    ("__device__ unsigned int g_tile_counter;\n", None),  # the prelude goes after it
-    ('    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kProducerRegs));\n',
+    ("__device__ unsigned int g_tile_counter;\n", "", PRELUDE % {"lines": LINES}),
+    ('    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kProducerRegs));\n', "",
      "    const long long ks_p0 = clock64();\n"),
-    ("    }\n    return;\n  }\n\n  // --------------------------------- consumers",
-     None),
-    ('  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kConsumerRegs));\n',
+    (PRODUCER_ANCHOR,
+     "      atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(clock64() - ks_p0));\n" % PRODUCER_TOTAL, ""),
+    ('  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kConsumerRegs));\n', "",
      "  const long long ks_c0 = clock64();\n"),
-    ("    const int n_blocks = w.n_blocks;\n",
+    ("    const int n_blocks = w.n_blocks;\n", "",
      "    if ((threadIdx.x & 127) == 0) { atomicAdd(&g_ks_count[%d], 1ull); "
      "atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(n_blocks)); }\n" % (TILES, TILES)),
     ("  // The last O stores must have read shared memory (and finished) before the CTA exits.\n",
-     None),
+     "  if ((threadIdx.x & 127) == 0)\n"
+     "    atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(clock64() - ks_c0));\n" % CONSUMER_TOTAL, ""),
 ]
 
 
@@ -106,10 +109,12 @@ class ProfileError(Exception):
 def instrument(src: str) -> tuple[str, dict[int, tuple[str, str]]]:
     """The instrumented source and {original line: (role, its code)} for every wrapped wait; the role
     is "producer" for lines before the consumers' section of the kernel, else "consumer"."""
-    for anchor, _ in ANCHORS:
+    for anchor, _, _ in ANCHORS:
         if src.count(anchor) != 1:
             raise ProfileError(f"anchor not found exactly once: {anchor.strip()[:70]!r}")
-    consumers_from = src[: src.index(ANCHORS[2][0])].count("\n") + 3
+    if src.count("\n") >= LINES:
+        raise ProfileError(f"the kernel has more than {LINES} lines (one counter per line)")
+    consumers_from = src[: src.index(PRODUCER_ANCHOR)].count("\n") + 3
     sites: dict[int, tuple[str, str]] = {}
     out = []
     for no, line in enumerate(src.splitlines(keepends=True), start=1):
@@ -125,19 +130,8 @@ def instrument(src: str) -> tuple[str, dict[int, tuple[str, str]]]:
             sites[no] = ("producer" if no < consumers_from else "consumer", line.strip())
         out.append(new)
     text = "".join(out)
-    text = text.replace(ANCHORS[0][0], ANCHORS[0][0] + PRELUDE % {"lines": LINES})
-    for anchor, extra in ANCHORS[1:]:
-        if extra:
-            text = text.replace(anchor, anchor + extra)
-    text = text.replace(
-        ANCHORS[2][0],
-        "      atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(clock64() - ks_p0));\n" % PRODUCER_TOTAL
-        + ANCHORS[2][0])
-    text = text.replace(
-        ANCHORS[5][0],
-        "  if ((threadIdx.x & 127) == 0)\n"
-        "    atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(clock64() - ks_c0));\n" % CONSUMER_TOTAL
-        + ANCHORS[5][0])
+    for anchor, before, after in ANCHORS:
+        text = text.replace(anchor, before + anchor + after)
     return text + EPILOGUE % {"lines": LINES}, sites
 
 
