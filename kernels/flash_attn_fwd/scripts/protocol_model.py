@@ -132,6 +132,9 @@ class Variant:
     stages: int = 0         # K/V stages (0: the head dim's own: 2 for d128, 1 for d256, 3 for d64)
     consumers: int = 2      # consumer warpgroups (3 for the 192-row d64 tiles)
     qbufs: int = 0          # Q buffers (0: the head dim's own: 1 for d256, 2 otherwise)
+    # next_tilestart: Q and the first K block are tested (one try_wait each) before the wait for
+    # the tile index; a test that found them full replaces the later wait.
+    early_tests: bool = False
 
 
 class Machine:
@@ -232,14 +235,22 @@ class Consumer:
         self.store_reading: Region | None = None
         self.groups: list[list[Region]] = []  # committed wgmma groups, oldest first
         self.name = f"wg{wg}"
+        self.q_hint = self.k0_hint = False  # early_tests: what the tests at the last fetch found
 
     def next_stage(self) -> tuple[int, int]:
         s, p = self.stage, self.phase
         self.stage, self.phase = (0, self.phase ^ 1) if self.stage + 1 == self.m.stages else (self.stage + 1, self.phase)
         return s, p
 
+    def test(self, bar: MBar, parity: int) -> bool:
+        """mbar_try: one test of the phase, no waiting (the control tests the other parity)."""
+        return bar.done(parity ^ 1 if self.m.v.bug == "stale_test" else parity)
+
     def fetch(self) -> Iterator:
         m = self.m
+        if m.v.early_tests:
+            self.q_hint = self.test(m.q_full[self.qb], self.qph)
+            self.k0_hint = m.v.dp == 128 and self.test(m.full_k[self.stage], self.phase)
         yield lambda s=self.slot, p=self.sph: m.tile_full[s].done(p)
         t = m.slot_val[self.slot]
         m.tile_empty[self.slot].arrive(4)
@@ -257,7 +268,8 @@ class Consumer:
 
     def wait_q(self) -> Iterator:
         b, p = self.qb, self.qph
-        yield lambda: self.m.q_full[b].done(p)
+        if not (self.m.v.early_tests and self.q_hint):
+            yield lambda: self.m.q_full[b].done(p)
         self.qb, self.qph = (0, self.qph ^ 1) if self.qb + 1 == self.m.qbufs else (self.qb + 1, self.qph)
         return b
 
@@ -308,7 +320,8 @@ def fa3_first_block(c: Consumer, b: int, t: int, n: int) -> Iterator:
     """S_0 of tile t (n key blocks): issue, wait, release K; then the staged O store's Q buffer."""
     m = c.m
     s, p = c.next_stage()
-    yield lambda: m.full_k[s].done(p)
+    if not (m.v.early_tests and c.k0_hint):
+        yield lambda: m.full_k[s].done(p)
     c.qk(b, t, s, n - 1)
     yield READY  # the warpgroup may be slow here
     c.wait_groups(0)
@@ -426,7 +439,7 @@ def consumer_xtile(self: Machine, wg: int) -> Iterator:
 
 
 def consumer_v6(self: Machine, wg: int) -> Iterator:
-    """v6's loop (S, softmax, P V per block, no overlap inside a warpgroup).
+    """v6's loop (S, softmax, P V per block, no overlap inside a warpgroup); v17 tests V with K.
     d256 (best/kernel.cu, v13): one stage, K released after its Q K^T and V after its P V;
     with tma_epi O is staged in the last key block's V stage after a barrier of the warpgroups.
     d64 (192-row tiles, 3 warpgroups): K and V of a stage released together after the P V; with
@@ -439,7 +452,11 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
         for i in range(n):
             blk = n - 1 - i
             s, p = c.next_stage()
-            yield lambda s=s, p=p: self.full_k[s].done(p)
+            # v17: V is tested together with K (mbar_try each), then K is waited for; V only at
+            # its P V, and only if that test found it not full.
+            k_ready, v_ready = c.test(self.full_k[s], p), c.test(self.full_v[s], p)
+            if not k_ready:
+                yield lambda s=s, p=p: self.full_k[s].done(p)
             c.qk(b, t, s, blk)
             yield READY  # the warpgroup may be slow here
             c.wait_groups(0)
@@ -452,7 +469,8 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
             elif i == n - 1:
                 self.q_empty[b].arrive(4)
                 yield READY  # the warpgroup may be slow here
-            yield lambda s=s, p=p: self.full_v[s].done(p)
+            if not v_ready:
+                yield lambda s=s, p=p: self.full_v[s].done(p)
             c.pv(s, t, blk)
             yield READY  # the warpgroup may be slow here
             c.wait_groups(0)
@@ -547,12 +565,20 @@ VARIANTS = [
     Variant("v12 d64 128-row (causal s_q <= 1024), TMA epilogue", 64, True),
     Variant("v12 d256, register epilogue", 256, False),
     Variant("v13 d256, TMA epilogue in V", 256, True),
+    Variant("next_tilestart: v17 d128 with the tile-start tests, TMA epilogue", 128, True, early_tests=True),
+    Variant("next_tilestart: v17 d128 with the tile-start tests, register epilogue", 128, False, early_tests=True),
+    Variant("next_tilestart: v17 d64 192-row with the tile-start Q test, TMA epilogue", 64, True, consumers=3,
+            early_tests=True),
+    Variant("next_tilestart: v17 d256 with the tile-start Q test, TMA epilogue", 256, True, early_tests=True),
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
     Variant("control: xtile without the boundary release_staged", 128, True, cross_tile=True,
             bug="no_boundary_release"),
     Variant("control: d256 epilogue without the two-warpgroup barrier", 256, True, bug="no_epi_barrier"),
+    Variant("control: tile-start tests of the wrong parity (a stale phase taken as full)", 128, True,
+            early_tests=True, bug="stale_test"),
+    Variant("control: v6 loop's early V test of the wrong parity", 256, False, bug="stale_test"),
 ]
 
 

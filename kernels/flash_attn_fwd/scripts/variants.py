@@ -97,6 +97,27 @@ TREE_SUM_NEW = (
     "    sum = part[0];\n")
 TREE_EDITS = [(TREE_DECL_OLD, TREE_DECL_NEW), (TREE_MAX_OLD, TREE_MAX_NEW), (TREE_SUM_OLD, TREE_SUM_NEW)]
 
+# The wait profile's tile start (d128-h16-16-s512, per warpgroup and tile): the tile index 169 cycles, Q 188,
+# the first K 120, one after another. Testing Q and the first K together with the index makes it one round
+# trip. A stage or Q buffer cannot be refilled before this warpgroup releases it, so a test that found it
+# full still holds at the wait it replaces. Only the FA3 loop (d96/d128) uses the first-K test.
+TILESTART_EDITS = [
+    ("    mbar_wait(tile_full(slot), slot_phase);\n",
+     "    // Q and the first K block of the next tile with keys are tested together with its index (one\n"
+     "    // round trip, not three); a test that finds them full holds until this warpgroup releases them.\n"
+     "    const bool q_ready = mbar_try(q_full(q_buf), q_phase);\n"
+     "    const bool k0_ready = Dp == 128 && mbar_try(full_k(stage), phase);\n"
+     "    mbar_wait(tile_full(slot), slot_phase);\n"),
+    ("      mbar_wait(q_full(qb), q_phase);\n",
+     "      if (!q_ready) mbar_wait(q_full(qb), q_phase);\n"),
+    ("        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+     "        mbar_wait(full_k(s), parity);\n"
+     "        wgmma_fence();\n",
+     "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+     "        if (!k0_ready) mbar_wait(full_k(s), parity);\n"
+     "        wgmma_fence();\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_n160tn": (
@@ -112,6 +133,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "kernel.cu",
         "// next_tree: v17 + the softmax's row max and row sum of a block as pairwise trees.\n",
         TREE_EDITS),
+    "next_tilestart": (
+        "kernel.cu",
+        "// next_tilestart: v17 + a tile's index, Q and first K tested in one round trip.\n",
+        TILESTART_EDITS),
 }
 
 
