@@ -1,0 +1,155 @@
+"""What the compiler made of a kernel file, function by function: compare two files, or show the order
+of the matrix, exponential and barrier instructions.
+
+Usage (repo root; needs nvcc, and nvdisasm on PATH or from pip's nvidia-cuda-nvdisasm):
+    python3 kernels/flash_attn_fwd/scripts/sass.py diff A.cu B.cu [--match REGEX]
+        one line per kernel instantiation: SAME (the same instructions, names and labels aside) or
+        DIFF with the opcodes whose counts differ; "only A" / "only B" for instantiations one lacks
+    python3 kernels/flash_attn_fwd/scripts/sass.py flow FILE.cu [--match REGEX]
+        per instantiation, the order of HGMMA (wgmma), WARPGROUP.DEPBAR (its waits), MUFU.EX2,
+        BAR.SYNC, BRA.DIV and the O stores, runs of one kind counted (HGMMAx18)
+
+Sessions 6 and 7 used these checks before spending device time: a candidate whose SASS equals the
+measured file's in a function needs no new measurement there, and a BRA.DIV in a loop or a changed
+wgmma order is reason enough to stop. Exit code 2, with one message, for a file that does not compile
+or a missing tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+NVCC_FLAGS = ["-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-cubin"]
+# Parts of a name or operand that differ between two files of the same code.
+_ANON = re.compile(r"_ZN\d+_GLOBAL__N__\w+?_cu_[0-9a-f]{8}\d*")  # the anonymous namespace, named per file
+_LABEL = re.compile(r"\.L_x_\d+")
+_INSN = re.compile(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
+_FLOW = [("HGMMA", r"\bHGMMA\b"), ("DEPBAR", r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)"), ("EX2", r"MUFU\.EX2"),
+         ("BARSYNC", r"\bBAR\.SYNC"), ("BRA.DIV", r"BRA\.DIV"), ("STG", r"\bSTG\b"), ("STS", r"\bSTS\b"),
+         ("UTMASTG", r"UTMASTG")]
+
+
+class SassError(Exception):
+    pass
+
+
+def disassembler() -> list[str]:
+    """nvdisasm from PATH, else the one pip's nvidia-cuda-nvdisasm puts under nvidia/cu*/bin."""
+    exe = shutil.which("nvdisasm")
+    if exe:
+        return [exe, "-c"]
+    try:
+        import nvidia  # namespace package of NVIDIA's pip wheels
+    except ImportError:
+        nvidia = None
+    for root in getattr(nvidia, "__path__", []):
+        for cand in sorted(Path(root).glob("cu*/bin/nvdisasm")) + sorted(Path(root).glob("cuda_nvdisasm/bin/nvdisasm")):
+            return [str(cand), "-c"]
+    raise SassError("nvdisasm not found: put it on PATH or `pip install nvidia-cuda-nvdisasm`")
+
+
+def functions(source: Path) -> dict[str, list[str]]:
+    """{normalised function name: its instructions, normalised} of the file compiled for sm_90a."""
+    if shutil.which("nvcc") is None:
+        raise SassError("nvcc not found on PATH")
+    dis = disassembler()
+    with tempfile.TemporaryDirectory() as tmp:
+        # A copy named *.cu: nvcc picks the language by the suffix, and the source may come from a
+        # pipe (`<(git show REV:FILE)`). Kernel files are self-contained, so no include path is lost.
+        src = Path(tmp) / "kernel.cu"
+        src.write_text(source.read_text())
+        cubin = Path(tmp) / "k.cubin"
+        r = subprocess.run(["nvcc", *NVCC_FLAGS, "-o", str(cubin), str(src)], capture_output=True, text=True)
+        if r.returncode:
+            raise SassError(f"nvcc failed on {source}:\n{r.stderr.strip()[-2000:]}")
+        out = subprocess.run([*dis, str(cubin)], capture_output=True, text=True)
+        if out.returncode:
+            raise SassError(f"nvdisasm failed: {out.stderr.strip()[-500:]}")
+    funcs: dict[str, list[str]] = collections.OrderedDict()
+    cur = None
+    for line in out.stdout.splitlines():
+        m = re.match(r"\s*\.section\s+\.text\.(\S+?),", line)
+        if m:
+            cur = _ANON.sub("", m.group(1))
+            funcs[cur] = []
+            continue
+        m = _INSN.match(line)
+        if m and cur is not None:
+            funcs[cur].append(_LABEL.sub("L", _ANON.sub("", m.group(1))))
+    return funcs
+
+
+def opcode(insn: str) -> str:
+    """The opcode of one instruction, its predicate dropped (`@!P0 BRA ...` -> BRA)."""
+    return re.sub(r"^@!?U?P\w+\s+", "", insn).split()[0]
+
+
+def diff(a: dict[str, list[str]], b: dict[str, list[str]], match: str) -> list[str]:
+    rows = []
+    for name in sorted(set(a) | set(b)):
+        if not re.search(match, name):
+            continue
+        if name not in b or name not in a:
+            rows.append(f"only {'A' if name in a else 'B'}  {name}")
+            continue
+        if a[name] == b[name]:
+            rows.append(f"SAME  {name}  ({len(a[name])} instructions)")
+            continue
+        ca, cb = (collections.Counter(opcode(i) for i in f) for f in (a[name], b[name]))
+        changed = " ".join(f"{op}:{ca[op]}->{cb[op]}" for op in sorted(set(ca) | set(cb)) if ca[op] != cb[op])
+        rows.append(f"DIFF  {name}  ({len(a[name])} -> {len(b[name])} instructions)  {changed or 'same counts, other order'}")
+    return rows
+
+
+def flow(funcs: dict[str, list[str]], match: str) -> list[str]:
+    rows = []
+    for name, insns in funcs.items():
+        if not re.search(match, name):
+            continue
+        runs: list[list] = []
+        for insn in insns:
+            for key, rx in _FLOW:
+                m = re.search(rx, insn)
+                if m:
+                    tok = f"{key}:{m.group(1)}" if key == "DEPBAR" else key
+                    if runs and runs[-1][0] == tok:
+                        runs[-1][1] += 1
+                    else:
+                        runs.append([tok, 1])
+        rows.append(name)
+        rows.append("   " + " ".join(f"{t}x{n}" if n > 1 else t for t, n in runs))
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("diff", help="SAME / DIFF per instantiation")
+    d.add_argument("a", type=Path)
+    d.add_argument("b", type=Path)
+    f = sub.add_parser("flow", help="order of wgmma, waits, exp2 and barriers")
+    f.add_argument("file", type=Path)
+    for p in (d, f):
+        p.add_argument("--match", default="", help="only functions whose (mangled) name matches this regex")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "diff":
+            rows = diff(functions(args.a), functions(args.b), args.match)
+        else:
+            rows = flow(functions(args.file), args.match)
+    except (SassError, OSError) as e:
+        print(f"sass.py: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(rows) if rows else f"no function matches {args.match!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
