@@ -516,7 +516,7 @@ def run_once(variant: Variant, tiles: list[int], rng: random.Random, max_steps: 
             if not agents:
                 break
             raise ModelError("deadlock: " + ", ".join(
-                f"{k} waits" for k in agents) + f"; barriers: " + barrier_state(m))
+                f"{k} waits" for k in agents) + "; barriers: " + barrier_state(m))
         kind, what = rng.choice(choices)
         if kind == "event":
             _, fn = m.events.pop(what)

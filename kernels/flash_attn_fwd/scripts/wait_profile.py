@@ -2,9 +2,9 @@
 
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/wait_profile.py [--kernel FILE] [--launches N] [--json OUT]
-        SHAPE [SHAPE ...]
-A SHAPE is a scenario-like id: d128-h16-16-s512, d128-h16-16-s8192-causal, d64-h32-32-s512
-(batch = max(1, 32768 // s), as in the task's grid).
+        SCENARIO [SCENARIO ...]
+SCENARIO: an id of the task's grid (`ks scenarios flash_attn_fwd`), e.g. d128-h16-16-s512. Both
+kernels are compiled by the harness (its flags and build cache) and called through its ABI helpers.
 
 The script writes an instrumented copy of the kernel: every `mbar_wait(...)`, `named_sync(...)` and
 `wgmma_wait<N>()` statement, and every one-shot `mbar_try(...)` test, is wrapped so that thread 0 of each warpgroup (the producer's issuing
@@ -27,12 +27,16 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-KERNEL = Path(__file__).resolve().parents[1] / "best" / "kernel.cu"
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))
+from ks_tui.errors import KsError  # noqa: E402  (after the path: the script runs from a checkout)
+from ks_tui.task import Task, load_task  # noqa: E402
+
+KERNEL = REPO / "kernels" / "flash_attn_fwd" / "best" / "kernel.cu"
 LINES = 4096  # counter slots, one per source line of the original file
 # Pseudo-lines (no real wait sits on lines 1-3 of the file: they are the header comment).
 CONSUMER_TOTAL, PRODUCER_TOTAL, TILES = 1, 2, 3
@@ -135,46 +139,31 @@ def instrument(src: str) -> tuple[str, dict[int, tuple[str, str]]]:
     return text + EPILOGUE % {"lines": LINES}, sites
 
 
-def parse_shape(sid: str) -> dict:
-    m = re.fullmatch(r"d(\d+)-h(\d+)-(\d+)-s(\d+)(-fp16)?(-causal)?", sid)
-    if not m:
-        raise ProfileError(f"shape {sid!r}: expected d<D>-h<HQ>-<HKV>-s<S>[-fp16][-causal]")
-    d, h_q, h_kv, s = (int(m.group(i)) for i in range(1, 5))
-    return {"id": sid, "d": d, "h_q": h_q, "h_kv": h_kv, "s": s, "b": max(1, 32768 // s),
-            "fp16": bool(m.group(5)), "causal": bool(m.group(6))}
+def build(task: Task, source: Path) -> ctypes.CDLL:
+    """The harness's build of `source` (the task's compiler, flags and arch; cached)."""
+    from ks_tui.harness.build import build as harness_build
+
+    record, lib = harness_build(source, language=task.language, compiler=task.build.compiler,
+                                flags=task.build.flags, arch=task.build.arch, shown_name=source.name, timeout=900)
+    if not record["ok"] or lib is None:
+        raise ProfileError(f"{source} does not compile:\n{record['log'][-3000:]}")
+    return ctypes.CDLL(str(lib))
 
 
-def build(src: Path, so: Path) -> ctypes.CDLL:
-    cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-shared",
-           "-Xcompiler", "-fPIC", str(src), "-o", str(so)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        raise ProfileError(f"nvcc failed on {src}:\n{r.stderr[-3000:]}")
-    lib = ctypes.CDLL(str(so))
-    lib.flash_attn_fwd.restype = ctypes.c_int
-    lib.flash_attn_fwd.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 7 + [ctypes.c_float, ctypes.c_int,
-                                                                                 ctypes.c_void_p]
-    return lib
-
-
-def run_shape(libs: dict, shape: dict, launches: int) -> dict:
+def run_scenario(libs: dict, p: dict, launches: int) -> dict:
+    """Median time of each kernel (CUDA events), then the stamped kernel's counters over `launches`."""
     import torch
 
-    dt = torch.float16 if shape["fp16"] else torch.bfloat16
-    g = torch.Generator(device="cuda").manual_seed(0)
-    b, s, d = shape["b"], shape["s"], shape["d"]
-    q = torch.randn(b, s, shape["h_q"], d, device="cuda", dtype=dt, generator=g)
-    k = torch.randn(b, s, shape["h_kv"], d, device="cuda", dtype=dt, generator=g)
-    v = torch.randn(b, s, shape["h_kv"], d, device="cuda", dtype=dt, generator=g)
-    o = torch.empty_like(q)
-    stream = torch.cuda.current_stream()
+    from ks_tui.harness import attention
+
+    inputs = attention.make_inputs(p, torch.Generator(device="cuda").manual_seed(0), device="cuda")
+    out = attention.make_output(p, inputs)
+    stream = torch.cuda.current_stream().cuda_stream
 
     def call(lib):
-        rc = lib.flash_attn_fwd(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, s, s, shape["h_q"],
-                                shape["h_kv"], d, int(shape["causal"]), d ** -0.5, int(shape["fp16"]),
-                                stream.cuda_stream)
+        rc = attention.call_gpu(lib.flash_attn_fwd, inputs, out, p, stream)
         if rc:
-            raise ProfileError(f"{shape['id']}: kernel returned {rc}")
+            raise ProfileError(f"the kernel returned {rc}")
 
     times = {}
     for name, lib in libs.items():
@@ -203,13 +192,13 @@ def run_shape(libs: dict, shape: dict, launches: int) -> dict:
     return {"us": times, "cycles": list(cycles), "counts": list(counts)}
 
 
-def report(shape: dict, res: dict, sites: dict[int, str], launches: int) -> tuple[str, dict]:
+def report(sid: str, p: dict, res: dict, sites: dict[int, tuple[str, str]], launches: int) -> tuple[str, dict]:
     cyc, cnt = res["cycles"], res["counts"]
     c_total, p_total = cyc[CONSUMER_TOTAL], cyc[PRODUCER_TOTAL]
     tiles, blocks = max(cnt[TILES], 1), cyc[TILES]
     rows = [{"line": no, "role": role, "code": code, "calls": cnt[no], "cycles": cyc[no]}
             for no, (role, code) in sorted(sites.items()) if cnt[no]]
-    lines = [f"== {shape['id']}  (b={shape['b']})  v16 {res['us']['plain']:.1f} us, stamped {res['us']['stamped']:.1f} us"
+    lines = [f"== {sid}  (b={p['b']})  plain {res['us']['plain']:.1f} us, stamped {res['us']['stamped']:.1f} us"
              f"  | consumer warpgroup-tiles {tiles // launches}, key blocks per tile {blocks / tiles:.2f}",
              f"   consumer total {c_total / tiles:.0f} cycles per warpgroup-tile; producer total "
              f"{p_total / launches:.3g} cycles per launch (all CTAs)",
@@ -223,20 +212,21 @@ def report(shape: dict, res: dict, sites: dict[int, str], launches: int) -> tupl
         waited = sum(r["cycles"] for r in rows if r["role"] == role)
         lines.append(f"   {role}: {100 * waited / max(total, 1):.1f}% of its cycles in these waits, "
                      f"{100 - 100 * waited / max(total, 1):.1f}% elsewhere (issue, softmax, epilogue, stamps)")
-    return "\n".join(lines), {"shape": shape, "us": res["us"], "consumer_total": c_total, "producer_total": p_total,
+    return "\n".join(lines), {"scenario": sid, "params": p, "us": res["us"], "consumer_total": c_total, "producer_total": p_total,
                               "tiles": tiles, "blocks": blocks, "launches": launches, "sites": rows}
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("shapes", nargs="+")
+    ap.add_argument("scenarios", nargs="+")
     ap.add_argument("--kernel", type=Path, default=KERNEL)
     ap.add_argument("--launches", type=int, default=20)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--emit", type=Path, help="only write the instrumented source here (no GPU needed)")
     args = ap.parse_args(argv)
     try:
-        shapes = [parse_shape(s) for s in args.shapes]
+        task = load_task("flash_attn_fwd", REPO)
+        scenarios = task.select(ids=args.scenarios)
         text, sites = instrument(args.kernel.read_text())
         work = Path(os.environ.get("OUT", "/tmp")) / "wait_profile"
         work.mkdir(parents=True, exist_ok=True)
@@ -246,18 +236,16 @@ def main(argv: list[str]) -> int:
             print(f"{stamped}: {len(sites)} wait sites")
             return 0
         with ThreadPoolExecutor(2) as pool:  # two nvcc runs at once
-            futures = {"plain": pool.submit(build, args.kernel, work / "plain.so"),
-                       "stamped": pool.submit(build, stamped, work / "stamped.so")}
+            futures = {"plain": pool.submit(build, task, args.kernel), "stamped": pool.submit(build, task, stamped)}
             libs = {name: f.result() for name, f in futures.items()}
-        out, docs = [], []
-        for shape in shapes:
-            table, doc = report(shape, run_shape(libs, shape, args.launches), sites, args.launches)
+        docs = []
+        for sc in scenarios:
+            table, doc = report(sc.id, sc.params, run_scenario(libs, sc.params, args.launches), sites, args.launches)
             print(table, flush=True)
-            out.append(table)
             docs.append(doc)
         if args.json:
             args.json.write_text(json.dumps({"kernel": str(args.kernel), "results": docs}, indent=1))
-    except (ProfileError, OSError) as e:
+    except (ProfileError, KsError, OSError) as e:
         print(f"wait_profile.py: {e}", file=sys.stderr)
         return 2
     return 0
