@@ -46,6 +46,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, help="input seed of the first round, +1 per round (default: a new one); "
                                              "every file of a round gets the same inputs")
     p.add_argument("--json", action="store_true", help="print one JSON document (summary and every result)")
+    p.add_argument("--cached-baselines", action="store_true",
+                   help="GPU: time the baselines once and reuse them (faster; the speedup rows then "
+                        "mix clock states, the kernel-time row does not use baselines)")
     p.set_defaults(func=compare_cmd)
 
     p = sub.add_parser("scenarios", help="list a task's scenarios", description="list a task's scenarios")
@@ -140,7 +143,8 @@ def compare_cmd(args) -> int:
             if not args.json:
                 print(f"[{k}/{len(order)}] {c.name}: {c.source} (seed {seed})", file=sys.stderr, flush=True)
             c.runs.append(run_harness(task, c.source, mode="bench", quick=args.quick, scenarios=ids,
-                                      timeout=args.timeout, seed=seed, on_progress=progress))
+                                      timeout=args.timeout, seed=seed, on_progress=progress,
+                                      cached_baselines=args.cached_baselines))
     finally:
         progress.close()
     summary = compare.summarize(candidates)

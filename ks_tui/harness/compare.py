@@ -55,12 +55,17 @@ def _failure(result: dict) -> str:
 
 def summarize(candidates: list[Candidate]) -> dict:
     """Per candidate: its status over the rounds, per-scenario speedup (geomean over rounds) and
-    the geomean over the scenarios every candidate ran correctly (so the rows compare)."""
+    the geomean over the scenarios every candidate ran correctly (so the rows compare).
+
+    `time_vs_first` is the geomean over those scenarios of the first file's kernel time over this
+    file's (> 1: faster than the first). It leaves the baselines out: each run times them afresh,
+    and their run-to-run noise would otherwise enter an A/B of two kernels."""
     per: dict[str, dict[str, list[float]]] = {}
+    times: dict[str, dict[str, list[float]]] = {}
     failed: dict[str, str] = {}
     ids: list[str] = []
     for c in candidates:
-        per[c.name] = {}
+        per[c.name], times[c.name] = {}, {}
         for r in c.runs:
             if r.get("status") != "correct":
                 failed.setdefault(c.name, _failure(r))
@@ -69,20 +74,28 @@ def summarize(candidates: list[Candidate]) -> dict:
                     ids.append(s["id"])
                 if s.get("ok") and isinstance(s.get("speedup"), (int, float)):
                     per[c.name].setdefault(s["id"], []).append(float(s["speedup"]))
+                if s.get("ok") and isinstance(s.get("time_ms"), (int, float)) and s["time_ms"] > 0:
+                    times[c.name].setdefault(s["id"], []).append(float(s["time_ms"]))
     common = [i for i in ids if all(per[c.name].get(i) for c in candidates if c.name not in failed)]
     rows = {i: {c.name: geomean(per[c.name].get(i, [])) for c in candidates} for i in ids}
+    time_rows = {i: {c.name: geomean(times[c.name].get(i, [])) for c in candidates} for i in ids}
     overall = {c.name: (None if c.name in failed else geomean([rows[i][c.name] for i in common]))
                for c in candidates}
     first = candidates[0].name
     vs_first = {c.name: (overall[c.name] / overall[first] if overall[c.name] and overall[first] else None)
                 for c in candidates}
+    timed = [i for i in common if all(time_rows[i][c.name] for c in candidates if c.name not in failed)]
+    time_vs_first = {c.name: (None if c.name in failed or first in failed or not timed else
+                              geomean([time_rows[i][first] / time_rows[i][c.name] for i in timed]))
+                     for c in candidates}
     return {"scenarios": ids, "common": common, "rows": rows, "geomean": overall, "vs_first": vs_first,
-            "failed": failed}
+            "time_ms": time_rows, "time_vs_first": time_vs_first, "failed": failed}
 
 
 def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[int]) -> str:
     names = [c.name for c in candidates]
-    width = max([len(i) for i in summary["scenarios"]] + [len("geomean (common scenarios)")])
+    width = max([len(i) for i in summary["scenarios"]]
+                + [len("geomean (common scenarios)"), len(f"kernel time: {names[0]} / this")])
     cell = max(10, *(len(n) for n in names))
 
     def fmt(v) -> str:
@@ -95,6 +108,8 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[
         lines.append(f"{sid:<{width}}  " + " ".join(fmt(summary["rows"][sid][n]) for n in names))
     lines.append(f"{'geomean (common scenarios)':<{width}}  " + " ".join(fmt(summary["geomean"][n]) for n in names))
     lines.append(f"{'vs ' + names[0]:<{width}}  " + " ".join(fmt(summary["vs_first"][n]) for n in names))
+    lines.append(f"{'kernel time: ' + names[0] + ' / this':<{width}}  "
+                 + " ".join(fmt(summary["time_vs_first"][n]) for n in names))
     for name, why in summary["failed"].items():
         lines.append(f"{name}: {why}")
     return "\n".join(lines)

@@ -1,24 +1,32 @@
-"""compare.py --pick: which candidate a device call benches on the full grid after its A/B.
+"""compare.py: the device call's A/B of kernel files, and --pick, which decides which file a call
+benches on the full grid afterwards.
 
-The A/B results are files like those compare.py writes; the pick runs as device_run.sh runs it
-(a child process reading $OUT/work).
+The A/B runs end to end here on the CPU task (KS_TASK) through the real harness and compiler;
+--pick runs as device_run.sh runs it (a child process reading $OUT/work).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "kernels" / "flash_attn_fwd" / "scripts" / "compare.py"
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "kernels" / "flash_attn_fwd" / "scripts" / "compare.py"
+CPU_SEED = REPO / "kernels" / "attention_cpu" / "kernel.cpp"
+IDS = "d24-h2-1-q31-k45-b4+d48-h8-2-q77-k301-b1-causal"
 
 
-def write(work: Path, tag: str, label: str, name: str, geomean: float, status: str = "correct") -> None:
-    (work / f"{tag}{label}-{name}.json").write_text(json.dumps({"status": status, "geomean_speedup": geomean}))
+def write_summary(work: Path, tag: str, label: str, gains: dict, failed: dict | None = None) -> None:
+    path = work / f"{tag}summary.json"
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    doc[label] = {"time_vs_first": gains, "failed": failed or {}}
+    path.write_text(json.dumps(doc))
 
 
 def pick(out: Path, *args: str, min_gain: str | None = None) -> subprocess.CompletedProcess:
@@ -35,28 +43,25 @@ def work(tmp_path):
     return tmp_path
 
 
-def test_the_best_candidate_that_beats_the_reference_by_the_margin(work):
-    w = work / "work"
-    write(w, "g1-", "nomask_long", "v13", 1.031)
-    write(w, "g1-", "nomask_long", "a", 1.012)
-    write(w, "g1-", "nomask_long", "b", 1.055)
-    write(w, "g1-", "nomask_long", "c", 1.060, status="incorrect")  # faster but wrong: never picked
+def test_the_fastest_candidate_that_beats_the_reference_by_the_margin(work):
+    write_summary(work / "work", "g1-", "nomask_long",
+                  {"v13": 1.0, "a": 1.004, "b": 1.03, "c": 1.2}, failed={"c": "incorrect: wrong"})
+    write_summary(work / "work", "g1-", "short", {"v13": 1.0, "a": 1.5, "b": 1.0})  # not the first subset
     out = pick(work, "g1-", "nomask_long,short", "v13=k.cu", "a=a.cu", "b=b.cu", "c=c.cu")
     assert out.returncode == 0, out.stderr
-    assert out.stdout == "b.cu"
+    assert out.stdout == "b.cu"                      # c is faster but wrong: never picked
     assert "min gain 1.01" in out.stderr
 
 
 def test_nothing_when_no_candidate_clears_the_margin_or_the_reference_failed(work):
     w = work / "work"
-    write(w, "g2-", "quick", "ref", 1.040)
-    write(w, "g2-", "quick", "x", 1.045)
+    write_summary(w, "g2-", "quick", {"ref": 1.0, "x": 1.005})
     assert pick(work, "g2-", "quick", "ref=r.cu", "x=x.cu").stdout == ""           # +0.5% < 1%
     assert pick(work, "g2-", "quick", "ref=r.cu", "x=x.cu", min_gain="1.004").stdout == "x.cu"
-    write(w, "g3-", "quick", "ref", 1.0, status="timeout")
-    write(w, "g3-", "quick", "x", 1.2)
+    write_summary(w, "g3-", "quick", {"ref": None, "x": None}, failed={"ref": "timeout: killed"})
     assert pick(work, "g3-", "quick", "ref=r.cu", "x=x.cu").stdout == ""           # no reference
-    assert pick(work, "g4-", "quick", "ref=r.cu", "x=x.cu").stdout == ""           # no results at all
+    out = pick(work, "g4-", "quick", "ref=r.cu", "x=x.cu")                          # no results at all
+    assert out.stdout == "" and "no summary" in out.stderr
 
 
 def test_a_long_id_list_is_found_under_its_hashed_label(work):
@@ -66,6 +71,33 @@ def test_a_long_id_list_is_found_under_its_hashed_label(work):
     ids = "+".join(f"d128-h16-16-s{n}" for n in (512, 1024, 2048, 4096, 8192))
     label = compare.label_of(ids)
     assert label.startswith("ids-") and len(label) < 20
-    write(work / "work", "g1-", label, "ref", 1.0)
-    write(work / "work", "g1-", label, "x", 1.1)
+    write_summary(work / "work", "g1-", label, {"ref": 1.0, "x": 1.1})
     assert pick(work, "g1-", ids, "ref=r.cu", "x=x.cu").stdout == "x.cu"
+
+
+def test_an_interleaved_ab_end_to_end_with_the_real_harness(work, tmp_path):
+    """Two rounds of two files on two subsets: every run's JSON kept, one seed per round shared by
+    both files, a summary per subset, and --pick reads that summary."""
+    (tmp_path / "a.cpp").write_text(CPU_SEED.read_text())
+    (tmp_path / "b.cpp").write_text(CPU_SEED.read_text() + "\n// the same kernel, another file\n")
+    first, second = IDS.split("+")
+    env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu", KS_ROUNDS="2", KS_TAG="g1-")
+    p = subprocess.run([sys.executable, str(SCRIPT), f"{first},{second}",
+                        f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    runs = {f.name: json.loads(f.read_text()) for f in (work / "work").glob("g1-?-r?.json")}
+    assert sorted(runs) == ["g1-a-r1.json", "g1-a-r4.json", "g1-b-r2.json", "g1-b-r3.json"]
+    assert all(r["status"] == "correct" and len(r["scenarios"]) == 2 for r in runs.values())
+    assert runs["g1-a-r1.json"]["seed"] == runs["g1-b-r2.json"]["seed"] != runs["g1-a-r4.json"]["seed"]
+    assert runs["g1-b-r3.json"]["seed"] == runs["g1-a-r4.json"]["seed"]
+    summary = json.loads((work / "work" / "g1-summary.json").read_text())
+    assert set(summary) == {first, second}
+    assert summary[first]["common"] == [first]                     # each subset only its own ids
+    assert summary[first]["time_vs_first"]["a"] == 1.0 and summary[first]["time_vs_first"]["b"] > 0
+    assert p.stdout.count("kernel time: a / this") == 2
+    gain = summary[first]["time_vs_first"]["b"]
+    assert pick(work, "g1-", f"{first},{second}", "a=a.cpp", "b=b.cpp",
+                min_gain=str(gain * 0.99)).stdout == "b.cpp"
+    assert pick(work, "g1-", f"{first},{second}", "a=a.cpp", "b=b.cpp",
+                min_gain=str(gain * 1.01)).stdout == ""

@@ -42,6 +42,25 @@ def test_summary_compares_only_scenarios_every_sound_candidate_ran():
     assert s["vs_first"]["b"] == pytest.approx(0.5)
 
 
+def test_kernel_time_row_leaves_the_baselines_out():
+    """Two runs of one kernel time it alike while the baseline moved: the speedup rows differ,
+    the kernel-time row says level. A file 20% slower on one scenario shows there alone."""
+    def result(times, base):
+        return {"status": "correct", "scenarios": [
+            {"id": i, "ok": True, "time_ms": t, "speedup": base / t} for i, t in times.items()]}
+
+    a = compare.Candidate("a", None, [result({"s1": 1.0, "s2": 2.0}, base=1.1)])
+    b = compare.Candidate("b", None, [result({"s1": 1.0, "s2": 2.0}, base=0.9)])   # baseline ran faster
+    c = compare.Candidate("c", None, [result({"s1": 1.25, "s2": 2.0}, base=1.1)])
+    s = compare.summarize([a, b, c])
+    assert s["vs_first"]["b"] == pytest.approx(0.9 / 1.1)
+    assert s["time_vs_first"]["a"] == s["time_vs_first"]["b"] == pytest.approx(1.0)
+    assert s["time_vs_first"]["c"] == pytest.approx((1.0 / 1.25) ** 0.5)
+    assert s["time_ms"]["s1"]["c"] == pytest.approx(1.25)
+    text = compare.render([a, b, c], s, 1, [7])
+    assert "kernel time: a / this" in text.splitlines()[-1]
+
+
 def test_compare_two_files_with_the_real_harness(tmp_path):
     seed = (CPU_TASK_DIR / "kernel.cpp").read_text()
     (tmp_path / "a.cpp").write_text(seed)
@@ -63,6 +82,8 @@ def test_compare_two_files_with_the_real_harness(tmp_path):
                   "--scenarios", IDS.split(",")[0])
     assert text.returncode == 0, text.stderr
     assert "vs a" in text.stdout and "geomean (common scenarios)" in text.stdout
+    assert "kernel time: a / this" in text.stdout
+    assert doc["time_vs_first"]["a"] == 1.0 and doc["time_vs_first"]["b"] > 0
 
 
 def test_a_broken_candidate_is_reported_and_the_others_still_measured(tmp_path):

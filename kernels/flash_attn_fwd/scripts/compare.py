@@ -1,15 +1,24 @@
-"""Bench several kernel files on named scenario subsets in one device call; print a table.
+"""A/B of kernel files on named scenario subsets in one device call; print a table per subset.
 
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
 Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, short128,
 nomask_mid, d64_192, or any comma-free scenario id list joined by '+'.
-`compare.py --pick TAG SUBSETS NAME=FILE ...` prints the path of the file that beat the first
-by KS_MIN_GAIN (default 1.01) on the first subset, from the JSONs a run with KS_TAG=TAG left.
-Each run is `python3 -m ks_tui bench flash_attn_fwd --source FILE --json [--quick |
---scenarios IDS]`; its JSON goes to $OUT/work/<subset>-<name>.json. Stops starting runs
-when KS_DEADLINE (epoch seconds) is near; each run is killed by the harness after KS_RUN_TIMEOUT
-seconds (default 150), so a hanging candidate costs one run, not the call.
+
+The files are benched as `ks compare` benches them (its run order and summary, imported): one
+`ks bench --json --seed S --scenarios <all subsets' ids>` run per file and round, the order
+reversed every other round, the same inputs for every file of a round. KS_ROUNDS sets the
+rounds (default 1). Baselines are timed in the first run and reused (--cached-baselines), since
+the decision rests on the kernel-time row (first file's time over this file's, geomean), which
+uses no baseline; KS_FRESH_BASELINES=1 times them in every run. Each run's JSON goes to
+$OUT/work/<KS_TAG><name>-r<k>.json as soon as it ends and the summary per subset to
+$OUT/work/<KS_TAG>summary.json, so a call cut short keeps what it measured. No run starts when
+KS_DEADLINE (epoch seconds) is near; the harness kills a run after KS_RUN_TIMEOUT seconds
+(default 200), so a hanging candidate costs one run, not the call.
+
+`compare.py --pick TAG SUBSETS NAME=FILE ...` prints the path of the file whose kernel time beat
+the first file's by KS_MIN_GAIN (default 1.01) on the first subset, from the summary a run with
+KS_TAG=TAG left.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import time
@@ -26,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 WORK = Path(os.environ.get("OUT", "/tmp")) / "work"
 DEADLINE = float(os.environ.get("KS_DEADLINE", time.time() + 540))
+TASK = os.environ.get("KS_TASK", "flash_attn_fwd")  # another task only for the script's own tests
 SUBSETS = {
     "short": ["d128-h16-16-s512", "d128-h32-8-s1024-causal", "d256-h8-8-s512", "d96-h16-16-s1024",
               "d128-h16-16-s1007-causal", "d64-h32-8-s512", "d128-h64-8-s512-causal",
@@ -58,10 +69,11 @@ FILTERS = {
 def scenario_ids(subset: str) -> list[str]:
     if subset in SUBSETS:
         return SUBSETS[subset]
-    if subset in FILTERS:
-        out = subprocess.run([sys.executable, "-m", "ks_tui", "scenarios", "flash_attn_fwd", "--json"],
+    if subset in FILTERS or subset == "quick":
+        out = subprocess.run([sys.executable, "-m", "ks_tui", "scenarios", TASK, "--json"],
                              capture_output=True, text=True, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
-        return [s["id"] for s in json.loads(out.stdout)["scenarios"] if FILTERS[subset](s["params"])]
+        grid = json.loads(out.stdout)["scenarios"]
+        return [s["id"] for s in grid if (s["quick"] if subset == "quick" else FILTERS[subset](s["params"]))]
     return subset.split("+")
 
 
@@ -73,49 +85,49 @@ def label_of(subset: str) -> str:
 
 def pick_winner(work: Path, tag: str, subset: str, cands: list[tuple[str, str]],
                 min_gain: float) -> tuple[str, str]:
-    """(path of the best candidate, why): the file among cands[1:] with the highest correct
-    geomean on `subset` in `work`, if it beats cands[0] (the reference) by `min_gain`; ("", why)
-    when none does, or when the reference has no correct result."""
-    def geomean(name: str) -> float | None:
-        try:
-            r = json.loads((work / f"{tag}{label_of(subset)}-{name}.json").read_text())
-        except (OSError, ValueError):
-            return None
-        return r.get("geomean_speedup") if r.get("status") == "correct" else None
-
-    ref = geomean(cands[0][0])
-    scored = [(g, path) for (name, path) in cands[1:] if (g := geomean(name)) is not None]
+    """(path of the best candidate, why): the file among cands[1:] with the largest kernel-time
+    gain over cands[0] (the reference) on `subset`, if that gain is at least `min_gain` and the
+    file ran correctly; ("", why) when none does or the summary is missing."""
+    try:
+        summary = json.loads((work / f"{tag}summary.json").read_text())[label_of(subset)]
+    except (OSError, ValueError, KeyError):
+        return "", f"no summary for {subset[:60]} under {tag}: none"
+    gains = summary.get("time_vs_first") or {}
+    scored = [(g, path) for (name, path) in cands[1:]
+              if name not in summary.get("failed", {}) and isinstance(g := gains.get(name), (int, float))]
     best = max(scored, default=None)
-    if ref is None or best is None or best[0] < ref * min_gain:
-        return "", f"reference {ref}, candidates {scored}, min gain {min_gain}: none"
-    return best[1], f"reference {ref}, candidates {scored}, min gain {min_gain}: {best[1]}"
+    why = f"kernel time {cands[0][0]} / candidate {scored}, min gain {min_gain}"
+    if cands[0][0] in summary.get("failed", {}) or best is None or best[0] < min_gain:
+        return "", f"{why}: none"
+    return best[1], f"{why}: {best[1]}"
 
 
-def run(subset: str, name: str, src: str) -> dict | None:
+def bench(name: str, src: str, ids: list[str], seed: int, k: int) -> dict:
+    """One `ks bench` run of one file; its JSON is kept under WORK at once."""
     # A hanging candidate must not eat the whole call: the harness kills a run after this long.
-    run_limit = int(min(float(os.environ.get("KS_RUN_TIMEOUT", 150)), max(30, DEADLINE - time.time() - 15)))
-    args = [sys.executable, "-m", "ks_tui", "bench", "flash_attn_fwd", "--source", src, "--json",
-            "--timeout", str(run_limit)]
-    if subset == "quick":
-        args.append("--quick")
-    else:
-        args += ["--scenarios", ",".join(scenario_ids(subset))]
+    run_limit = int(min(float(os.environ.get("KS_RUN_TIMEOUT", 200)), max(30, DEADLINE - time.time() - 15)))
+    args = [sys.executable, "-m", "ks_tui", "bench", TASK, "--source", src, "--json",
+            "--timeout", str(run_limit), "--seed", str(seed), "--scenarios", ",".join(ids)]
+    if not os.environ.get("KS_FRESH_BASELINES"):
+        args.append("--cached-baselines")
     t0 = time.monotonic()
     p = subprocess.run(args, capture_output=True, text=True, timeout=run_limit + 30,
                        env=dict(os.environ, PYTHONPATH=str(REPO)))
     try:
         r = json.loads(p.stdout)
     except ValueError:
-        print(f"{subset}/{name}: no JSON, rc={p.returncode}: {p.stderr[-800:]}", flush=True)
-        return None
-    label = label_of(subset)
-    (WORK / f"{os.environ.get('KS_TAG', '')}{label}-{name}.json").write_text(json.dumps(r, indent=1))
-    print(f"{label}/{name}: {r.get('status')} {r.get('correct')} geomean {r.get('geomean_speedup')} "
-          f"({time.monotonic() - t0:.0f}s) {r.get('message', '')[:200]}", flush=True)
+        r = {"status": "no_json", "message": f"rc={p.returncode}: {p.stderr[-800:]}", "scenarios": []}
+    (WORK / f"{os.environ.get('KS_TAG', '')}{name}-r{k}.json").write_text(json.dumps(r, indent=1))
+    print(f"[{k}] {name}: {r.get('status')} {r.get('correct')} geomean {r.get('geomean_speedup')} "
+          f"({time.monotonic() - t0:.0f}s) {(r.get('message') or '')[:200]}", flush=True)
     for s in r.get("scenarios", []):
         if not s.get("ok"):
             print(f"   FAIL {s['id']}: {(s.get('error') or {}).get('what')}", flush=True)
     return r
+
+
+def only(run: dict, ids: set[str]) -> dict:
+    return dict(run, scenarios=[s for s in run.get("scenarios") or [] if s["id"] in ids])
 
 
 def main() -> None:
@@ -126,34 +138,36 @@ def main() -> None:
         print(f"auto pick: {why}", file=sys.stderr)
         print(path, end="")
         return
+    sys.path.insert(0, str(REPO))
+    from ks_tui.harness import compare as kc
+
     WORK.mkdir(parents=True, exist_ok=True)
     subsets = sys.argv[1].split(",")
-    cands = [a.split("=", 1) for a in sys.argv[2:]]
-    results: dict = {}
-    for subset in subsets:
-        for name, src in cands:
-            if DEADLINE - time.time() < 40:
-                print(f"skipping {subset}/{name}: deadline", flush=True)
-                continue
-            results[(subset, name)] = run(subset, name, src)
-    print("\nspeedup vs fastest baseline (per scenario; geomean last)")
-    for subset in subsets:
-        rows: dict = {}
-        for name, _ in cands:
-            r = results.get((subset, name)) or {}
-            for s in r.get("scenarios", []):
-                rows.setdefault(s["id"], {})[name] = s.get("speedup") if s.get("ok") else "FAIL"
-        print(f"[{subset[:60]}] " + " ".join(f"{n:>10s}" for n, _ in cands))
-        for sid, by in rows.items():
-            cells = " ".join(f"{by.get(n):>10.3f}" if isinstance(by.get(n), float) else f"{str(by.get(n)):>10s}"
-                             for n, _ in cands)
-            print(f"  {sid:34s} {cells}")
-        g = []
-        for name, _ in cands:
-            r = results.get((subset, name)) or {}
-            g.append(f"{r['geomean_speedup']:>10.3f}" if r.get("geomean_speedup") and r.get("status") == "correct"
-                     else f"{'-':>10s}")
-        print(f"  {'geomean':34s} {' '.join(g)}")
+    by_subset = {s: scenario_ids(s) for s in subsets}
+    union = list(dict.fromkeys(i for ids in by_subset.values() for i in ids))
+    cands = kc.parse_candidates(sys.argv[2:])
+    rounds = int(os.environ.get("KS_ROUNDS", "1"))
+    first_seed = random.randrange(2**31 - rounds)
+    order = kc.run_order(len(cands), rounds)
+    for k, i in enumerate(order, 1):
+        if DEADLINE - time.time() < 40:
+            print(f"skipping run {k} ({cands[i].name}): deadline", flush=True)
+            continue
+        cands[i].runs.append(bench(cands[i].name, str(cands[i].source), union,
+                                   first_seed + (k - 1) // len(cands), k))
+    for c in cands:
+        if not c.runs:
+            c.runs.append({"status": "not_run", "message": "deadline", "scenarios": []})
+    summaries = {}
+    print(f"\nspeedup vs fastest baseline per scenario; the kernel-time row is the decision "
+          f"({rounds} round(s), seeds from {first_seed})")
+    for subset, ids in by_subset.items():
+        part = [kc.Candidate(c.name, c.source, [only(r, set(ids)) for r in c.runs]) for c in cands]
+        summary = kc.summarize(part)
+        summaries[label_of(subset)] = summary
+        print(f"[{subset[:60]}]")
+        print(kc.render(part, summary, rounds, [first_seed + r for r in range(rounds)]).split("\n", 1)[1])
+    (WORK / f"{os.environ.get('KS_TAG', '')}summary.json").write_text(json.dumps(summaries, indent=1))
 
 
 if __name__ == "__main__":

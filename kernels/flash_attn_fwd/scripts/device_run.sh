@@ -12,14 +12,15 @@
 #                                 -> kernels -> full bench of best/kernel.cu, baselines timed
 #   bash device_run.sh candidates NAME=FILE ...   baseline-cache gpu test -> the candidates on
 #                                 the quick, short and d64 subsets -> full bench of the seed ->
-#                                 full bench of the candidate with the best quick geomean
+#                                 full bench of the candidate fastest on the first subset (by
+#                                 kernel time, against the first file)
 #                                 (KS_SUBSETS=quick,d256 picks the subsets, KS_SKIP_SEED=1 and
 #                                 KS_SKIP_CACHE_TEST=1 skip those steps)
 #   bash device_run.sh groups "SUBSETS NAME=FILE ..." ...   one compare.py run per group (each its
-#                                 own A/B in this process), then, with KS_BEST=FILE, a full bench
-#                                 of that file; KS_BEST=auto benches the last group's best file on
-#                                 its first subset if it beats the group's first file by
-#                                 KS_MIN_GAIN (default 1.01)
+#                                 own interleaved A/B, KS_ROUNDS rounds), then, with KS_BEST=FILE,
+#                                 a full bench of that file; KS_BEST=auto benches the last group's
+#                                 file fastest on its first subset if its kernel time beats the
+#                                 group's first file's by KS_MIN_GAIN (default 1.01)
 # Results are packed into $OUT/results.tgz (the device returns only a few files).
 set -uo pipefail
 MODE=${1:-all}
@@ -27,7 +28,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export OUT=${OUT:-/tmp/ks-device-out}
 mkdir -p "$OUT"
 # Stop starting new steps this many seconds after the start (the command limit is 600 s).
-export KS_DEADLINE=$(( $(date +%s) + ${KS_CALL_SECONDS:-570} ))
+export KS_DEADLINE=${KS_DEADLINE:-$(( $(date +%s) + ${KS_CALL_SECONDS:-570} ))}
 S=kernels/flash_attn_fwd/scripts
 
 layout() {
@@ -61,21 +62,10 @@ candidates)
     fi
     python3 $S/compare.py "${KS_SUBSETS:-quick,short,d64}" "$@" 2>&1 | tee "$OUT/compare.txt"
     [[ -z "${KS_SKIP_SEED:-}" ]] && python3 $S/device_run.py full_seed
-    win=$(python3 - "$@" <<'PY'
-import json, os, sys
-best = None
-for spec in sys.argv[1:]:
-    name, path = spec.split("=", 1)
-    try:
-        r = json.load(open(f"{os.environ['OUT']}/work/quick-{name}.json"))
-    except (OSError, ValueError):
-        continue
-    if r.get("status") == "correct" and (best is None or r["geomean_speedup"] > best[0]):
-        best = (r["geomean_speedup"], path)
-print(best[1] if best else "")
-PY
-)
-    echo "full bench of the quick winner: $win"
+    # the fastest candidate, or the first file when none is faster than it
+    win=$(KS_MIN_GAIN=${KS_MIN_GAIN:-1.0} python3 $S/compare.py --pick "" "${KS_SUBSETS:-quick,short,d64}" "$@")
+    win=${win:-${1#*=}}
+    echo "full bench of the winner: $win"
     [[ -n "$win" ]] && KS_BEST=$win python3 $S/device_run.py full_best
     tar czf "$OUT/results.tgz" -C "$OUT" work log.txt summary.json 2>/dev/null; rm -rf "$OUT/work" ;;
 groups)
