@@ -58,8 +58,10 @@ def summarize(candidates: list[Candidate]) -> dict:
     the geomean over the scenarios every candidate ran correctly (so the rows compare).
 
     `time_vs_first` is the geomean over those scenarios of the first file's kernel time over this
-    file's (> 1: faster than the first). It leaves the baselines out: each run times them afresh,
-    and their run-to-run noise would otherwise enter an A/B of two kernels."""
+    file's (> 1: faster than the first). It leaves the baselines' own noise out, but not the
+    clock's: on an H200 under sustained load one kernel's long scenarios ran ~10% slower in a
+    call's eighth run than in its first. The speedup row, whose baselines are timed right beside
+    the kernel, cancels that, so it is the one to decide on; the two agree with --cached-baselines."""
     per: dict[str, dict[str, list[float]]] = {}
     times: dict[str, dict[str, list[float]]] = {}
     failed: dict[str, str] = {}

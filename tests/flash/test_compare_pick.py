@@ -25,7 +25,7 @@ IDS = "d24-h2-1-q31-k45-b4+d48-h8-2-q77-k301-b1-causal"
 def write_summary(work: Path, tag: str, label: str, gains: dict, failed: dict | None = None) -> None:
     path = work / f"{tag}summary.json"
     doc = json.loads(path.read_text()) if path.exists() else {}
-    doc[label] = {"time_vs_first": gains, "failed": failed or {}}
+    doc[label] = {"vs_first": gains, "failed": failed or {}}
     path.write_text(json.dumps(doc))
 
 
@@ -96,7 +96,7 @@ def test_an_interleaved_ab_end_to_end_with_the_real_harness(work, tmp_path):
     assert summary[first]["common"] == [first]                     # each subset only its own ids
     assert summary[first]["time_vs_first"]["a"] == 1.0 and summary[first]["time_vs_first"]["b"] > 0
     assert p.stdout.count("kernel time: a / this") == 2
-    gain = summary[first]["time_vs_first"]["b"]
+    gain = summary[first]["vs_first"]["b"]
     assert pick(work, "g1-", f"{first},{second}", "a=a.cpp", "b=b.cpp",
                 min_gain=str(gain * 0.99)).stdout == "b.cpp"
     assert pick(work, "g1-", f"{first},{second}", "a=a.cpp", "b=b.cpp",
