@@ -182,6 +182,10 @@ def cmd_try(args) -> int:
             result = _load_result_file(args.result)
             if result.get("task") not in (None, info.task):
                 raise KsError(f"the result is for task {result.get('task')!r}, session {info.id} works on {info.task!r}")
+            if result.get("selection"):  # made before the harness said so itself: every id named is the grid
+                from ks_tui.harness.result import grid_selection
+
+                result["selection"] = grid_selection(store.task(info.id), result["selection"])
             if args.kernel:
                 store.replace_kernel(info.id, Path(args.kernel), result)
         elif args.kernel:

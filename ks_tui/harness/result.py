@@ -18,10 +18,19 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def grid_selection(task, ids: list[str] | None) -> list[str] | None:
+    """The ids of a --scenarios selection, or None when they name every scenario of the grid (such
+    a run is a full-grid run: its geomean is the grid's)."""
+    if not ids or set(ids) >= {s.id for s in task.scenarios}:
+        return None
+    return list(ids)
+
+
 def skeleton(task, source: Path, mode: str, quick: bool, seed: int | None,
              selection: list[str] | None = None) -> dict:
     # selection: the scenario ids asked for with --scenarios (None: the whole grid or the quick
     # subset), so a subset's geomean is never taken for the grid's.
+    selection = grid_selection(task, selection)
     return {
         "schema": SCHEMA, "task": task.name, "kernel_sha256": sha256_file(source),
         "source": str(source), "mode": mode, "quick": quick, "seed": seed,

@@ -289,3 +289,21 @@ def test_ks_works_from_inside_a_session_worktree_and_finds_hashes_across_session
     assert other  # the latest session has no attempts; the hash still finds the first one
     shown = json.loads(ks("show", sha[:10], "--json", cwd=kernel.parent).stdout)
     assert shown["session"] == sid and "+// first session" in shown["diff"]
+
+
+def test_a_selection_naming_every_scenario_is_the_full_grid(toy_session, tmp_path):
+    """A device script that lists all of the grid's ids with --scenarios ran the full grid: that
+    result is a full-grid bench (it can be the best); a list of some ids stays a subset probe."""
+    ws, sid, kernel = toy_session
+    kernel.write_text(kernel.read_text() + "// candidate\n")
+    some, every = tmp_path / "some.json", tmp_path / "every.json"
+    some_result = dict(result_for(kernel, speedup=1.5), selection=["n8"])
+    every_result = dict(result_for(kernel, speedup=1.2), selection=["n16", "n8"], seed=77)
+    some.write_text(json.dumps(some_result))
+    every.write_text(json.dumps(every_result))
+    assert ks("try", "--session", sid, "--result", str(some), cwd=ws).returncode == 0
+    assert ks("try", "--session", sid, "--result", str(every), cwd=ws).returncode == 0
+    log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
+    assert [(a["mode"], a["best"]) for a in log] == [("bench-subset", False), ("bench", True)]
+    shown = json.loads(ks("show", "2", "--session", sid, "--json", cwd=ws).stdout)
+    assert shown["result"]["selection"] is None and shown["result"]["seed"] == 77

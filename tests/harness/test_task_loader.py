@@ -141,3 +141,15 @@ def test_the_example_in_task_format_doc_loads(tmp_path):
     assert len(task.scenarios) == 4 and task.timing.threads == 4
     assert task.scenarios[0].params["dtype"] == "fp32"
     assert task_dir / "notes.md" in task.readonly
+
+
+def test_a_selection_of_every_scenario_is_recorded_as_the_grid(cpu_task):
+    from ks_tui.harness.result import grid_selection, skeleton
+
+    every = [s.id for s in reversed(cpu_task.scenarios)]
+    assert grid_selection(cpu_task, every) is None
+    assert grid_selection(cpu_task, every[:1]) == every[:1]
+    assert grid_selection(cpu_task, None) is None
+    kernel = cpu_task.kernel
+    assert skeleton(cpu_task, kernel, "bench", False, 1, every)["selection"] is None
+    assert skeleton(cpu_task, kernel, "bench", False, 1, every[1:])["selection"] == every[1:]

@@ -1,3 +1,8 @@
+// v18 (ks session 20261203-021222-750b, attempts 37/38): v17 + FlashAttention-4's conditional rescale. A warp
+// keeps its rows' running maxima until a key block raises one of them by more than 2^8 (log2 units), so P stays
+// <= 256 (bf16/fp16 round it relative to its size) and O is rescaled only then: its 64 FMUL (d128) per block sit
+// behind a warp-uniform branch (__any_sync). Full 182-scenario grid 1.068x, 182/182 correct; v17 1.061x in the
+// same call (results/2026-12-03-h200-v18-full-bench.json, -s8-v17-full-bench.json): d128 s <= 2048 +2.7-3.9%.
 // v17 (ks session 20261203-021222-750b, attempt 33): v16 + the v6 loop (d64, d256) tests V's mbarrier together
 // with K's and waits for V only if it was not full then. Session 7's wait profile (scripts/wait_profile.py) showed
 // each mbarrier test costing ~75-95 cycles even when the stage is full. d256 causal 1.011 -> 1.041, no mask
@@ -571,10 +576,15 @@ __device__ __forceinline__ void mask_scores(float (&s_acc)[BN / 2], int col0, in
   }
 }
 
-// Online softmax of one key block: new running max, rescale factor alpha, probabilities in place.
+// Online softmax of one key block: probabilities in place, and the rescale factor alpha of the rows
+// whose running max moved. A warp moves its rows' maxima only when one of them grew by more than
+// 2^kLazyRescaleLog2 (FlashAttention-4's conditional rescale): P then stays <= 2^8 and O needs no
+// rescale for most blocks. Returns whether this warp rescaled (alpha is 1 otherwise).
+constexpr float kLazyRescaleLog2 = 8.f;
 template <int BN>
-__device__ __forceinline__ void online_softmax(float (&s_acc)[BN / 2], float (&row_max)[2], float (&row_sum)[2],
+__device__ __forceinline__ bool online_softmax(float (&s_acc)[BN / 2], float (&row_max)[2], float (&row_sum)[2],
                                                float (&alpha)[2], float scale_log2) {
+  float block_max[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float mx = row_max[r];
@@ -582,9 +592,18 @@ __device__ __forceinline__ void online_softmax(float (&s_acc)[BN / 2], float (&r
     for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * r], s_acc[4 * j + 2 * r + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+    block_max[r] = mx;
+  }
+  // -inf - -inf is NaN: a row that saw only masked keys so far and here does not ask for a rescale.
+  const bool grew = (block_max[0] - row_max[0]) * scale_log2 > kLazyRescaleLog2 ||
+                    (block_max[1] - row_max[1]) * scale_log2 > kLazyRescaleLog2;
+  const bool rescale = __any_sync(0xffffffff, grew);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float mx = rescale ? block_max[r] : row_max[r];
     // A row that has seen only masked keys keeps max -inf: subtract 0 so exp2 gives 0.
     const float base_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-    alpha[r] = fast_exp2(row_max[r] * scale_log2 - base_scaled);
+    alpha[r] = rescale ? fast_exp2(row_max[r] * scale_log2 - base_scaled) : 1.f;
     row_max[r] = mx;
     float sum = 0.f;
 #pragma unroll
@@ -595,8 +614,9 @@ __device__ __forceinline__ void online_softmax(float (&s_acc)[BN / 2], float (&r
       s_acc[4 * j + 2 * r + 1] = p1;
       sum += p0 + p1;
     }
-    row_sum[r] = row_sum[r] * alpha[r] + sum;
+    row_sum[r] = rescale ? row_sum[r] * alpha[r] + sum : row_sum[r] + sum;
   }
+  return rescale;
 }
 
 // O *= alpha per row (the running max moved): this thread's rows are the even / odd pairs.
@@ -853,7 +873,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           wgmma_commit();
         };
         auto mask = [&](int n) { mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t); };
-        auto softmax = [&] { online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2); };
+        bool rescaled = true;
+        auto softmax = [&] { rescaled = online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2); };
         auto to_p = [&] { pack_p<T, BN>(s_acc, p_frag); };
         auto release = [&](uint32_t bar) {
           __syncwarp();
@@ -902,7 +923,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           fence_regs(o_acc);
           fence_frag(p_frag);
           release(empty_v(prev));  // V of the previous stage: P_{i-1} V_{i-1} has completed
-          rescale_o<Dp>(o_acc, alpha);
+          if (rescaled) rescale_o<Dp>(o_acc, alpha);
           to_p();
         }
         // v8's epilogue: every S = Q K^T of this tile has completed, the producer may load the next
@@ -962,8 +983,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
 
         mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);
         float alpha[2];
-        online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2);
-        rescale_o<Dp>(o_acc, alpha);
+        if (online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2)) rescale_o<Dp>(o_acc, alpha);
 
         uint32_t p_frag[BN / 16][4];
         pack_p<T, BN>(s_acc, p_frag);
