@@ -43,6 +43,40 @@ N160_NEW = (
 #   the others lost: NOTES.md, "Session 8") from 1cb84c9:
 #   git worktree add /tmp/ks-s8 1cb84c9 && python3 /tmp/ks-s8/kernels/flash_attn_fwd/scripts/variants.py NAME
 
+# Session 8: short tiles are issue-bound (v18's ~60 fewer instructions a block gave short d128 +3%, long
+# shapes nothing). A masked (diagonal or tail) block spends per score an add, two compares and a select in
+# mask_scores. With each of the thread's two rows' limit computed once, relative to its first column, the
+# test per score is one compare against a compile-time constant and a select. At causal s = 512 with
+# 128-key blocks 40% of the blocks are diagonal ones. Compile-checked only; not yet measured.
+CHEAPMASK_EDITS = [
+    ("  if (need_mask) {\n"
+     "#pragma unroll\n"
+     "    for (int j = 0; j < BN / 8; ++j) {\n"
+     "#pragma unroll\n"
+     "      for (int e = 0; e < 4; ++e) {\n"
+     "        const int col = col0 + 8 * j + 2 * t + (e & 1);\n"
+     "        const int row = row0 + (e >> 1) * 8;\n"
+     "        const bool ok = col < s_k && (!causal || col <= row + diag);\n"
+     "        if (!ok) s_acc[4 * j + e] = -INFINITY;\n"
+     "      }\n"
+     "    }\n"
+     "  }\n",
+     "  if (need_mask) {\n"
+     "    // Per row: how many columns from this thread's first one (col0 + 2t) it may see; the test per\n"
+     "    // score is then one compare against the constant 8j + (e & 1).\n"
+     "    int seen[2];\n"
+     "#pragma unroll\n"
+     "    for (int r = 0; r < 2; ++r)\n"
+     "      seen[r] = (causal ? min(s_k, row0 + 8 * r + diag + 1) : s_k) - (col0 + 2 * t);\n"
+     "#pragma unroll\n"
+     "    for (int j = 0; j < BN / 8; ++j) {\n"
+     "#pragma unroll\n"
+     "      for (int e = 0; e < 4; ++e)\n"
+     "        if (8 * j + (e & 1) >= seen[e >> 1]) s_acc[4 * j + e] = -INFINITY;\n"
+     "    }\n"
+     "  }\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_n160tn": (
@@ -50,6 +84,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "// next_n160tn: v18 + its 160-key blocks for d96/d128 without a mask at 1024 < s_k <= 2048 too, with the\n"
         "// TMA epilogue.\n",
         [(N160_OLD, N160_NEW)]),
+    "next_cheapmask": (
+        "kernel.cu",
+        "// next_cheapmask: v18 + the diagonal/tail mask tested against a per-row limit computed once.\n",
+        CHEAPMASK_EDITS),
 }
 
 
