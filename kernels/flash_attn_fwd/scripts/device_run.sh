@@ -12,14 +12,14 @@
 #                                 -> kernels -> full bench of best/kernel.cu, baselines timed
 #   bash device_run.sh candidates NAME=FILE ...   baseline-cache gpu test -> the candidates on
 #                                 the quick, short and d64 subsets -> full bench of the seed ->
-#                                 full bench of the candidate fastest on the first subset (by
-#                                 kernel time, against the first file)
+#                                 full bench of the candidate fastest on the first subset (its
+#                                 speedup against the first file's), or of the first file
 #                                 (KS_SUBSETS=quick,d256 picks the subsets, KS_SKIP_SEED=1 and
 #                                 KS_SKIP_CACHE_TEST=1 skip those steps)
 #   bash device_run.sh groups "SUBSETS NAME=FILE ..." ...   one compare.py run per group (each its
 #                                 own interleaved A/B, KS_ROUNDS rounds), then, with KS_BEST=FILE,
 #                                 a full bench of that file; KS_BEST=auto benches the last group's
-#                                 file fastest on its first subset if its kernel time beats the
+#                                 file fastest on its first subset if its speedup beats the
 #                                 group's first file's by KS_MIN_GAIN (default 1.01)
 # Results are packed into $OUT/results.tgz (the device returns only a few files).
 set -uo pipefail
