@@ -77,6 +77,57 @@ CHEAPMASK_EDITS = [
      "  }\n"),
 ]
 
+# Session 8: the SASS spends ~8 instructions on each wgmma's shared-memory descriptors (the address masked,
+# shifted and or-ed with the strides for every k-step: LOP3, SHF, VIADD, LOP3, R2UR...), ~150 of a d128
+# 160-key block's ~650. A descriptor of a buffer's start plus a constant byte offset is one 32-bit add on its
+# low word (the start address >> 4 sits in its low 14 bits; shared memory is < 256 KB, so the add cannot carry
+# into the stride fields), as CUTLASS's descriptor iterator does. Short tiles are issue-bound (v18).
+DESCINC_EDITS = [
+    ("__device__ __forceinline__ void wgmma_fence() {\n",
+     "// The descriptor of `base`'s buffer at a byte offset: one add on the low word, which holds the start\n"
+     "// address >> 4 in its low 14 bits (shared memory is < 256 KB: no carry into the stride fields).\n"
+     "__device__ __forceinline__ uint64_t smem_desc_at(uint64_t base, uint32_t byte_off) {\n"
+     "  return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));\n"
+     "}\n"
+     "\n"
+     "__device__ __forceinline__ void wgmma_fence() {\n"),
+    ("        auto issue_qk = [&](int st) {\n"
+     "#pragma unroll\n"
+     "          for (int kk = 0; kk < kQkSteps; ++kk) {\n"
+     "            const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row\n"
+     "            const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);\n"
+     "            const uint64_t db = smem_desc(sK + st * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);\n",
+     "        const uint64_t q_desc = smem_desc(q_half, 16, 1024);\n"
+     "        auto issue_qk = [&](int st) {\n"
+     "          const uint64_t k_desc = smem_desc(sK + st * kKVBytes, 16, 1024);\n"
+     "#pragma unroll\n"
+     "          for (int kk = 0; kk < kQkSteps; ++kk) {\n"
+     "            const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row\n"
+     "            const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);\n"
+     "            const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"),
+    ("        auto issue_pv = [&](int st) {\n"
+     "#pragma unroll\n"
+     "          for (int kk = 0; kk < BN / 16; ++kk) {\n"
+     "            const uint64_t db = smem_desc(sV + st * kKVBytes + kk * 16 * 128, BN * 128, 1024);\n",
+     "        auto issue_pv = [&](int st) {\n"
+     "          const uint64_t v_desc = smem_desc(sV + st * kKVBytes, BN * 128, 1024);\n"
+     "#pragma unroll\n"
+     "          for (int kk = 0; kk < BN / 16; ++kk) {\n"
+     "            const uint64_t db = smem_desc_at(v_desc, kk * 16 * 128);\n"),
+    ("        for (int kk = 0; kk < kQkSteps; ++kk) {\n"
+     "          const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row\n"
+     "          const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);\n"
+     "          const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);\n",
+     "        for (int kk = 0; kk < kQkSteps; ++kk) {\n"
+     "          const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row\n"
+     "          const uint64_t da = smem_desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
+     "          const uint64_t db = smem_desc_at(smem_desc(sK + s * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n"),
+    ("        for (int kk = 0; kk < BN / 16; ++kk) {\n"
+     "          const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);\n",
+     "        for (int kk = 0; kk < BN / 16; ++kk) {\n"
+     "          const uint64_t db = smem_desc_at(smem_desc(sV + s * kKVBytes, BN * 128, 1024), kk * 16 * 128);\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_n160tn": (
@@ -88,6 +139,14 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "kernel.cu",
         "// next_cheapmask: v18 + the diagonal/tail mask tested against a per-row limit computed once.\n",
         CHEAPMASK_EDITS),
+    "next_descinc": (
+        "kernel.cu",
+        "// next_descinc: v18 + each wgmma's descriptor as its buffer's descriptor plus a constant (one add).\n",
+        DESCINC_EDITS),
+    "next_maskdesc": (
+        "kernel.cu",
+        "// next_maskdesc: v18 + next_cheapmask's mask + next_descinc's descriptors.\n",
+        CHEAPMASK_EDITS + DESCINC_EDITS),
 }
 
 
