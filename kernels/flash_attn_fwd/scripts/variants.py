@@ -83,6 +83,11 @@ CHEAPMASK_EDITS = [
 # low word (the start address >> 4 sits in its low 14 bits; shared memory is < 256 KB, so the add cannot carry
 # into the stride fields), as CUTLASS's descriptor iterator does. Short tiles are issue-bound (v18).
 DESCINC_EDITS = [
+    # CUTLASS's trick: the warpgroup index broadcast from lane 0, so the compiler can prove it warp-uniform and
+    # keep what derives from it (this warpgroup's Q slice, its descriptors) on the uniform datapath: fewer
+    # R2UR moves before each wgmma.
+    ("  const int warpgroup = threadIdx.x / 128;\n",
+     "  const int warpgroup = __shfl_sync(0xffffffff, threadIdx.x / 128, 0);  // warp-uniform, and provably so\n"),
     ("__device__ __forceinline__ void wgmma_fence() {\n",
      "// The descriptor of `base`'s buffer at a byte offset: one add on the low word, which holds the start\n"
      "// address >> 4 in its low 14 bits (shared memory is < 256 KB: no carry into the stride fields).\n"
@@ -141,7 +146,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         CHEAPMASK_EDITS),
     "next_descinc": (
         "kernel.cu",
-        "// next_descinc: v18 + each wgmma's descriptor as its buffer's descriptor plus a constant (one add).\n",
+        "// next_descinc: v18 + each wgmma's descriptor as its buffer's plus a constant (one add); a provably uniform\n"
+        "// warpgroup index.\n",
         DESCINC_EDITS),
     "next_maskdesc": (
         "kernel.cu",
