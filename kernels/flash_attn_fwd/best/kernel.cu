@@ -1,3 +1,10 @@
+// v19 (ks session 20261203-021222-750b, attempt 41): v18 + each wgmma's shared-memory descriptor as its buffer's
+// descriptor plus a constant (one 32-bit add on the low word, as CUTLASS's descriptor iterator does) instead of
+// masking, shifting and or-ing the address again for every k-step, and the warpgroup index broadcast from lane 0
+// so the compiler can prove it warp-uniform (fewer R2UR moves). A steady d128 block's non-wgmma instructions
+// among its wgmmas 131 -> 82. Full 182-scenario grid 1.084x, 182/182 correct; v18 1.065x in the same call
+// (results/2026-12-03-h200-v19-full-bench.json, -s9-v18-full-bench.json): every family +0.7-3.3%, long shapes
+// too (they run at the 700 W power cap: fewer instructions, less energy; results/2026-12-03-h200-s9-call1-clock.txt).
 // v18 (ks session 20261203-021222-750b, attempts 37/38): v17 + FlashAttention-4's conditional rescale. A warp
 // keeps its rows' running maxima until a key block raises one of them by more than 2^8 (log2 units), so P stays
 // <= 256 (bf16/fp16 round it relative to its size) and O is rescaled only then: its 64 FMUL (d128) per block sit
@@ -269,6 +276,12 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint3
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
          (static_cast<uint64_t>(lbo >> 4) << 16) | (static_cast<uint64_t>(sbo >> 4) << 32) |
          (1ull << 62);
+}
+
+// The descriptor of `base`'s buffer at a byte offset: one add on the low word, which holds the start
+// address >> 4 in its low 14 bits (shared memory is < 256 KB: no carry into the stride fields).
+__device__ __forceinline__ uint64_t smem_desc_at(uint64_t base, uint32_t byte_off) {
+  return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -712,7 +725,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
   const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
   const int group = h_q / h_kv;
 
-  const int warpgroup = threadIdx.x / 128;
+  const int warpgroup = __shfl_sync(0xffffffff, threadIdx.x / 128, 0);  // warp-uniform, and provably so
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full_k(s), 1);
@@ -853,21 +866,24 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         // S = Q K^T for the K tile in stage st (issued and committed, not waited for). The step
         // count is a template parameter: a run-time test between wgmmas would make ptxas wait
         // for each one at the branch.
+        const uint64_t q_desc = smem_desc(q_half, 16, 1024);
         auto issue_qk = [&](int st) {
+          const uint64_t k_desc = smem_desc(sK + st * kKVBytes, 16, 1024);
 #pragma unroll
           for (int kk = 0; kk < kQkSteps; ++kk) {
             const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-            const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
-            const uint64_t db = smem_desc(sK + st * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+            const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);
+            const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);
             mma_qk<T, BN>(s_acc, da, db, kk > 0);
           }
           wgmma_commit();
         };
         // O += P V for the V tile in stage st (issued and committed, not waited for).
         auto issue_pv = [&](int st) {
+          const uint64_t v_desc = smem_desc(sV + st * kKVBytes, BN * 128, 1024);
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk) {
-            const uint64_t db = smem_desc(sV + st * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+            const uint64_t db = smem_desc_at(v_desc, kk * 16 * 128);
             mma_pv<T, Dp>(o_acc, p_frag[kk], db);
           }
           wgmma_commit();
@@ -959,8 +975,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         // ptxas wait for each one at the branch.
         for (int kk = 0; kk < kQkSteps; ++kk) {
           const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-          const uint64_t da = smem_desc(q_half + (kk / 4) * Cfg::kBlockM * 128 + off, 16, 1024);
-          const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * BN * 128 + off, 16, 1024);
+          const uint64_t da = smem_desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);
+          const uint64_t db = smem_desc_at(smem_desc(sK + s * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);
           mma_qk<T, BN>(s_acc, da, db, kk > 0);
         }
         wgmma_commit();
@@ -994,7 +1010,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-          const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, BN * 128, 1024);
+          const uint64_t db = smem_desc_at(smem_desc(sV + s * kKVBytes, BN * 128, 1024), kk * 16 * 128);
           mma_pv<T, Dp>(o_acc, p_frag[kk], db);
         }
         wgmma_commit();
