@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,11 @@ def write_summary(work: Path, tag: str, label: str, gains: dict, failed: dict | 
     doc = json.loads(path.read_text()) if path.exists() else {}
     doc[label] = {"vs_first": gains, "failed": failed or {}}
     path.write_text(json.dumps(doc))
+
+
+_spec = importlib.util.spec_from_file_location("flash_compare_script", SCRIPT)
+compare_script = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare_script)
 
 
 def pick(out: Path, *args: str, min_gain: str | None = None) -> subprocess.CompletedProcess:
@@ -101,3 +107,32 @@ def test_an_interleaved_ab_end_to_end_with_the_real_harness(work, tmp_path):
                 min_gain=str(gain * 0.99)).stdout == "b.cpp"
     assert pick(work, "g1-", f"{first},{second}", "a=a.cpp", "b=b.cpp",
                 min_gain=str(gain * 1.01)).stdout == ""
+
+
+def test_a_run_starts_only_if_it_can_end_by_the_deadline():
+    fits = compare_script.run_fits
+    floor = compare_script.MIN_RUN_SECONDS
+    assert fits(0, 100, [], None) == (True, floor)          # no history, no estimate: the floor
+    assert fits(0, 100, [], 210) == (False, 210)            # a full-grid estimate does not fit
+    assert fits(0, 100, [50, 80], 210) == (True, 80)        # measured runs replace the estimate
+    assert fits(0, 79, [50, 80], None) == (False, 80)
+    assert fits(0, 100, [5], None) == (True, floor)         # never below the floor
+
+
+def test_runs_that_cannot_finish_are_skipped_and_recorded_as_not_run(work, tmp_path):
+    (tmp_path / "a.cpp").write_text(CPU_SEED.read_text())
+    env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu", KS_RUN_SECONDS="1000",
+               KS_DEADLINE=str(int(time.time()) + 500))
+    p = subprocess.run([sys.executable, str(SCRIPT), IDS, f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'a.cpp'}"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("needs ~1000s") == 2 and "a: not_run: deadline" in p.stdout
+    assert not list((work / "work").glob("a-r*.json"))      # nothing was benched
+
+
+def test_a_bad_run_estimate_is_one_clear_error(work, tmp_path):
+    env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu", KS_RUN_SECONDS="about 200")
+    p = subprocess.run([sys.executable, str(SCRIPT), IDS, "a=a.cpp", "b=b.cpp"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+    assert p.returncode == 2 and "KS_RUN_SECONDS='about 200' is not a number" in p.stderr
+    assert "Traceback" not in p.stderr

@@ -16,9 +16,11 @@ different runs do not compare (the kernel-time row is printed as information).
 KS_CACHED_BASELINES=1 reuses the first run's baseline timings (faster; the speedup row then
 equals the kernel-time row). Each run's JSON goes to $OUT/work/<KS_TAG><name>-r<k>.json as soon
 as it ends and the summary per subset to $OUT/work/<KS_TAG>summary.json, so a call cut short
-keeps what it measured. No run starts when KS_DEADLINE (epoch seconds) is near; the harness
-kills a run after KS_RUN_TIMEOUT seconds (default 300), so a hanging candidate costs one run,
-not the call.
+keeps what it measured. KS_DEADLINE (epoch seconds) is when the runs must be done: a run starts
+only if it can end by then, judged by the longest run so far in this process, or by KS_RUN_SECONDS
+(an estimate, e.g. ~210 for a full-grid run) before the first; a run cut off by the deadline
+would measure nothing (session 9 lost one that way). The harness kills a run after KS_RUN_TIMEOUT
+seconds (default 300), so a hanging candidate costs one run, not the call.
 
 `compare.py --pick TAG SUBSETS NAME=FILE ...` prints the path of the file whose speedup beat the
 first file's by KS_MIN_GAIN (default 1.01) on the first subset, from the summary a run with
@@ -106,6 +108,17 @@ def pick_winner(work: Path, tag: str, subset: str, cands: list[tuple[str, str]],
     return best[1], f"{why}: {best[1]}"
 
 
+# A run needs at least this long (a small subset: compile, check, time, a few baselines).
+MIN_RUN_SECONDS = 40.0
+
+
+def run_fits(now: float, deadline: float, durations: list[float], estimate: float | None) -> tuple[bool, float]:
+    """(whether a run started now ends by `deadline`, the seconds it is expected to take): the longest run so
+    far, else the caller's estimate, and never less than MIN_RUN_SECONDS."""
+    need = max([MIN_RUN_SECONDS, *durations] if durations else [MIN_RUN_SECONDS, estimate or 0.0])
+    return deadline - now >= need, need
+
+
 def bench(name: str, src: str, ids: list[str], seed: int, k: int) -> dict:
     """One `ks bench` run of one file; its JSON is kept under WORK at once."""
     # A hanging candidate must not eat the whole call: the harness kills a run after this long.
@@ -153,12 +166,23 @@ def main() -> None:
     rounds = int(os.environ.get("KS_ROUNDS", "1"))
     first_seed = random.randrange(2**31 - rounds)
     order = kc.run_order(len(cands), rounds)
+    try:
+        estimate = float(os.environ["KS_RUN_SECONDS"]) if os.environ.get("KS_RUN_SECONDS") else None
+    except ValueError:
+        print(f"compare.py: KS_RUN_SECONDS={os.environ['KS_RUN_SECONDS']!r} is not a number of seconds",
+              file=sys.stderr)
+        sys.exit(2)
+    durations: list[float] = []
     for k, i in enumerate(order, 1):
-        if DEADLINE - time.time() < 40:
-            print(f"skipping run {k} ({cands[i].name}): deadline", flush=True)
+        fits, need = run_fits(time.time(), DEADLINE, durations, estimate)
+        if not fits:
+            print(f"skipping run {k} ({cands[i].name}): deadline (needs ~{need:.0f}s, "
+                  f"{max(0.0, DEADLINE - time.time()):.0f}s left)", flush=True)
             continue
+        t0 = time.monotonic()
         cands[i].runs.append(bench(cands[i].name, str(cands[i].source), union,
                                    first_seed + (k - 1) // len(cands), k))
+        durations.append(time.monotonic() - t0)
     for c in cands:
         if not c.runs:
             c.runs.append({"status": "not_run", "message": "deadline", "scenarios": []})
