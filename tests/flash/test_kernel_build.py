@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 # 160-key blocks (register epilogue only).
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 24,
                   # candidates made by scripts/variants.py (edits of the files above)
-                  "variant:next_stageu": 24}
+                  "variant:next_stageu": 24, "variant:next_desc64": 24}
 KERNELS = list(INSTANTIATIONS)
 
 _spec = importlib.util.spec_from_file_location("flash_variants", REPO / "kernels/flash_attn_fwd/scripts/variants.py")

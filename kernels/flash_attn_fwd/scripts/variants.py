@@ -45,12 +45,28 @@ STAGEU_EDITS = [
     ("smem_desc_at(smem_desc(sV + s * kKVBytes, BN * 128, 1024)", "smem_desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024)"),
 ]
 
+# Session 9: even on the uniform datapath (next_stageu, d256, d64) ptxas builds each descriptor as a 32-bit add on the
+# low word plus a move of the constant high word (UIADD3 + UMOV per descriptor), because smem_desc_at masks the
+# high word and adds on the low one. As a plain 64-bit add (the same value: the low word cannot carry), ptxas emits
+# one UIADD3.64 and keeps the high word. With next_stageu: the instructions among a steady d128 160-key block's 18
+# wgmmas drop 49 -> 26, the whole steady block 531 -> 515 (v19: 561); d256's 16 Q K^T wgmmas carry 60 -> 33
+# others, its 8 P V 21 -> 13; d64's P V 17 -> 8. Without next_stageu the d96/d128 descriptors stay in vector
+# registers and the 64-bit add costs more there (160-key: 82 -> 93), so it comes only with it.
+DESC64_EDITS = [
+    ("  return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));\n",
+     "  return base + (byte_off >> 4);  // one 64-bit add (UIADD3.64); the low word cannot carry\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_stageu": (
         "kernel.cu",
         "// next_stageu: v19 + the K/V stage index broadcast from lane 0 for the wgmma descriptors (uniform datapath).\n",
         STAGEU_EDITS),
+    "next_desc64": (
+        "kernel.cu",
+        "// next_desc64: next_stageu + each descriptor offset as one 64-bit add (UIADD3.64, the high word kept).\n",
+        STAGEU_EDITS + DESC64_EDITS),
 }
 
 
