@@ -115,7 +115,8 @@ MIN_RUN_SECONDS = 40.0
 def run_fits(now: float, deadline: float, durations: list[float], estimate: float | None) -> tuple[bool, float]:
     """(whether a run started now ends by `deadline`, the seconds it is expected to take): the longest run so
     far, else the caller's estimate, and never less than MIN_RUN_SECONDS."""
-    need = max([MIN_RUN_SECONDS, *durations] if durations else [MIN_RUN_SECONDS, estimate or 0.0])
+    expected = max(durations) if durations else (estimate or 0.0)
+    need = max(MIN_RUN_SECONDS, expected)
     return deadline - now >= need, need
 
 
