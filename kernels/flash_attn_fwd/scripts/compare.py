@@ -156,6 +156,12 @@ def main() -> None:
         print(f"auto pick: {why}", file=sys.stderr)
         print(path, end="")
         return
+    try:
+        estimate = float(os.environ["KS_RUN_SECONDS"]) if os.environ.get("KS_RUN_SECONDS") else None
+    except ValueError:
+        print(f"compare.py: KS_RUN_SECONDS={os.environ['KS_RUN_SECONDS']!r} is not a number of seconds",
+              file=sys.stderr)
+        sys.exit(2)
     sys.path.insert(0, str(REPO))
     from ks_tui.harness import compare as kc
 
@@ -167,12 +173,6 @@ def main() -> None:
     rounds = int(os.environ.get("KS_ROUNDS", "1"))
     first_seed = random.randrange(2**31 - rounds)
     order = kc.run_order(len(cands), rounds)
-    try:
-        estimate = float(os.environ["KS_RUN_SECONDS"]) if os.environ.get("KS_RUN_SECONDS") else None
-    except ValueError:
-        print(f"compare.py: KS_RUN_SECONDS={os.environ['KS_RUN_SECONDS']!r} is not a number of seconds",
-              file=sys.stderr)
-        sys.exit(2)
     durations: list[float] = []
     for k, i in enumerate(order, 1):
         fits, need = run_fits(time.time(), DEADLINE, durations, estimate)
