@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 # 160-key blocks (register epilogue only).
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 24,
                   # candidates made by scripts/variants.py (edits of the files above)
-                  "variant:next_stageu": 24, "variant:next_desc64": 24}
+                  "variant:next_deadwg": 24}
 KERNELS = list(INSTANTIATIONS)
 
 _spec = importlib.util.spec_from_file_location("flash_variants", REPO / "kernels/flash_attn_fwd/scripts/variants.py")
@@ -119,9 +119,9 @@ def test_a_variant_whose_edit_no_longer_fits_is_refused(tmp_path):
     """A base that changed under a variant's edit gives one clear error and writes nothing."""
     best = tmp_path / "best"
     best.mkdir()
-    (best / "kernel.cu").write_text("// a kernel.cu without the lines next_stageu edits\n")
+    (best / "kernel.cu").write_text("// a kernel.cu without the lines next_deadwg edits\n")
     with pytest.raises(variants.VariantError, match="matches 0 times in best/kernel.cu"):
-        variants.render("next_stageu", best)
+        variants.render("next_deadwg", best)
     with pytest.raises(variants.VariantError, match="unknown variant"):
         variants.render("next_q4", best)
     out = subprocess.run([sys.executable, str(REPO / "kernels/flash_attn_fwd/scripts/variants.py"), "next_q4"],

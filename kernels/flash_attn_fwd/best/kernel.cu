@@ -1,3 +1,10 @@
+// v20 (ks session 20261203-021222-750b, attempt 43): v19 + the wgmma descriptors on the uniform datapath. The K/V
+// stage index is broadcast from lane 0 for the descriptors (v19 built every K and V descriptor in vector registers,
+// because the same index addresses the stage's mbarriers, and moved it over with two R2UR per wgmma), and each
+// descriptor offset is one 64-bit add (UIADD3.64, the high word kept) instead of a 32-bit add plus a move of the
+// high word. A steady d128 160-key block 561 -> 515 instructions (18 wgmmas, 26 others among them: v19 82).
+// Full 182-scenario grid 1.099x, 182/182 correct; v19 1.089x in the same call
+// (results/2026-12-03-h200-v20-full-bench.json, -s10-call1-v19-full-bench.json).
 // v19 (ks session 20261203-021222-750b, attempt 41): v18 + each wgmma's shared-memory descriptor as its buffer's
 // descriptor plus a constant (one 32-bit add on the low word, as CUTLASS's descriptor iterator does) instead of
 // masking, shifting and or-ing the address again for every k-step, and the warpgroup index broadcast from lane 0
@@ -278,10 +285,11 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint3
          (1ull << 62);
 }
 
-// The descriptor of `base`'s buffer at a byte offset: one add on the low word, which holds the start
-// address >> 4 in its low 14 bits (shared memory is < 256 KB: no carry into the stride fields).
+// The descriptor of `base`'s buffer at a byte offset. The low word holds the start address >> 4 in its low
+// 14 bits (shared memory is < 256 KB: no carry into the stride fields), so a plain 64-bit add is exact, and
+// ptxas emits it as one UIADD3.64 that keeps the high word (v19's 32-bit add needed a move of it too).
 __device__ __forceinline__ uint64_t smem_desc_at(uint64_t base, uint32_t byte_off) {
-  return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));
+  return base + (byte_off >> 4);  // one 64-bit add (UIADD3.64); the low word cannot carry
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -868,7 +876,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         // for each one at the branch.
         const uint64_t q_desc = smem_desc(q_half, 16, 1024);
         auto issue_qk = [&](int st) {
-          const uint64_t k_desc = smem_desc(sK + st * kKVBytes, 16, 1024);
+          const uint64_t k_desc = smem_desc(sK + __shfl_sync(0xffffffff, st, 0) * kKVBytes, 16, 1024);
 #pragma unroll
           for (int kk = 0; kk < kQkSteps; ++kk) {
             const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
@@ -880,7 +888,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         };
         // O += P V for the V tile in stage st (issued and committed, not waited for).
         auto issue_pv = [&](int st) {
-          const uint64_t v_desc = smem_desc(sV + st * kKVBytes, BN * 128, 1024);
+          const uint64_t v_desc = smem_desc(sV + __shfl_sync(0xffffffff, st, 0) * kKVBytes, BN * 128, 1024);
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk) {
             const uint64_t db = smem_desc_at(v_desc, kk * 16 * 128);
@@ -960,6 +968,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         const int n = n_blocks - 1 - i;
         const int s = stage;
         const uint32_t parity = phase;
+        const int s_u = __shfl_sync(0xffffffff, s, 0);  // the stage for the descriptors: provably warp-uniform
         if (++stage == kStages) { stage = 0; phase ^= 1; }
 
         // S = Q K^T
@@ -976,7 +985,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         for (int kk = 0; kk < kQkSteps; ++kk) {
           const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
           const uint64_t da = smem_desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);
-          const uint64_t db = smem_desc_at(smem_desc(sK + s * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);
+          const uint64_t db = smem_desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);
           mma_qk<T, BN>(s_acc, da, db, kk > 0);
         }
         wgmma_commit();
@@ -1010,7 +1019,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-          const uint64_t db = smem_desc_at(smem_desc(sV + s * kKVBytes, BN * 128, 1024), kk * 16 * 128);
+          const uint64_t db = smem_desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024), kk * 16 * 128);
           mma_pv<T, Dp>(o_acc, p_frag[kk], db);
         }
         wgmma_commit();

@@ -26,47 +26,55 @@ OUT = BEST / "gen"
 #   git worktree add /tmp/ks-s9 697c249 && python3 /tmp/ks-s9/kernels/flash_attn_fwd/scripts/variants.py NAME
 # - session 9's next_tcsum (an edit of v19: next_stageu + the d96/d128 row sums on the tensor cores; lost) from
 #   cdc0ba9.
+# - session 10's next_stageu and next_desc64 (edits of v19; next_desc64 became v20, next_stageu ran only inside it)
+#   from 2a443bc.
 
-# Session 9: v19 computes each wgmma descriptor as its buffer's plus a constant, but the K/V stage index lives in
-# vector registers (it also addresses the stage's mbarriers), so every K and V descriptor is built there and moved
-# to the uniform registers HGMMA reads: two R2UR and a constant move per wgmma. Broadcasting the stage index from
-# lane 0 (__shfl_sync, as v19 does for the warpgroup index) lets ptxas build the descriptors on the uniform
-# datapath: the instructions among a steady d128 160-key block's 18 wgmmas drop 82 -> 49 (128-key: 67 -> 40),
-# for one SHFL per descriptor base.
-STAGEU_EDITS = [
-    ("          const uint64_t k_desc = smem_desc(sK + st * kKVBytes, 16, 1024);\n",
-     "          const uint64_t k_desc = smem_desc(sK + __shfl_sync(0xffffffff, st, 0) * kKVBytes, 16, 1024);\n"),
-    ("          const uint64_t v_desc = smem_desc(sV + st * kKVBytes, BN * 128, 1024);\n",
-     "          const uint64_t v_desc = smem_desc(sV + __shfl_sync(0xffffffff, st, 0) * kKVBytes, BN * 128, 1024);\n"),
-    ("        const uint32_t parity = phase;\n",
-     "        const uint32_t parity = phase;\n"
-     "        const int s_u = __shfl_sync(0xffffffff, s, 0);  // the stage for the descriptors: provably warp-uniform\n"),
-    ("smem_desc_at(smem_desc(sK + s * kKVBytes, 16, 1024)", "smem_desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024)"),
-    ("smem_desc_at(smem_desc(sV + s * kKVBytes, BN * 128, 1024)", "smem_desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024)"),
-]
-
-# Session 9: even on the uniform datapath (next_stageu, d256, d64) ptxas builds each descriptor as a 32-bit add on the
-# low word plus a move of the constant high word (UIADD3 + UMOV per descriptor), because smem_desc_at masks the
-# high word and adds on the low one. As a plain 64-bit add (the same value: the low word cannot carry), ptxas emits
-# one UIADD3.64 and keeps the high word. With next_stageu: the instructions among a steady d128 160-key block's 18
-# wgmmas drop 49 -> 26, the whole steady block 531 -> 515 (v19: 561); d256's 16 Q K^T wgmmas carry 60 -> 33
-# others, its 8 P V 21 -> 13; d64's P V 17 -> 8. Without next_stageu the d96/d128 descriptors stay in vector
-# registers and the 64-bit add costs more there (160-key: 82 -> 93), so it comes only with it.
-DESC64_EDITS = [
-    ("  return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));\n",
-     "  return base + (byte_off >> 4);  // one 64-bit add (UIADD3.64); the low word cannot carry\n"),
+# Session 10: d64 runs 192-row tiles, and s_q % 192 is 64 or 128 in every d64 scenario, so the last query tile
+# holds one or two warpgroups whose 64 rows all lie past s_q. They do a live warpgroup's whole work today (the
+# tensor cores and issue slots the live ones share). Session 6 skipped their matrix work with a branch on a value
+# ptxas could not prove warp-uniform, and the loop went divergent (BRA.DIV, WARPSYNC, counters off the uniform
+# registers): -7..-12% everywhere. A separate loop for the dead warpgroup behind a uniform (broadcast) test still
+# made the TMA-epilogue loop divergent (BRA.DIV 0 -> 13, WARPSYNC.COLLECTIVE 0 -> 15). Here nothing in the loop
+# branches: a dead warpgroup runs it zero times (the trip count is a broadcast value), only advances its ring
+# counters and hands its Q buffer back, and warpgroup 0's warps release each stage for the dead ones too (one
+# arrive with a count, as the d256 epilogue does for its 4 warps).
+DEADWG_EDITS = [
+    ("    } else {\n      for (int i = 0; i < n_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n",
+     "    } else {\n"
+     "      // d64: warpgroups whose rows all lie past s_q (the last 192-row tile) run no key block; warpgroup 0\n"
+     "      // releases each stage for them as well (its warp w arrives for warp w of each).\n"
+     "      int live_blocks = n_blocks;\n"
+     "      uint32_t releases = 1;\n"
+     "      if constexpr (Dp == 64 && Cfg::kConsumers == 3) {  // 192-row tiles (128-row ones: s_q % 128 == 0)\n"
+     "        const int dead_wgs =\n"
+     "            __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform\n"
+     "        if (cw == 0) releases += dead_wgs;\n"
+     "        if (cw >= Cfg::kConsumers - dead_wgs && n_blocks > 0) {\n"
+     "          live_blocks = 0;\n"
+     "          for (int i = 0; i < n_blocks; ++i)\n"
+     "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+     "          if constexpr (kTmaEpi && kQBufs >= 2) {\n"
+     "            release_staged();\n"
+     "          } else {\n"
+     "            __syncwarp();\n"
+     "            if (lane == 0) mbar_arrive(q_empty(qb));  // its Q load has landed (q_full above)\n"
+     "          }\n"
+     "        }\n"
+     "      }\n"
+     "      for (int i = 0; i < live_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n"),
+    ("          if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)\n",
+     "          if (lane == 0) {  // V (and K unless split)\n"
+     "            if constexpr (Dp == 64 && Cfg::kConsumers == 3) mbar_arrive_count(empty(s), releases);\n"
+     "            else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));\n"
+     "          }\n"),
 ]
 
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_stageu": (
+    "next_deadwg": (
         "kernel.cu",
-        "// next_stageu: v19 + the K/V stage index broadcast from lane 0 for the wgmma descriptors (uniform datapath).\n",
-        STAGEU_EDITS),
-    "next_desc64": (
-        "kernel.cu",
-        "// next_desc64: next_stageu + each descriptor offset as one 64-bit add (UIADD3.64, the high word kept).\n",
-        STAGEU_EDITS + DESC64_EDITS),
+        "// next_deadwg: v20 + d64 warpgroups whose rows all lie past s_q run no key block (a uniform trip count).\n",
+        DEADWG_EDITS),
 }
 
 
