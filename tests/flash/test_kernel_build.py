@@ -22,19 +22,20 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 
+_spec = importlib.util.spec_from_file_location("flash_variants", REPO / "kernels/flash_attn_fwd/scripts/variants.py")
+variants = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(variants)
+
+
 # The task's seed and the fastest kernel so far, with the kernel instantiations each must have:
 # bf16 and fp16, each for head dims 64, 96, 128 and 256; best/kernel.cu has two epilogues (TMA
 # store for short launches, registers for long ones) for every head dim, and d64 in two tile
 # shapes (192 rows; 128 rows for short causal); d96/d128 on long keys (both masks) also run
 # 160-key blocks (register epilogue only).
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 24,
-                  # candidates made by scripts/variants.py (edits of the files above)
-                  "variant:next_deadwg": 24}
+                  # candidates made by scripts/variants.py (edits of the files above), as "variant:NAME": count
+                  **{f"variant:{name}": 24 for name in variants.VARIANTS}}
 KERNELS = list(INSTANTIATIONS)
-
-_spec = importlib.util.spec_from_file_location("flash_variants", REPO / "kernels/flash_attn_fwd/scripts/variants.py")
-variants = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(variants)
 
 
 def source_of(name: str, tmp: Path) -> Path:
@@ -115,13 +116,20 @@ def test_unsupported_shapes_return_nonzero(compiled, change, why):
     assert _call(lib, **change) != 0, why
 
 
-def test_a_variant_whose_edit_no_longer_fits_is_refused(tmp_path):
+def test_a_variant_whose_edit_no_longer_fits_is_refused(tmp_path, monkeypatch):
     """A base that changed under a variant's edit gives one clear error and writes nothing."""
     best = tmp_path / "best"
     best.mkdir()
-    (best / "kernel.cu").write_text("// a kernel.cu without the lines next_deadwg edits\n")
+    (best / "kernel.cu").write_text("// v9\nint x = 1;\n")
+    # A candidate of its own (the live ones come and go): one edit that fits, one that fits twice once the base grew.
+    monkeypatch.setitem(variants.VARIANTS, "next_x2", ("kernel.cu", "// next_x2\n", [("int x = 1;", "int x = 2;")]))
+    assert variants.render("next_x2", best) == "// next_x2\n// v9\nint x = 2;\n"
+    (best / "kernel.cu").write_text("// v10\nint x = 1;\nint x = 1;\n")
+    with pytest.raises(variants.VariantError, match="matches 2 times in best/kernel.cu"):
+        variants.render("next_x2", best)
+    (best / "kernel.cu").write_text("// a kernel.cu without the line next_x2 edits\n")
     with pytest.raises(variants.VariantError, match="matches 0 times in best/kernel.cu"):
-        variants.render("next_deadwg", best)
+        variants.render("next_x2", best)
     with pytest.raises(variants.VariantError, match="unknown variant"):
         variants.render("next_q4", best)
     out = subprocess.run([sys.executable, str(REPO / "kernels/flash_attn_fwd/scripts/variants.py"), "next_q4"],

@@ -1,3 +1,11 @@
+// v21 (ks session 20261203-021222-750b, attempt 45): v20 + d64's 192-row tiles skip the work of warpgroups whose 64
+// rows all lie past s_q. s_q % 192 is 64 or 128 in every d64 scenario, so the last query tile of each head holds one
+// or two such warpgroups, which did a live one's whole work on the shared tensor cores. A dead warpgroup now runs the
+// key loop zero times (its trip count is a broadcast, provably warp-uniform value, so ptxas keeps the loop
+// convergent: session 6's per-block branch made it divergent, -7..-12%), and warpgroup 0's warps release each stage
+// for it. The 24 d64 scenarios on 192-row tiles +1.9% in one call (s512 +3%, s1024 +4-5%; first form, which also
+// changed the 128-row tiles: -2.4% there, so they keep v20's code). Full 182-scenario grid 1.104x, 182/182 correct
+// (results/2026-12-03-h200-v21-full-bench.json; v20 1.099x / 1.096x in the two calls before it).
 // v20 (ks session 20261203-021222-750b, attempt 43): v19 + the wgmma descriptors on the uniform datapath. The K/V
 // stage index is broadcast from lane 0 for the descriptors (v19 built every K and V descriptor in vector registers,
 // because the same index addresses the stage's mbarriers, and moved it over with two R2UR per wgmma), and each
@@ -964,7 +972,27 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         release(empty_v(s));
       }
     } else {
-      for (int i = 0; i < n_blocks; ++i) {
+      // d64: warpgroups whose rows all lie past s_q (the last 192-row tile) run no key block; warpgroup 0
+      // releases each stage for them as well (its warp w arrives for warp w of each).
+      int live_blocks = n_blocks;
+      uint32_t releases = 1;
+      if constexpr (Dp == 64 && Cfg::kConsumers == 3) {  // 192-row tiles (128-row ones: s_q % 128 == 0)
+        const int dead_wgs =
+            __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform
+        if (cw == 0) releases += dead_wgs;
+        if (cw >= Cfg::kConsumers - dead_wgs && n_blocks > 0) {
+          live_blocks = 0;
+          for (int i = 0; i < n_blocks; ++i)
+            if (++stage == kStages) { stage = 0; phase ^= 1; }
+          if constexpr (kTmaEpi && kQBufs >= 2) {
+            release_staged();
+          } else {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(q_empty(qb));  // its Q load has landed (q_full above)
+          }
+        }
+      }
+      for (int i = 0; i < live_blocks; ++i) {
         const int n = n_blocks - 1 - i;
         const int s = stage;
         const uint32_t parity = phase;
@@ -1031,7 +1059,10 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           // (4 arrivals per warpgroup, once the store has read it).
           if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));
         } else {
-          if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)
+          if (lane == 0) {  // V (and K unless split)
+            if constexpr (Dp == 64 && Cfg::kConsumers == 3) mbar_arrive_count(empty(s), releases);
+            else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));
+          }
         }
       }
 

@@ -28,53 +28,11 @@ OUT = BEST / "gen"
 #   cdc0ba9.
 # - session 10's next_stageu and next_desc64 (edits of v19; next_desc64 became v20, next_stageu ran only inside it)
 #   from 2a443bc.
-
-# Session 10: d64 runs 192-row tiles, and s_q % 192 is 64 or 128 in every d64 scenario, so the last query tile
-# holds one or two warpgroups whose 64 rows all lie past s_q. They do a live warpgroup's whole work today (the
-# tensor cores and issue slots the live ones share). Session 6 skipped their matrix work with a branch on a value
-# ptxas could not prove warp-uniform, and the loop went divergent (BRA.DIV, WARPSYNC, counters off the uniform
-# registers): -7..-12% everywhere. A separate loop for the dead warpgroup behind a uniform (broadcast) test still
-# made the TMA-epilogue loop divergent (BRA.DIV 0 -> 13, WARPSYNC.COLLECTIVE 0 -> 15). Here nothing in the loop
-# branches: a dead warpgroup runs it zero times (the trip count is a broadcast value), only advances its ring
-# counters and hands its Q buffer back, and warpgroup 0's warps release each stage for the dead ones too (one
-# arrive with a count, as the d256 epilogue does for its 4 warps).
-DEADWG_EDITS = [
-    ("    } else {\n      for (int i = 0; i < n_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n",
-     "    } else {\n"
-     "      // d64: warpgroups whose rows all lie past s_q (the last 192-row tile) run no key block; warpgroup 0\n"
-     "      // releases each stage for them as well (its warp w arrives for warp w of each).\n"
-     "      int live_blocks = n_blocks;\n"
-     "      uint32_t releases = 1;\n"
-     "      if constexpr (Dp == 64 && Cfg::kConsumers == 3) {  // 192-row tiles (128-row ones: s_q % 128 == 0)\n"
-     "        const int dead_wgs =\n"
-     "            __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform\n"
-     "        if (cw == 0) releases += dead_wgs;\n"
-     "        if (cw >= Cfg::kConsumers - dead_wgs && n_blocks > 0) {\n"
-     "          live_blocks = 0;\n"
-     "          for (int i = 0; i < n_blocks; ++i)\n"
-     "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-     "          if constexpr (kTmaEpi && kQBufs >= 2) {\n"
-     "            release_staged();\n"
-     "          } else {\n"
-     "            __syncwarp();\n"
-     "            if (lane == 0) mbar_arrive(q_empty(qb));  // its Q load has landed (q_full above)\n"
-     "          }\n"
-     "        }\n"
-     "      }\n"
-     "      for (int i = 0; i < live_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n"),
-    ("          if (lane == 0) mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));  // V (and K unless split)\n",
-     "          if (lane == 0) {  // V (and K unless split)\n"
-     "            if constexpr (Dp == 64 && Cfg::kConsumers == 3) mbar_arrive_count(empty(s), releases);\n"
-     "            else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));\n"
-     "          }\n"),
-]
+# - session 10's next_deadwg (an edit of v20; became v21) from e76ca0c. Its first form, measured in call 2, lacked
+#   `&& Cfg::kConsumers == 3` in its two `if constexpr` lines, so it changed the 128-row d64 tiles too.
 
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_deadwg": (
-        "kernel.cu",
-        "// next_deadwg: v20 + d64 warpgroups whose rows all lie past s_q run no key block (a uniform trip count).\n",
-        DEADWG_EDITS),
 }
 
 
@@ -85,7 +43,7 @@ class VariantError(Exception):
 def render(name: str, best: Path = BEST) -> str:
     """The candidate's source text; VariantError if its name or one of its edits does not fit."""
     if name not in VARIANTS:
-        raise VariantError(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
+        raise VariantError(f"unknown variant {name!r} (known: {', '.join(VARIANTS) or 'none'})")
     base, header, edits = VARIANTS[name]
     text = (best / base).read_text()
     for old, new in edits:
