@@ -136,3 +136,12 @@ def test_a_bad_run_estimate_is_one_clear_error(work, tmp_path):
                        capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
     assert p.returncode == 2 and "KS_RUN_SECONDS='about 200' is not a number" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("rounds", ["two", "0", "1.5"])
+def test_a_bad_round_count_is_one_clear_error(work, rounds):
+    env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu", KS_ROUNDS=rounds)
+    p = subprocess.run([sys.executable, str(SCRIPT), IDS, "a=a.cpp", "b=b.cpp"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+    assert p.returncode == 2 and f"KS_ROUNDS={rounds!r} is not a whole number" in p.stderr
+    assert "Traceback" not in p.stderr and not list((work / "work").iterdir())  # nothing was run

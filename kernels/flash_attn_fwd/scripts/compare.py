@@ -156,12 +156,18 @@ def main() -> None:
         print(f"auto pick: {why}", file=sys.stderr)
         print(path, end="")
         return
+    # The settings from the environment, checked before any work: bad input is one clear error (exit 2).
     try:
         estimate = float(os.environ["KS_RUN_SECONDS"]) if os.environ.get("KS_RUN_SECONDS") else None
     except ValueError:
         print(f"compare.py: KS_RUN_SECONDS={os.environ['KS_RUN_SECONDS']!r} is not a number of seconds",
               file=sys.stderr)
         sys.exit(2)
+    rounds_text = os.environ.get("KS_ROUNDS", "1")
+    if not rounds_text.strip().isdigit() or int(rounds_text) < 1:
+        print(f"compare.py: KS_ROUNDS={rounds_text!r} is not a whole number of rounds >= 1", file=sys.stderr)
+        sys.exit(2)
+    rounds = int(rounds_text)
     sys.path.insert(0, str(REPO))
     from ks_tui.harness import compare as kc
 
@@ -170,7 +176,6 @@ def main() -> None:
     by_subset = {s: scenario_ids(s) for s in subsets}
     union = list(dict.fromkeys(i for ids in by_subset.values() for i in ids))
     cands = kc.parse_candidates(sys.argv[2:])
-    rounds = int(os.environ.get("KS_ROUNDS", "1"))
     first_seed = random.randrange(2**31 - rounds)
     order = kc.run_order(len(cands), rounds)
     durations: list[float] = []
