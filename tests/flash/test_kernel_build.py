@@ -121,7 +121,7 @@ def test_a_variant_whose_edit_no_longer_fits_is_refused(tmp_path, monkeypatch):
     best = tmp_path / "best"
     best.mkdir()
     (best / "kernel.cu").write_text("// v9\nint x = 1;\n")
-    # A candidate of its own (the live ones come and go): one edit that fits, one that fits twice once the base grew.
+    # A candidate of its own (the live ones come and go). Its one edit fits once; then twice, then not at all.
     monkeypatch.setitem(variants.VARIANTS, "next_x2", ("kernel.cu", "// next_x2\n", [("int x = 1;", "int x = 2;")]))
     assert variants.render("next_x2", best) == "// next_x2\n// v9\nint x = 2;\n"
     (best / "kernel.cu").write_text("// v10\nint x = 1;\nint x = 1;\n")
