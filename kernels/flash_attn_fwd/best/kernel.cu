@@ -5,8 +5,8 @@
 // v20: session 6's per-block branch made the loop divergent, -7..-12%, and session 7's broadcast test inside it
 // changed its register allocation, -10%), and warpgroup 0's warps release each stage for it. The 24 d64 scenarios on
 // 192-row tiles +1.9% in one call (s512 +3%, s1024 +4-5%; first form, which also changed the 128-row tiles: -2.4%
-// there, so they keep v20's code). Full 182-scenario grid 1.104x, 182/182 correct (results/2026-12-03-h200-v21-full-
-// bench.json; v20 1.099x / 1.096x in the two calls before it).
+// there, so they keep v20's code). Full 182-scenario grid 1.104x, 182/182 correct
+// (results/2026-12-03-h200-v21-full-bench.json; v20 1.099x / 1.096x in the two calls before it).
 // v20 (ks session 20261203-021222-750b, attempt 43): v19 + the wgmma descriptors on the uniform datapath. The K/V
 // stage index is broadcast from lane 0 for the descriptors (v19 built every K and V descriptor in vector registers,
 // because the same index addresses the stage's mbarriers, and moved it over with two R2UR per wgmma), and each
