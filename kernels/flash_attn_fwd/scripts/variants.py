@@ -274,12 +274,40 @@ TILEPIPE_EDITS = [
      "    } else if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {\n"),
 ]
 
+# Session 10: v20's descriptor change (the stage index broadcast, one 64-bit add per descriptor) cost d64 0.7-0.9% in
+# its same-call A/B (kernel time v19 / v20 0.991-0.993 on both d64 families), though d64's P V now carries fewer
+# instructions (17 -> 8 others). One family moves +-0.5-1% between runs, so this asks the question in one A/B: v21
+# with v19's descriptor code for d64 only (both tile shapes), d256 unchanged.
+D64DESC19_EDITS = [
+    ("__device__ __forceinline__ void wgmma_fence() {\n",
+     "// v19's form of smem_desc_at (a 32-bit add on the low word, the high word masked back in): d64 only, to test\n"
+     "// whether v20's 64-bit add cost d64 its 0.7-0.9%.\n"
+     "__device__ __forceinline__ uint64_t smem_desc_at_lo(uint64_t base, uint32_t byte_off) {\n"
+     "  return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));\n"
+     "}\n"
+     "\n"
+     "__device__ __forceinline__ void wgmma_fence() {\n"),
+    ("        const int s_u = __shfl_sync(0xffffffff, s, 0);  // the stage for the descriptors: provably warp-uniform\n",
+     "        const int s_u = Dp == 64 ? s : __shfl_sync(0xffffffff, s, 0);  // d64: v19's vector-register stage\n"
+     "        auto desc_at = [](uint64_t b, uint32_t off) { return Dp == 64 ? smem_desc_at_lo(b, off) : smem_desc_at(b, off); };\n"),
+    ("          const uint64_t da = smem_desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
+     "          const uint64_t db = smem_desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n",
+     "          const uint64_t da = desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
+     "          const uint64_t db = desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n"),
+    ("          const uint64_t db = smem_desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024), kk * 16 * 128);\n",
+     "          const uint64_t db = desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024), kk * 16 * 128);\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_tilepipe": (
         "kernel.cu",
         "// next_tilepipe: v21 + d96/d128 (TMA epilogue) issue the next tile's first Q K^T behind this tile's last P V.\n",
         TILEPIPE_EDITS),
+    "next_d64desc19": (
+        "kernel.cu",
+        "// next_d64desc19: v21 with v19's wgmma descriptor code for d64 only (a test of v20's d64 cost).\n",
+        D64DESC19_EDITS),
 }
 
 
