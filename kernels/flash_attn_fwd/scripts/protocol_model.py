@@ -135,6 +135,12 @@ class Variant:
     # next_tilestart: Q and the first K block are tested (one try_wait each) before the wait for
     # the tile index; a test that found them full replaces the later wait.
     early_tests: bool = False
+    # v21 (d64, 192-row tiles): the warpgroups whose rows all lie past s_q (here: the last `tile % consumers`
+    # of each tile) run no key block; warpgroup 0 releases each stage for them.
+    dead_wgs: bool = False
+    # next_tilepipe (d96/d128, TMA epilogue): a tile's first Q K^T is issued behind the previous tile's last P V
+    # (after a peek at the next tile's index, Q and first K), a dummy with no reads when no next tile has keys.
+    tilepipe: bool = False
 
 
 class Machine:
@@ -217,6 +223,8 @@ class Machine:
             yield from self.consumer_v6(wg)
         elif self.v.cross_tile:
             yield from self.consumer_xtile(wg)
+        elif self.v.tilepipe:
+            yield from self.consumer_tilepipe(wg)
         else:
             yield from self.consumer_fa3(wg)
 
@@ -256,6 +264,11 @@ class Consumer:
         m.tile_empty[self.slot].arrive(4)
         self.slot, self.sph = (0, self.sph ^ 1) if self.slot + 1 == m.slots else (self.slot + 1, self.sph)
         return t
+
+    def peek(self) -> Iterator:
+        """The next tile's index, read from the ring without taking it (the loop's top takes it)."""
+        yield lambda s=self.slot, p=self.sph: self.m.tile_full[s].done(p)
+        return self.m.slot_val[self.slot]
 
     def next_work(self) -> Iterator:
         """The next tile that has key blocks, or None at the end; a tile with none gets its zeros
@@ -449,7 +462,21 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
         n = self.tiles[t]
         b = yield from c.wait_q()
         s = p = 0
-        for i in range(n):
+        live, releases = n, 1
+        if v.dead_wgs:  # v21: the last `dead` warpgroups of the tile run no key block
+            dead = t % self.consumers
+            if wg == 0 and v.bug != "dead_no_stand_in":
+                releases += dead
+            if wg >= self.consumers - dead:
+                live = 0
+                for _ in range(n):
+                    c.next_stage()
+                if self.qbufs >= 2 and v.tma_epi:
+                    yield from c.release_staged()
+                else:
+                    self.q_empty[b].arrive(4)
+                    yield READY  # the warpgroup may be slow here
+        for i in range(live):
             blk = n - 1 - i
             s, p = c.next_stage()
             # v17: V is tested together with K (mbar_try each), then K is waited for; V only at
@@ -475,7 +502,7 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
             yield READY  # the warpgroup may be slow here
             c.wait_groups(0)
             if not self.split_kv:
-                self.empty[s].arrive(4)  # K and V of the stage together
+                self.empty[s].arrive(4 * releases)  # K and V of the stage together
                 yield READY  # the warpgroup may be slow here
             elif not (v.tma_epi and v.dp == 256 and i == n - 1):
                 self.empty_v[s].arrive(4)
@@ -498,7 +525,56 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
         yield lambda: c.store_reading is None
 
 
+def consumer_tilepipe(self: Machine, wg: int) -> Iterator:
+    """next_tilepipe's d96/d128 loop (TMA epilogue): a tile's first Q K^T runs behind the previous tile's last
+    P V and under its epilogue; a dummy Q K^T (no reads that matter) when no next tile has keys."""
+    c, v = Consumer(self, wg), self.v
+
+    def issue_next() -> Iterator:
+        nxt = yield from c.peek()
+        if nxt is not None and self.tiles[nxt] > 0:
+            if v.bug != "tilepipe_no_peek_wait":
+                yield lambda b=c.qb, p=c.qph: self.q_full[b].done(p)
+                yield lambda s=c.stage, p=c.phase: self.full_k[s].done(p)
+            c.qk(c.qb, nxt, c.stage, self.tiles[nxt] - 1)  # counters advance when that tile starts
+        else:
+            c.groups.append([])  # the dummy: its result is never read
+        yield READY  # the warpgroup may be slow here
+
+    yield from issue_next()  # the first tile's, waited for at once
+    c.wait_groups(0)
+    while (t := (yield from c.fetch())) is not None:
+        n = self.tiles[t]
+        if n == 0:
+            yield from issue_next()
+            c.wait_groups(0)
+            self.store_done(t, wg)  # zeros from registers
+            continue
+        b = c.qb  # its Q landed: the peek waited for it
+        c.qb, c.qph = (0, c.qph ^ 1) if c.qb + 1 == self.qbufs else (c.qb + 1, c.qph)
+        s, p = c.next_stage()  # S_0 has completed (the wait before the previous epilogue's store)
+        self.empty[s].arrive(4)
+        yield READY  # the warpgroup may be slow here
+        if v.bug != "tilepipe_no_release":
+            yield from c.release_staged()  # after the first softmax
+        s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False)
+        yield lambda s=s, p=p: self.full_v[s].done(p)
+        c.pv(s, t, 0)
+        yield READY  # the warpgroup may be slow here
+        yield from issue_next()
+        c.wait_groups(1)  # the last P V
+        self.empty_v[s].arrive(4)
+        yield READY  # the warpgroup may be slow here
+        self.q[b][wg].write_now(c.name + " O", ("O", t, wg))  # O into this tile's Q slice, under the Q K^T
+        yield READY  # the warpgroup may be slow here
+        c.wait_groups(0)  # the next tile's first Q K^T, before the one-thread store
+        c.tma_store(self.q[b][wg], t)
+        c.staged_q = b
+    yield lambda: c.store_reading is None  # bulk_wait at exit
+
+
 Machine.consumer_fa3 = consumer_fa3
+Machine.consumer_tilepipe = consumer_tilepipe
 Machine.consumer_xtile = consumer_xtile
 Machine.consumer_v6 = consumer_v6
 
@@ -570,6 +646,12 @@ VARIANTS = [
     Variant("next_tilestart: v17 d64 192-row with the tile-start Q test, TMA epilogue", 64, True, consumers=3,
             early_tests=True),
     Variant("next_tilestart: v17 d256 with the tile-start Q test, TMA epilogue", 256, True, early_tests=True),
+    Variant("v21 d64 192-row, dead warpgroups skip their key blocks, TMA epilogue", 64, True, consumers=3,
+            dead_wgs=True),
+    Variant("v21 d64 192-row, dead warpgroups skip their key blocks, register epilogue", 64, False, consumers=3,
+            dead_wgs=True),
+    Variant("next_tilepipe d128, TMA epilogue", 128, True, tilepipe=True),
+    Variant("next_tilepipe d128 with 3 Q buffers, TMA epilogue", 128, True, tilepipe=True, qbufs=3),
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
@@ -579,6 +661,12 @@ CONTROLS = [
     Variant("control: tile-start tests of the wrong parity (a stale phase taken as full)", 128, True,
             early_tests=True, bug="stale_test"),
     Variant("control: v6 loop's early V test of the wrong parity", 256, False, bug="stale_test"),
+    Variant("control: v21's dead warpgroups with nobody releasing stages for them", 64, True, consumers=3,
+            dead_wgs=True, bug="dead_no_stand_in"),
+    Variant("control: tilepipe's next Q K^T issued without waiting for its Q and K", 128, True, tilepipe=True,
+            bug="tilepipe_no_peek_wait"),
+    Variant("control: tilepipe never handing the staged Q buffer back", 128, True, tilepipe=True,
+            bug="tilepipe_no_release"),
 ]
 
 
