@@ -1,3 +1,8 @@
+// v22 (ks session 20261203-021222-750b, attempt 47): v21 with v19's wgmma descriptor code for d64 (both tile shapes):
+// the K/V stage index stays in vector registers and each descriptor offset is a 32-bit add on the low word. v20's
+// uniform-datapath form (broadcast stage, 64-bit add) helps d96/d128/d256, which keep it, but cost d64: kernel time
+// v21 / v22 on the d64 scenarios 1.007 and 1.006 in two calls (2 rounds each; 6 and 28 scenarios), d96/d128 level
+// (results/2026-12-03-h200-s11-call1-compare.txt, -call2-compare.txt).
 // v21 (ks session 20261203-021222-750b, attempt 45): v20 + d64's 192-row tiles skip the work of warpgroups whose 64
 // rows all lie past s_q. s_q % 192 is 64 or 128 in every d64 scenario, so the last query tile of each head holds one
 // or two such warpgroups, which did a live one's whole work on the shared tensor cores. A dead warpgroup now runs
@@ -299,6 +304,12 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint3
 // ptxas emits it as one UIADD3.64 that keeps the high word (v19's 32-bit add needed a move of it too).
 __device__ __forceinline__ uint64_t smem_desc_at(uint64_t base, uint32_t byte_off) {
   return base + (byte_off >> 4);  // one 64-bit add (UIADD3.64); the low word cannot carry
+}
+
+// v19's form of smem_desc_at (a 32-bit add on the low word, the high word masked back in), kept for d64: there
+// the 64-bit add of smem_desc_at measured 0.6-0.9% slower (v22's header).
+__device__ __forceinline__ uint64_t smem_desc_at_lo(uint64_t base, uint32_t byte_off) {
+  return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -999,7 +1010,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         const int n = n_blocks - 1 - i;
         const int s = stage;
         const uint32_t parity = phase;
-        const int s_u = __shfl_sync(0xffffffff, s, 0);  // the stage for the descriptors: provably warp-uniform
+        const int s_u = Dp == 64 ? s : __shfl_sync(0xffffffff, s, 0);  // d64: v19's vector-register stage
+        auto desc_at = [](uint64_t b, uint32_t off) { return Dp == 64 ? smem_desc_at_lo(b, off) : smem_desc_at(b, off); };
         if (++stage == kStages) { stage = 0; phase ^= 1; }
 
         // S = Q K^T
@@ -1015,8 +1027,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         // ptxas wait for each one at the branch.
         for (int kk = 0; kk < kQkSteps; ++kk) {
           const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
-          const uint64_t da = smem_desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);
-          const uint64_t db = smem_desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);
+          const uint64_t da = desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);
+          const uint64_t db = desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);
           mma_qk<T, BN>(s_acc, da, db, kk > 0);
         }
         wgmma_commit();
@@ -1050,7 +1062,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-          const uint64_t db = smem_desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024), kk * 16 * 128);
+          const uint64_t db = desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024), kk * 16 * 128);
           mma_pv<T, Dp>(o_acc, p_frag[kk], db);
         }
         wgmma_commit();

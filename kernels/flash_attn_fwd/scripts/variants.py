@@ -30,284 +30,75 @@ OUT = BEST / "gen"
 #   from 2a443bc.
 # - session 10's next_deadwg (an edit of v20; became v21) from e76ca0c. Its first form, measured in call 2, lacked
 #   `&& Cfg::kConsumers == 3` in its two `if constexpr` lines, so it changed the 128-row d64 tiles too.
+# - session 11's next_tilepipe (lost: short128 0.967 of v21) and next_d64desc19 (became v22), edits of v21, from
+#   b6f580d.
 
-# Session 10 (helper-20's form, compile-checked, not yet run): short tiles pay ~1.5 key blocks of edge each (a d128
-# tile at s = 512: 2.1 us besides 1.46 us per block), because a warpgroup's first Q K^T and its last P V + epilogue
-# have no matrix work of their own. For d96/d128 with the TMA epilogue this issues the next tile's first Q K^T right
-# behind the last P V (the peek at the next tile's index, Q and first K runs under that P V), and the O
-# normalisation and shared-memory writes run under it; the staged Q buffer goes back after the next tile's first
-# softmax. ptxas serialises every wgmma of a function when a wgmma issued inside a branch is waited for after the
-# join (C7515; C7520 if the branch is divergent), even if the other side never runs, so every issue here is
-# unconditional: a dummy Q K^T on whatever the next Q buffer and K stage hold when no next tile has keys. These
-# tiles get their own copy of the epilogue, so each issue and its wait lie on one straight path. Session 5's xtile
-# (the whole FA3 loop carried across tiles) lost 8% on short shapes by waiting for the next tile's data at the
-# boundary; here those waits sit under the last P V. Steady loop 828 -> 821 instructions (d128); the other 20
-# instantiations compile to v21's SASS.
-TILEPIPE_EDITS = [
-    (
-     "//                  store has read it (checked at the next tile's first S, or at exit).\n",
-     "//                  store has read it (checked at the next tile's first S, or at exit; d96/d128: after\n"
-     "//                  the next tile's first softmax, that tile's first S having run under this epilogue).\n"),
-    (
-     "// Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].\n",
-     "// d96/d128 with the TMA epilogue: each tile's first S = Q K^T is issued under the previous tile's last\n"
-     "// P V and epilogue (into an accumulator that outlives the tile), not at the tile's start.\n"
-     "template <int Dp, bool kTmaEpi> constexpr bool kQkAhead = Dp == 128 && kTmaEpi;\n"
-     "\n"
-     "// Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].\n"),
-    (
-     "__device__ __forceinline__ float fast_exp2(float x) {\n",
-     "// S = Q K^T of one key block, both operands in shared memory (K-major, 128-byte swizzle): issued and\n"
-     "// committed, not waited for. q_desc / k_desc: the descriptors of the Q slice's and the K stage's first panel.\n"
-     "template <typename T, int BN, int kQkSteps, int kBlockM>\n"
-     "__device__ __forceinline__ void issue_qk_smem(float (&s)[BN / 2], uint64_t q_desc, uint64_t k_desc) {\n"
-     "#pragma unroll\n"
-     "  for (int kk = 0; kk < kQkSteps; ++kk) {\n"
-     "    const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row\n"
-     "    mma_qk<T, BN>(s, smem_desc_at(q_desc, (kk / 4) * kBlockM * 128 + off), smem_desc_at(k_desc, (kk / 4) * BN * 128 + off),\n"
-     "                  kk > 0);\n"
-     "  }\n"
-     "  wgmma_commit();\n"
-     "}\n"
-     "\n"
-     "__device__ __forceinline__ float fast_exp2(float x) {\n"),
-    (
-     "\n"
-     "  while (true) {\n",
-     "  // kQkAhead: each tile's first S = Q K^T, issued before the tile starts (see the tile loop).\n"
-     "  float s_ahead[BN / 2];\n"
-     "  if constexpr (kQkAhead<Dp, kTmaEpi>) {  // the first tile's, waited for at once (nothing to overlap)\n"
-     "    mbar_wait(tile_full(slot), slot_phase);\n"
-     "    const uint32_t first = ld_shared_u32(slots + 4 * slot);\n"
-     "    if (first < static_cast<uint32_t>(num_tiles) &&\n"
-     "        decode_tile<BN, Cfg::kBlockM>(static_cast<int>(first), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal)\n"
-     "                .n_blocks > 0) {\n"
-     "      mbar_wait(q_full(q_buf), q_phase);\n"
-     "      mbar_wait(full_k(stage), phase);\n"
-     "    }\n"
-     "    wgmma_fence();\n"
-     "    issue_qk_smem<T, BN, kQkSteps, Cfg::kBlockM>(s_ahead, smem_desc(sQ + cw * 64 * 128, 16, 1024),\n"
-     "                                                 smem_desc(sK, 16, 1024));  // buffer 0, stage 0\n"
-     "    wgmma_wait<0>();\n"
-     "    fence_regs(s_ahead);\n"
-     "  }\n"
-     "\n"
-     "  while (true) {\n"),
-    (
-     "      mbar_wait(q_full(qb), q_phase);\n"
-     "      if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }\n"
-     "    }\n"
-     "\n"
-     "    if constexpr (Dp == 128) {  // d96, d128 (d256 with this loop spills 16 bytes: kept on v6's loop)\n",
-     "      if constexpr (!kQkAhead<Dp, kTmaEpi>) mbar_wait(q_full(qb), q_phase);  // kQkAhead: by peek_next\n"
-     "      if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }\n"
-     "    }\n"
-     "\n"
-     "    if constexpr (kQkAhead<Dp, kTmaEpi>) {\n"
-     "      // d96/d128 with the TMA epilogue: the FA3-order loop below, but the tile's first S = Q K^T was issued\n"
-     "      // (and has completed) under the previous tile's last P V and epilogue: this tile's last P V runs\n"
-     "      // together with the next tile's first Q K^T, which also overlaps this tile's O normalisation and its\n"
-     "      // writes to shared memory. The tile's epilogue is in this branch (not the shared one after the key\n"
-     "      // loops), so that every issue of s_ahead's wgmmas and the wait for it lie on one straight path: ptxas\n"
-     "      // serialises every wgmma of the function (C7515) when a wgmma issued on one side of a branch is\n"
-     "      // waited for after the join, even where the other side is never taken at run time.\n"
-     "      // Whether the next tile (read from the tile ring, not taken: the loop's top takes it) has keys; if\n"
-     "      // so, its Q and first K have landed (Q buffer q_buf, K stage `stage`: the counters are past this tile).\n"
-     "      auto peek_next = [&] {\n"
-     "        mbar_wait(tile_full(slot), slot_phase);\n"
-     "        const uint32_t next = ld_shared_u32(slots + 4 * slot);\n"
-     "        if (next < static_cast<uint32_t>(num_tiles) &&\n"
-     "            decode_tile<BN, Cfg::kBlockM>(static_cast<int>(next), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal)\n"
-     "                    .n_blocks > 0) {\n"
-     "          mbar_wait(q_full(q_buf), q_phase);\n"
-     "          mbar_wait(full_k(stage), phase);\n"
-     "        }\n"
-     "      };\n"
-     "      // The next tile's first S = Q K^T into s_ahead, issued unconditionally (see above): without a next\n"
-     "      // tile with keys (the sentinel, or a tile that sees no key) it reads whatever Q buffer q_buf and stage\n"
-     "      // `stage` hold, and the result is never read. Both indices are broadcast from lane 0 (uniform datapath).\n"
-     "      auto issue_next_qk = [&] {\n"
-     "        issue_qk_smem<T, BN, kQkSteps, Cfg::kBlockM>(\n"
-     "            s_ahead, smem_desc(sQ + __shfl_sync(0xffffffff, q_buf, 0) * kQBytes + cw * 64 * 128, 16, 1024),\n"
-     "            smem_desc(sK + __shfl_sync(0xffffffff, stage, 0) * kKVBytes, 16, 1024));\n"
-     "      };\n"
-     "      if (n_blocks > 0) {\n"
-     "        float (&s_acc)[BN / 2] = s_ahead;\n"
-     "        uint32_t p_frag[BN / 16][4];\n"
-     "        float alpha[2];\n"
-     "        // Q's descriptor from the buffer index broadcast from lane 0 (provably warp-uniform: it stays on the\n"
-     "        // uniform datapath through the key loop).\n"
-     "        const uint64_t q_desc = smem_desc(sQ + __shfl_sync(0xffffffff, qb, 0) * kQBytes + cw * 64 * 128, 16, 1024);\n"
-     "        auto issue_qk = [&](int st) {\n"
-     "          issue_qk_smem<T, BN, kQkSteps, Cfg::kBlockM>(\n"
-     "              s_acc, q_desc, smem_desc(sK + __shfl_sync(0xffffffff, st, 0) * kKVBytes, 16, 1024));\n"
-     "        };\n"
-     "        auto issue_pv = [&](int st) {\n"
-     "          const uint64_t v_desc = smem_desc(sV + __shfl_sync(0xffffffff, st, 0) * kKVBytes, BN * 128, 1024);\n"
-     "#pragma unroll\n"
-     "          for (int kk = 0; kk < BN / 16; ++kk) {\n"
-     "            const uint64_t db = smem_desc_at(v_desc, kk * 16 * 128);\n"
-     "            mma_pv<T, Dp>(o_acc, p_frag[kk], db);\n"
-     "          }\n"
-     "          wgmma_commit();\n"
-     "        };\n"
-     "        auto mask = [&](int n) { mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t); };\n"
-     "        bool rescaled = true;\n"
-     "        auto softmax = [&] { rescaled = online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2); };\n"
-     "        auto to_p = [&] { pack_p<T, BN>(s_acc, p_frag); };\n"
-     "        auto release = [&](uint32_t bar) {\n"
-     "          __syncwarp();\n"
-     "          if (lane == 0) mbar_arrive(bar);\n"
-     "        };\n"
-     "\n"
-     "        // First key block: its S has completed (under the previous tile's epilogue, or before the loop).\n"
-     "        int s = stage;\n"
-     "        uint32_t parity = phase;\n"
-     "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-     "        fence_regs(s_acc);\n"
-     "        release(empty(s));  // K of this stage: its Q K^T has completed\n"
-     "        mask(n_blocks - 1);\n"
-     "        softmax();\n"
-     "        to_p();\n"
-     "        // The previous tile's O store (issued at the end of its epilogue, after this tile's first Q K^T) has\n"
-     "        // had this block's softmax to read its Q buffer: hand the buffer back (for the Q of the next tile).\n"
-     "        release_staged();\n"
-     "\n"
-     "        for (int i = 1; i < n_blocks; ++i) {\n"
-     "          const int prev = s;\n"
-     "          const uint32_t prev_parity = parity;\n"
-     "          s = stage;\n"
-     "          parity = phase;\n"
-     "          if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-     "          const int n = n_blocks - 1 - i;\n"
-     "          mbar_wait(full_k(s), parity);\n"
-     "          mbar_wait(full_v(prev), prev_parity);\n"
-     "          fence_regs(o_acc);\n"
-     "          wgmma_fence();\n"
-     "          issue_qk(s);\n"
-     "          issue_pv(prev);\n"
-     "          wgmma_wait<1>();  // S_i has completed; P_{i-1} V_{i-1} may still run\n"
-     "          fence_regs(s_acc);\n"
-     "          release(empty(s));  // K of this stage: its Q K^T has completed\n"
-     "          mask(n);\n"
-     "          softmax();\n"
-     "          // Keeps the softmax ahead of the wait (see the loop below for the other configurations).\n"
-     "          named_sync(after_softmax_barrier_id(row_sum, 1 + cw), 128);\n"
-     "          wgmma_wait<0>();\n"
-     "          fence_regs(o_acc);\n"
-     "          fence_frag(p_frag);\n"
-     "          release(empty_v(prev));  // V of the previous stage: P_{i-1} V_{i-1} has completed\n"
-     "          if (rescaled) rescale_o<Dp>(o_acc, alpha);\n"
-     "          to_p();\n"
-     "        }\n"
-     "        // The rows' 1 / sum now: its IEEE reciprocal has a slow path (a branch) that must not lie between\n"
-     "        // the wgmma issues below and their waits.\n"
-     "        float inv[2];\n"
-     "#pragma unroll\n"
-     "        for (int r = 0; r < 2; ++r) {\n"
-     "          float l = row_sum[r];\n"
-     "          l += __shfl_xor_sync(0xffffffff, l, 1);\n"
-     "          l += __shfl_xor_sync(0xffffffff, l, 2);\n"
-     "          inv[r] = l > 0.f ? 1.f / l : 0.f;\n"
-     "        }\n"
-     "        // Last P V, and the next tile's first Q K^T behind it.\n"
-     "        mbar_wait(full_v(s), parity);\n"
-     "        fence_regs(o_acc);\n"
-     "        wgmma_fence();\n"
-     "        issue_pv(s);\n"
-     "        peek_next();  // under the last P V\n"
-     "        wgmma_fence();\n"
-     "        issue_next_qk();\n"
-     "        wgmma_wait<1>();  // the last P V has completed; the next tile's Q K^T may still run\n"
-     "        fence_regs(o_acc);\n"
-     "        fence_frag(p_frag);\n"
-     "        release(empty_v(s));\n"
-     "        // Epilogue through shared memory (as below for the other configurations): normalised O into this\n"
-     "        // warpgroup's 64-row slice of the tile's Q buffer, 128-byte swizzled; one thread stores it by TMA.\n"
-     "        const uint32_t row_addr = q_half + (warp * 16 + g) * 128 + 4 * t;\n"
-     "#pragma unroll\n"
-     "        for (int r = 0; r < 2; ++r) {\n"
-     "#pragma unroll\n"
-     "          for (int j = 0; j < Dp / 8; ++j)\n"
-     "            st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * Cfg::kBlockM * 128 + (((j % 8) ^ g) << 4),\n"
-     "                          pack2<T>(o_acc[4 * j + 2 * r] * inv[r], o_acc[4 * j + 2 * r + 1] * inv[r]));\n"
-     "        }\n"
-     "        fence_proxy_async_shared();              // these writes, before the TMA reads them\n"
-     "        named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written\n"
-     "        wgmma_wait<0>();  // the next tile's first S, before the one-thread (divergent) store below\n"
-     "        fence_regs(s_ahead);\n"
-     "        if (threadIdx.x % 128 == 0) {\n"
-     "          if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing\n"
-     "#pragma unroll\n"
-     "            for (int p = 0; p < kPanels; ++p)\n"
-     "              tma_store(&tm_o, q_half + p * Cfg::kBlockM * 128, p * 64, w.head, m0 + cw * 64, w.batch);\n"
-     "          }\n"
-     "          bulk_commit();\n"
-     "        }\n"
-     "        staged_q = qb;\n"
-     "      } else {\n"
-     "        // A tile that sees no key (loaded no Q): the next tile's first S first (nothing to overlap it\n"
-     "        // with but these stores, which branch per row), then zeros stored directly.\n"
-     "        peek_next();\n"
-     "        wgmma_fence();\n"
-     "        issue_next_qk();\n"
-     "        wgmma_wait<0>();\n"
-     "        fence_regs(s_ahead);\n"
-     "#pragma unroll\n"
-     "        for (int r = 0; r < 2; ++r) {\n"
-     "          const int row = row0 + 8 * r;\n"
-     "          if (row < s_q) {\n"
-     "            T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);\n"
-     "#pragma unroll\n"
-     "            for (int j = 0; j < Dp / 8; ++j) {\n"
-     "              const int col = 8 * j + 2 * t;\n"
-     "              if (col < d) *reinterpret_cast<uint32_t*>(dst + col) = 0u;\n"
-     "            }\n"
-     "          }\n"
-     "        }\n"
-     "      }\n"
-     "    } else if constexpr (Dp == 128) {  // d96, d128 (d256 with this loop spills 16 bytes: kept on v6's loop)\n"),
-    (
-     "    if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {\n",
-     "    if constexpr (kQkAhead<Dp, kTmaEpi>) {\n"
-     "      // its own epilogue, above\n"
-     "    } else if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {\n"),
-]
+# Session 11: the consumers decoded each tile index themselves (decode_tile: four integer divisions by run-time
+# values, ~20 instructions each, 8 I2F.RP/MUFU.RCP sequences per d128 function counting the producer's), on the
+# tile-start path of every warpgroup. Here the producer, which decodes the tile anyway, publishes the decoded fields
+# (m_block, head, batch, n_blocks; n_blocks < 0 is the sentinel) in a 16-byte slot, so consumers read four words.
+# Protocol unchanged: the slot is written before tile_full's arrive, read after its wait, as the index was.
+SLOTDEC_EDITS = [
+    ("constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers\n",
+     "constexpr int kTileSlots = 2;  // shared-memory ring that hands decoded tiles to the consumers\n"
+     "constexpr int kSlotBytes = 16;  // m_block, head, batch, n_blocks (n_blocks < 0: the sentinel)\n"),
+    ("num_barriers<Dp, M, N>() * 8 + kTileSlots * 4 + 1024;\n",
+     "num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 1024;\n"),
+    ("  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x u32 tile index\n",
+     "  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x kSlotBytes: a decoded tile\n"),
+    ("""        // Publish the tile (or the sentinel) to the consumers.
+        mbar_wait(tile_empty(slot), slot_phase ^ 1);
+        st_shared_u32(slots + 4 * slot, tile);
+        mbar_arrive(tile_full(slot));
+        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+        if (tile >= static_cast<uint32_t>(num_tiles)) break;
 
-# Session 10: v20's descriptor change (the stage index broadcast, one 64-bit add per descriptor) cost d64 0.7-0.9% in
-# its same-call A/B (kernel time v19 / v20 0.991-0.993 on both d64 families), though d64's P V now carries fewer
-# instructions (17 -> 8 others). One family moves +-0.5-1% between runs, so this asks the question in one A/B: v21
-# with v19's descriptor code for d64 only (both tile shapes), d256 unchanged.
-D64DESC19_EDITS = [
-    ("__device__ __forceinline__ void wgmma_fence() {\n",
-     "// v19's form of smem_desc_at (a 32-bit add on the low word, the high word masked back in): d64 only, to test\n"
-     "// whether v20's 64-bit add cost d64 its 0.7-0.9%.\n"
-     "__device__ __forceinline__ uint64_t smem_desc_at_lo(uint64_t base, uint32_t byte_off) {\n"
-     "  return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));\n"
-     "}\n"
-     "\n"
-     "__device__ __forceinline__ void wgmma_fence() {\n"),
-    ("        const int s_u = __shfl_sync(0xffffffff, s, 0);  // the stage for the descriptors: provably warp-uniform\n",
-     "        const int s_u = Dp == 64 ? s : __shfl_sync(0xffffffff, s, 0);  // d64: v19's vector-register stage\n"
-     "        auto desc_at = [](uint64_t b, uint32_t off) { return Dp == 64 ? smem_desc_at_lo(b, off) : smem_desc_at(b, off); };\n"),
-    ("          const uint64_t da = smem_desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
-     "          const uint64_t db = smem_desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n",
-     "          const uint64_t da = desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
-     "          const uint64_t db = desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n"),
-    ("          const uint64_t db = smem_desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024), kk * 16 * 128);\n",
-     "          const uint64_t db = desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024), kk * 16 * 128);\n"),
+        const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh,
+                                                     sec, h_q, s_q, s_k, causal);
+""",
+     """        // Publish the decoded tile (or the sentinel, n_blocks -1) to the consumers: they need no divisions.
+        const bool last = tile >= static_cast<uint32_t>(num_tiles);
+        Tile w{0, 0, 0, -1};
+        if (!last)
+          w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);
+        mbar_wait(tile_empty(slot), slot_phase ^ 1);
+        st_shared_u32(slots + kSlotBytes * slot, static_cast<uint32_t>(w.m_block));
+        st_shared_u32(slots + kSlotBytes * slot + 4, static_cast<uint32_t>(w.head));
+        st_shared_u32(slots + kSlotBytes * slot + 8, static_cast<uint32_t>(w.batch));
+        st_shared_u32(slots + kSlotBytes * slot + 12, static_cast<uint32_t>(w.n_blocks));
+        mbar_arrive(tile_full(slot));
+        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+        if (last) break;
+
+"""),
+    ("""    const uint32_t tile = ld_shared_u32(slots + 4 * slot);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(tile_empty(slot));
+    if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+    if (tile >= static_cast<uint32_t>(num_tiles)) break;
+
+    const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec,
+                                                 h_q, s_q, s_k, causal);
+""",
+     """    Tile w;
+    w.m_block = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot));
+    w.head = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 4));
+    w.batch = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 8));
+    w.n_blocks = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 12));
+    __syncwarp();
+    if (lane == 0) mbar_arrive(tile_empty(slot));
+    if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+    if (w.n_blocks < 0) break;
+
+"""),
 ]
 
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_tilepipe": (
+    "next_slotdec": (
         "kernel.cu",
-        "// next_tilepipe: v21 + d96/d128 (TMA epilogue) issue the next tile's first Q K^T behind this tile's last P V.\n",
-        TILEPIPE_EDITS),
-    "next_d64desc19": (
-        "kernel.cu",
-        "// next_d64desc19: v21 with v19's wgmma descriptor code for d64 only (a test of v20's d64 cost).\n",
-        D64DESC19_EDITS),
+        "// next_slotdec: v22 + the producer publishes decoded tiles (no divisions in the consumers).\n",
+        SLOTDEC_EDITS),
 }
 
 
