@@ -1,4 +1,4 @@
-"""`ks init`, `ks session new`, `ks sessions`, `ks try`, `ks log`, `ks show`, `ks rollback`.
+"""`ks init`, `ks session new|export|import`, `ks sessions`, `ks try`, `ks log`, `ks show`, `ks rollback`.
 
 Thin: parse, call ks_tui.attempts.AttemptStore (and the harness client for `ks try`), print.
 git and the harness are imported inside the handlers so `ks --help` stays fast.
@@ -25,6 +25,15 @@ def register(sub) -> None:
     new.add_argument("task", metavar="TASK", help="task name under kernels/")
     new.add_argument("--json", action="store_true", help="print the session as one JSON document")
     new.set_defaults(func=cmd_session_new)
+    exp = ssub.add_parser("export", help="write a session (its attempts, results and trace) to one .tar.gz file, "
+                                         "to carry it to another checkout")
+    exp.add_argument("session", metavar="ID", help="session id")
+    exp.add_argument("file", metavar="FILE", help="the file to write")
+    exp.set_defaults(func=cmd_session_export)
+    imp = ssub.add_parser("import", help="recreate a session from `ks session export`'s file (branch, worktree, "
+                                         "results, trace)")
+    imp.add_argument("file", metavar="FILE", help="the exported file")
+    imp.set_defaults(func=cmd_session_import)
 
     p = sub.add_parser("sessions", help="list sessions: task, attempts, best speedup, last activity")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -125,6 +134,22 @@ def cmd_session_new(args) -> int:
     else:
         print(info.id)
         _say(f"branch {info.branch}, worktree {info.worktree}")
+    return EXIT_OK
+
+
+def cmd_session_export(args) -> int:
+    from ks_tui.attempts.transfer import export_session
+
+    info, n = export_session(_store(args), args.session, Path(args.file))
+    print(f"session {info.id}: {n} attempts written to {args.file}")
+    return EXIT_OK
+
+
+def cmd_session_import(args) -> int:
+    from ks_tui.attempts.transfer import import_session
+
+    info, n = import_session(_store(args), Path(args.file))
+    print(f"session {info.id} ({info.task}): {n} attempts; worktree {info.worktree}")
     return EXIT_OK
 
 

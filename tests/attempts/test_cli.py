@@ -307,3 +307,54 @@ def test_a_selection_naming_every_scenario_is_the_full_grid(toy_session, tmp_pat
     assert [(a["mode"], a["best"]) for a in log] == [("bench-subset", False), ("bench", True)]
     shown = json.loads(ks("show", "2", "--session", sid, "--json", cwd=ws).stdout)
     assert shown["result"]["selection"] is None and shown["result"]["seed"] == 77
+
+
+def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    for n, speedup in enumerate((1.2, 1.5), 1):
+        kernel.write_text(kernel.read_text() + f"// version {n}\n")
+        res = tmp_path / f"r{n}.json"
+        res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
+        assert ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}", cwd=ws).returncode == 0
+    before = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
+    trace = (ws / "sessions" / sid / "trace.jsonl").read_bytes()
+
+    empty = ks("session", "new", "toy", cwd=ws).stdout.strip()
+    bad_input(ks("session", "export", empty, str(tmp_path / "e.tgz"), cwd=ws), "no attempts")
+    out = ks("session", "export", sid, str(tmp_path / "s.tgz"), cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert "2 attempts" in out.stdout
+
+    # A clone of the checkout's main branch: no session branches, no notes, no sessions/ folder.
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "--quiet", "--branch", git(ws, "branch", "--show-current").strip(), str(ws), str(clone))
+    assert "no session" in ks("log", "-s", sid, cwd=clone).stderr
+    out = ks("session", "import", str(tmp_path / "s.tgz"), cwd=clone)
+    assert out.returncode == 0, out.stderr
+    after = json.loads(ks("log", "-s", sid, "--json", cwd=clone).stdout)["attempts"]
+    assert after == before
+    assert json.loads(ks("show", "2", "-s", sid, "--json", cwd=clone).stdout)["result"]["geomean_speedup"] == 1.5
+    assert (clone / "sessions" / sid / "trace.jsonl").read_bytes() == trace
+    assert git(clone, "status", "--porcelain") == ""
+    # The imported session goes on: its worktree holds the latest kernel, and a new attempt is number 3.
+    wt_kernel = clone / "sessions" / sid / "worktree" / "kernels" / "toy" / "kernel.cpp"
+    assert wt_kernel.read_text() == kernel.read_text()
+    wt_kernel.write_text(wt_kernel.read_text() + "// version 3\n")
+    (tmp_path / "r3.json").write_text(json.dumps(result_for(wt_kernel, speedup=1.1)))
+    assert ks("try", "-s", sid, "--result", str(tmp_path / "r3.json"), cwd=clone).returncode == 0
+    assert [a["number"] for a in json.loads(ks("log", "-s", sid, "--json", cwd=clone).stdout)["attempts"]] == [1, 2, 3]
+
+    # Again: refused, nothing changed.
+    bad_input(ks("session", "import", str(tmp_path / "s.tgz"), cwd=clone), "already exists")
+    # Not an export, a missing file, an export whose base commit this repository lacks.
+    (tmp_path / "junk.tgz").write_text("not a tar")
+    bad_input(ks("session", "import", str(tmp_path / "junk.tgz"), cwd=clone), "not a session export")
+    bad_input(ks("session", "import", str(tmp_path / "none.tgz"), cwd=clone), "not found")
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "--quiet")
+    (other / "f").write_text("x")
+    git(other, "add", "f")
+    git(other, "commit", "--quiet", "-m", "unrelated")
+    bad_input(ks("session", "import", str(tmp_path / "s.tgz"), cwd=other), "must have")
+    assert not (other / "sessions" / sid).exists()

@@ -1,3 +1,10 @@
+// v23 (ks session 20261203-021222-750b, attempt 48): v22 + the producer publishes each tile decoded (m_block, head,
+// batch, n_blocks in a 16-byte slot; n_blocks < 0 is the sentinel), so the consumers no longer divide: decode_tile's
+// four run-time integer divisions (~20 instructions each) ran on every consumer warp's tile-start path. ~104 fewer
+// instructions per function. Kernel time v22 / v23 in one call, 2 rounds: short128 1.019, d64c 1.031, long128 1.014
+// (every one of the 8 long d128 scenarios; more than the divisions' share of a long tile, cause not isolated).
+// Full 182-scenario grid 1.122x, 182/182 correct (results/2026-12-03-h200-v23-full-bench.json; v22 1.102x in the
+// call before it, -v22-full-bench.json).
 // v22 (ks session 20261203-021222-750b, attempt 47): v21 with v19's wgmma descriptor code for d64 (both tile shapes):
 // the K/V stage index stays in vector registers and each descriptor offset is a 32-bit add on the low word. v20's
 // uniform-datapath form (broadcast stage, 64-bit add) helps d96/d128/d256, which keep it, but cost d64: kernel time
@@ -61,8 +68,8 @@
 //
 // A tile is 128 query rows (192 for d <= 64, except d64 causal with s_q <= 1024) of one (batch, head). A CTA has one producer
 // warpgroup plus one consumer warpgroup per 64 query rows:
-//   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), publishes each
-//                tile index to the consumers through a 2-slot shared-memory ring (mbarriers
+//   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), decodes each and
+//                publishes it to the consumers through a 2-slot shared-memory ring (mbarriers
 //                "tile full" / "tile empty"), and issues bulk tensor copies (TMA) of the tile's
 //                Q (into one of kQBufs Q buffers, each with "full"/"empty" mbarriers) and of its
 //                K and V tiles into a ring of shared-memory stages, each stage guarded by
@@ -70,7 +77,8 @@
 //                (the consumers release it). The K/V ring, the Q buffers and the tile slots keep
 //                their stage/phase counters across tiles, so the producer loads the next tile's
 //                Q, K and V while the consumers finish the current tile (last P V, epilogue).
-//                An index >= num_tiles is the sentinel that ends all three warpgroups.
+//                An index >= num_tiles is published as the sentinel (n_blocks -1) that ends all
+//                three warpgroups.
 //                It gives most of its registers away (setmaxnreg).
 //   warpgroups 1..C: consumers, 64 query rows each (C = 2, or 3 for 192-row d64 tiles). Per key tile:
 //                S = Q K^T by wgmma from shared memory, the online softmax in registers (exp2
@@ -161,7 +169,8 @@ template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
 // only with one Q buffer, and then the next tile's Q no longer loads under this tile (measured -2%).
 template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};
 
-constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers
+constexpr int kTileSlots = 2;  // shared-memory ring that hands decoded tiles to the consumers
+constexpr int kSlotBytes = 16;  // m_block, head, batch, n_blocks (n_blocks < 0: the sentinel)
 // Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
 // (0 is __syncthreads; 1 + cw is the FA3-order loop's softmax barrier).
 constexpr uint32_t kEpilogueBarrier = 4;
@@ -184,7 +193,7 @@ template <int Dp, int M = kDefaultRows<Dp>, int N = 128> constexpr int smem_byte
   constexpr int BM = Config<Dp, M, N>::kBlockM, BN = Config<Dp, M, N>::kBlockN, S = Config<Dp, M, N>::kStages,
                 QB = Config<Dp, M, N>::kQBufs;
   // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
-  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * 4 + 1024;
+  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 1024;
 }
 static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
                   smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024,
@@ -749,7 +758,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
   auto tile_empty = [&](int i) { return bars + 8 * (3 * kStages + 2 * kQBufs + kTileSlots + i); };
   // kSplitKV: empty(s) guards K of stage s only, empty_v(s) its V.
   auto empty_v = [&](int s) { return bars + 8 * (3 * kStages + 2 * kQBufs + 2 * kTileSlots + s); };
-  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x u32 tile index
+  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x kSlotBytes: a decoded tile
   const int diag = s_k - s_q;  // bottom-right alignment: row i sees keys j <= i + diag
   const int group = h_q / h_kv;
 
@@ -769,7 +778,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     }
     for (int i = 0; i < kTileSlots; ++i) {
       mbar_init(tile_full(i), 1);
-      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the index
+      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the slot
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -787,15 +796,20 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       uint32_t slot_phase = 0;
       uint32_t tile = blockIdx.x;  // first tile without the atomic; then the counter
       while (true) {
-        // Publish the tile (or the sentinel) to the consumers.
+        // Publish the decoded tile (or the sentinel, n_blocks -1) to the consumers: they need no divisions.
+        const bool last = tile >= static_cast<uint32_t>(num_tiles);
+        Tile w{0, 0, 0, -1};
+        if (!last)
+          w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);
         mbar_wait(tile_empty(slot), slot_phase ^ 1);
-        st_shared_u32(slots + 4 * slot, tile);
+        st_shared_u32(slots + kSlotBytes * slot, static_cast<uint32_t>(w.m_block));
+        st_shared_u32(slots + kSlotBytes * slot + 4, static_cast<uint32_t>(w.head));
+        st_shared_u32(slots + kSlotBytes * slot + 8, static_cast<uint32_t>(w.batch));
+        st_shared_u32(slots + kSlotBytes * slot + 12, static_cast<uint32_t>(w.n_blocks));
         mbar_arrive(tile_full(slot));
         if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
-        if (tile >= static_cast<uint32_t>(num_tiles)) break;
+        if (last) break;
 
-        const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh,
-                                                     sec, h_q, s_q, s_k, causal);
         if (w.n_blocks > 0) {  // a tile that sees no key loads nothing (consumers store zeros)
           const int kv_head = w.head / group;
           mbar_wait(q_empty(q_buf), q_phase ^ 1);
@@ -855,14 +869,16 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
 
   while (true) {
     mbar_wait(tile_full(slot), slot_phase);
-    const uint32_t tile = ld_shared_u32(slots + 4 * slot);
+    Tile w;
+    w.m_block = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot));
+    w.head = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 4));
+    w.batch = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 8));
+    w.n_blocks = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 12));
     __syncwarp();
     if (lane == 0) mbar_arrive(tile_empty(slot));
     if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
-    if (tile >= static_cast<uint32_t>(num_tiles)) break;
+    if (w.n_blocks < 0) break;
 
-    const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec,
-                                                 h_q, s_q, s_k, causal);
     const int n_blocks = w.n_blocks;
     const int m0 = w.m_block * Cfg::kBlockM;
     const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8

@@ -32,74 +32,10 @@ OUT = BEST / "gen"
 #   `&& Cfg::kConsumers == 3` in its two `if constexpr` lines, so it changed the 128-row d64 tiles too.
 # - session 11's next_tilepipe (lost: short128 0.967 of v21) and next_d64desc19 (became v22), edits of v21, from
 #   b6f580d.
-
-# Session 11: the consumers decoded each tile index themselves (decode_tile: four integer divisions by run-time
-# values, ~20 instructions each, 8 I2F.RP/MUFU.RCP sequences per d128 function counting the producer's), on the
-# tile-start path of every warpgroup. Here the producer, which decodes the tile anyway, publishes the decoded fields
-# (m_block, head, batch, n_blocks; n_blocks < 0 is the sentinel) in a 16-byte slot, so consumers read four words.
-# Protocol unchanged: the slot is written before tile_full's arrive, read after its wait, as the index was.
-SLOTDEC_EDITS = [
-    ("constexpr int kTileSlots = 2;  // shared-memory ring that hands tile indices to the consumers\n",
-     "constexpr int kTileSlots = 2;  // shared-memory ring that hands decoded tiles to the consumers\n"
-     "constexpr int kSlotBytes = 16;  // m_block, head, batch, n_blocks (n_blocks < 0: the sentinel)\n"),
-    ("num_barriers<Dp, M, N>() * 8 + kTileSlots * 4 + 1024;\n",
-     "num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 1024;\n"),
-    ("  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x u32 tile index\n",
-     "  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x kSlotBytes: a decoded tile\n"),
-    ("""        // Publish the tile (or the sentinel) to the consumers.
-        mbar_wait(tile_empty(slot), slot_phase ^ 1);
-        st_shared_u32(slots + 4 * slot, tile);
-        mbar_arrive(tile_full(slot));
-        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
-        if (tile >= static_cast<uint32_t>(num_tiles)) break;
-
-        const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh,
-                                                     sec, h_q, s_q, s_k, causal);
-""",
-     """        // Publish the decoded tile (or the sentinel, n_blocks -1) to the consumers: they need no divisions.
-        const bool last = tile >= static_cast<uint32_t>(num_tiles);
-        Tile w{0, 0, 0, -1};
-        if (!last)
-          w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);
-        mbar_wait(tile_empty(slot), slot_phase ^ 1);
-        st_shared_u32(slots + kSlotBytes * slot, static_cast<uint32_t>(w.m_block));
-        st_shared_u32(slots + kSlotBytes * slot + 4, static_cast<uint32_t>(w.head));
-        st_shared_u32(slots + kSlotBytes * slot + 8, static_cast<uint32_t>(w.batch));
-        st_shared_u32(slots + kSlotBytes * slot + 12, static_cast<uint32_t>(w.n_blocks));
-        mbar_arrive(tile_full(slot));
-        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
-        if (last) break;
-
-"""),
-    ("""    const uint32_t tile = ld_shared_u32(slots + 4 * slot);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(tile_empty(slot));
-    if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
-    if (tile >= static_cast<uint32_t>(num_tiles)) break;
-
-    const Tile w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec,
-                                                 h_q, s_q, s_k, causal);
-""",
-     """    Tile w;
-    w.m_block = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot));
-    w.head = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 4));
-    w.batch = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 8));
-    w.n_blocks = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 12));
-    __syncwarp();
-    if (lane == 0) mbar_arrive(tile_empty(slot));
-    if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
-    if (w.n_blocks < 0) break;
-
-"""),
-]
+# - session 11's next_slotdec (an edit of v22: the producer publishes decoded tiles; became v23) from 8ffe35e.
 
 # name -> (base file in best/, header lines, [(old, new), ...])
-VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_slotdec": (
-        "kernel.cu",
-        "// next_slotdec: v22 + the producer publishes decoded tiles (no divisions in the consumers).\n",
-        SLOTDEC_EDITS),
-}
+VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {}
 
 
 class VariantError(Exception):

@@ -1,0 +1,144 @@
+"""Carry a session to another checkout: `ks session export ID FILE` / `ks session import FILE`.
+
+A session's attempts live on its branch (ks/<task>/<id>) and its results in git notes, neither of
+which a clone of main brings along; a fresh checkout would lose the history. The export is one
+.tar.gz holding:
+  session.json    the session (id, task, branch, base, created)
+  session.bundle  a git bundle of base..branch: only the session's own commits, so the importing
+                  repository must already have the base (it is a commit of the branch the session
+                  started from)
+  results.json    {commit sha: result} for every attempt that has a stored result (the notes)
+  trace.jsonl     the session trace (questions, agent events), when there is one
+Import fetches the branch from the bundle, makes the worktree, and writes the notes and files back.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from ks_tui.attempts.model import SessionInfo
+from ks_tui.errors import InputFileError, KsError
+
+_MEMBERS = ("session.json", "session.bundle", "results.json", "trace.jsonl")
+_MAX_MEMBER_BYTES = 512 * 1024 * 1024
+
+
+def export_session(store, sid: str, dest: Path) -> tuple[SessionInfo, int]:
+    """Write the session to dest (.tar.gz); returns the session and its number of attempts."""
+    info = store.session(sid)
+    attempts = store.attempts(info.id)
+    if not attempts:
+        raise KsError(f"session {info.id} has no attempts to export")
+    base = info.base or store._run(store.repo, "rev-parse", f"{attempts[0].sha}~1", what="finding the session's base")
+    stored = store.results(info.id)
+    results = {a.sha: stored[a.number] for a in attempts if stored.get(a.number)}
+    meta = {**info.to_dict(), "base": base}
+    meta.pop("worktree")
+    dest = Path(dest)
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle = Path(tmp) / "session.bundle"
+        store._run(store.repo, "bundle", "create", "--quiet", str(bundle), f"refs/heads/{info.branch}", f"^{base}",
+                   what=f"bundling session {info.id}")
+        trace = store.trace_path(info.id)
+        part = dest.with_name(dest.name + ".part")
+        try:
+            with tarfile.open(part, "w:gz") as tar:
+                _add_bytes(tar, "session.json", json.dumps(meta, indent=2).encode() + b"\n")
+                tar.add(bundle, arcname="session.bundle")
+                _add_bytes(tar, "results.json", json.dumps(results, indent=1, sort_keys=True, default=str).encode())
+                if trace.is_file():
+                    tar.add(trace, arcname="trace.jsonl")
+            part.replace(dest)  # a killed export leaves no half-written FILE
+        except OSError as e:
+            part.unlink(missing_ok=True)
+            raise KsError(f"cannot write {dest}: {e.strerror or e}") from None
+    return info, len(attempts)
+
+
+def import_session(store, src: Path) -> tuple[SessionInfo, int]:
+    """Recreate the session exported to src in this workspace; returns it and its number of attempts."""
+    src = Path(src)
+    parts = _read_export(src)
+    meta = _session_meta(src, parts["session.json"])
+    sid, branch = meta["id"], meta["branch"]
+    if any(ref == branch for ref, _ in store._session_refs()) or store._session_dir(sid).exists():
+        raise KsError(f"session {sid} already exists in {store.workspace}",
+                      hint=f"its attempts: `ks log -s {sid}`; remove sessions/{sid} and branch {branch} to import again")
+    try:
+        results = json.loads(parts.get("results.json", b"{}"))
+        if not isinstance(results, dict):
+            raise ValueError("not an object")
+    except ValueError as e:
+        raise InputFileError(src, f"results.json is not a JSON object of results ({e})") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle = Path(tmp) / "session.bundle"
+        bundle.write_bytes(parts["session.bundle"])
+        try:
+            store._run(store.repo, "bundle", "verify", "--quiet", str(bundle), what="checking the bundle")
+        except KsError as e:
+            raise KsError(f"cannot import session {sid}: {e}",
+                          hint=f"the session started from commit {meta['base'][:12]}, which this repository must have "
+                               "(fetch or pull the branch it was made on)") from None
+        store._run(store.repo, "fetch", "--quiet", "--no-tags", str(bundle), f"refs/heads/{branch}:refs/heads/{branch}",
+                   what=f"fetching session {sid} from the bundle")
+    store._ensure_sessions_ignored()
+    sdir = store._session_dir(sid)
+    sdir.mkdir(parents=True)
+    worktree = sdir / "worktree"
+    store._run(store.repo, "worktree", "add", "--quiet", str(worktree), branch, what="creating the session worktree")
+    info = SessionInfo(id=sid, task=meta["task"], branch=branch, worktree=worktree,
+                       created=datetime.fromisoformat(meta["created"]), base=meta["base"])
+    (sdir / "session.json").write_text(json.dumps(info.to_dict(), indent=2) + "\n")
+    if "trace.jsonl" in parts:
+        store.trace_path(sid).write_bytes(parts["trace.jsonl"])
+    known = {a.sha for a in store.attempts(sid)}
+    for sha, result in results.items():
+        if sha in known and isinstance(result, dict):
+            store._write_note(sha, result)
+    return info, len(known)
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    member = tarfile.TarInfo(name)
+    member.size = len(data)
+    member.mtime = int(datetime.now().timestamp())
+    tar.addfile(member, io.BytesIO(data))
+
+
+def _read_export(src: Path) -> dict[str, bytes]:
+    """The export's known members as bytes (never extracted to disk: no paths from the archive are used)."""
+    try:
+        with tarfile.open(src, "r:*") as tar:
+            parts = {}
+            for member in tar.getmembers():
+                if member.name in _MEMBERS and member.isfile() and member.size <= _MAX_MEMBER_BYTES:
+                    parts[member.name] = tar.extractfile(member).read()
+    except FileNotFoundError:
+        raise KsError(f"{src} not found") from None
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise InputFileError(src, f"not a session export ({e})",
+                             hint="make one with `ks session export ID FILE`") from None
+    missing = [m for m in ("session.json", "session.bundle") if m not in parts]
+    if missing:
+        raise InputFileError(src, f"not a session export (no {', '.join(missing)})",
+                             hint="make one with `ks session export ID FILE`")
+    return parts
+
+
+def _session_meta(src: Path, raw: bytes) -> dict:
+    from ks_tui.attempts.store import BRANCH_PREFIX, _ID_RE
+
+    try:
+        meta = json.loads(raw)
+        sid, task, branch, base = (str(meta[k]) for k in ("id", "task", "branch", "base"))
+        datetime.fromisoformat(meta["created"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise InputFileError(src, f"session.json is not a session ({e})") from None
+    if not _ID_RE.match(sid) or not _ID_RE.match(task) or branch != f"{BRANCH_PREFIX}/{task}/{sid}":
+        raise InputFileError(src, f"session.json names an unusable session (id {sid!r}, branch {branch!r})")
+    return meta
