@@ -9,6 +9,7 @@ which a clone of main brings along; a fresh checkout would lose the history. The
                   started from)
   results.json    {commit sha: result} for every attempt that has a stored result (the notes)
   trace.jsonl     the session trace (questions, agent events), when there is one
+  efficacy.jsonl  the session's records in the question bank's efficacy file (asks and outcomes)
 Import fetches the branch from the bundle, makes the worktree, and writes the notes and files back.
 """
 
@@ -23,8 +24,9 @@ from pathlib import Path
 
 from ks_tui.attempts.model import SessionInfo
 from ks_tui.errors import InputFileError, KsError
+from ks_tui.questions.efficacy import EfficacyStore
 
-_MEMBERS = ("session.json", "session.bundle", "results.json", "trace.jsonl")
+_MEMBERS = ("session.json", "session.bundle", "results.json", "trace.jsonl", "efficacy.jsonl")
 _MAX_MEMBER_BYTES = 512 * 1024 * 1024
 
 
@@ -53,6 +55,9 @@ def export_session(store, sid: str, dest: Path) -> tuple[SessionInfo, int]:
                 _add_bytes(tar, "results.json", json.dumps(results, indent=1, sort_keys=True, default=str).encode())
                 if trace.is_file():
                     tar.add(trace, arcname="trace.jsonl")
+                asks = EfficacyStore(store.workspace).session_records(info.id)
+                if asks:
+                    _add_bytes(tar, "efficacy.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in asks).encode())
             part.replace(dest)  # a killed export leaves no half-written FILE
         except OSError as e:
             part.unlink(missing_ok=True)
@@ -96,11 +101,21 @@ def import_session(store, src: Path) -> tuple[SessionInfo, int]:
     (sdir / "session.json").write_text(json.dumps(info.to_dict(), indent=2) + "\n")
     if "trace.jsonl" in parts:
         store.trace_path(sid).write_bytes(parts["trace.jsonl"])
+    if "efficacy.jsonl" in parts:
+        lines = parts["efficacy.jsonl"].decode("utf-8", errors="replace").splitlines()
+        EfficacyStore(store.workspace).import_records([_json_or_none(line) for line in lines if line.strip()])
     known = {a.sha for a in store.attempts(sid)}
     for sha, result in results.items():
         if sha in known and isinstance(result, dict):
             store._write_note(sha, result)
     return info, len(known)
+
+
+def _json_or_none(line: str):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None  # a torn line is skipped, as the efficacy file itself skips it
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:

@@ -153,6 +153,22 @@ class EfficacyStore:
         torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
         os.write(fd, (("\n" if torn else "") + json.dumps(record, sort_keys=True) + "\n").encode())
 
+    def session_records(self, session: str) -> list[dict[str, Any]]:
+        """The records of one session's asks and outcomes (carried by `ks session export`)."""
+        return [r for r in self.records() if r.get("session") == session or str(r.get("ask", "")).startswith(f"{session}:")]
+
+    def import_records(self, records: Sequence[Any]) -> int:
+        """Append records from another workspace's file, skipping any already here; returns how many were new."""
+        with self._locked() as fd:
+            have = {json.dumps(r, sort_keys=True) for r in self._read_unlocked()[0]}
+            added = 0
+            for r in records:
+                if isinstance(r, dict) and json.dumps(r, sort_keys=True) not in have:
+                    self._append(fd, r)
+                    have.add(json.dumps(r, sort_keys=True))
+                    added += 1
+        return added
+
     def record_asked(self, session: str, question: Question, *, point: str | None,
                      history: Sequence[AttemptView], chosen_by: str = "bank") -> str:
         """Note that `question` was asked now; returns the ask id its outcome will carry."""

@@ -311,13 +311,19 @@ def test_a_selection_naming_every_scenario_is_the_full_grid(toy_session, tmp_pat
 
 def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy_session, tmp_path):
     ws, sid, kernel = toy_session
+    (ws / "question_bank.yaml").write_text((ROOT / "question_bank.yaml").read_text())
+    git(ws, "add", "question_bank.yaml")
+    git(ws, "commit", "--quiet", "-m", "the project's bank")
     for n, speedup in enumerate((1.2, 1.5), 1):
         kernel.write_text(kernel.read_text() + f"// version {n}\n")
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
-        assert ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}", cwd=ws).returncode == 0
+        assert ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}", "--question", "layer-overlap",
+                  cwd=ws).returncode == 0
     before = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
     trace = (ws / "sessions" / sid / "trace.jsonl").read_bytes()
+    stats = ks("questions", "stats", "--json", cwd=ws).stdout
+    assert json.loads(stats)["questions"]["layer-overlap"]["asked"] == 2
 
     empty = ks("session", "new", "toy", cwd=ws).stdout.strip()
     bad_input(ks("session", "export", empty, str(tmp_path / "e.tgz"), cwd=ws), "no attempts")
@@ -335,6 +341,7 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
     assert after == before
     assert json.loads(ks("show", "2", "-s", sid, "--json", cwd=clone).stdout)["result"]["geomean_speedup"] == 1.5
     assert (clone / "sessions" / sid / "trace.jsonl").read_bytes() == trace
+    assert json.loads(ks("questions", "stats", "--json", cwd=clone).stdout)["questions"] == json.loads(stats)["questions"]
     assert git(clone, "status", "--porcelain") == ""
     # The imported session goes on: its worktree holds the latest kernel, and a new attempt is number 3.
     wt_kernel = clone / "sessions" / sid / "worktree" / "kernels" / "toy" / "kernel.cpp"
