@@ -209,6 +209,11 @@ class AttemptStore:
             if parts[-1] == sid:
                 return SessionInfo(id=sid, task=parts[1], branch=ref, worktree=self._session_dir(sid) / "worktree",
                                    created=datetime.fromisoformat(when), base="")
+        # A fresh clone has no session branches; an export committed beside the task brings one back.
+        exports = sorted(self.workspace.glob(f"kernels/**/*{sid}*.tar.gz"))
+        if exports:
+            raise KsError(f"no session {sid!r} in {self.workspace}",
+                          hint=f"an export of it is here: `ks session import {exports[0].relative_to(self.workspace)}`")
         known = [r.split("/")[-1] for r, _ in self._session_refs()][-5:]
         raise KsError(f"no session {sid!r} in {self.workspace}",
                       hint="sessions here: " + (", ".join(known) if known else "none (start one with `ks session new TASK`)"))

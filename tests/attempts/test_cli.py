@@ -335,6 +335,12 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "--quiet", "--branch", git(ws, "branch", "--show-current").strip(), str(ws), str(clone))
     assert "no session" in ks("log", "-s", sid, cwd=clone).stderr
+    kept = clone / "kernels" / "toy" / "results" / f"ks_session_{sid}.tar.gz"
+    kept.parent.mkdir()
+    kept.write_bytes((tmp_path / "s.tgz").read_bytes())
+    assert f"ks session import kernels/toy/results/ks_session_{sid}.tar.gz" in ks("log", "-s", sid, cwd=clone).stderr
+    kept.unlink()
+    kept.parent.rmdir()
     out = ks("session", "import", str(tmp_path / "s.tgz"), cwd=clone)
     assert out.returncode == 0, out.stderr
     after = json.loads(ks("log", "-s", sid, "--json", cwd=clone).stdout)["attempts"]
