@@ -15,6 +15,7 @@ Import fetches the branch from the bundle, makes the worktree, and writes the no
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import tarfile
@@ -91,16 +92,21 @@ def import_session(store, src: Path) -> tuple[SessionInfo, int]:
                                "(fetch or pull the branch it was made on)") from None
         store._run(store.repo, "fetch", "--quiet", "--no-tags", str(bundle), f"refs/heads/{branch}:refs/heads/{branch}",
                    what=f"fetching session {sid} from the bundle")
-    store._ensure_sessions_ignored()
     sdir = store._session_dir(sid)
-    sdir.mkdir(parents=True)
     worktree = sdir / "worktree"
-    store._run(store.repo, "worktree", "add", "--quiet", str(worktree), branch, what="creating the session worktree")
     info = SessionInfo(id=sid, task=meta["task"], branch=branch, worktree=worktree,
                        created=datetime.fromisoformat(meta["created"]), base=meta["base"])
-    (sdir / "session.json").write_text(json.dumps(info.to_dict(), indent=2) + "\n")
-    if "trace.jsonl" in parts:
-        store.trace_path(sid).write_bytes(parts["trace.jsonl"])
+    try:
+        store._ensure_sessions_ignored()
+        sdir.mkdir(parents=True)
+        store._run(store.repo, "worktree", "add", "--quiet", str(worktree), branch, what="creating the session worktree")
+        (sdir / "session.json").write_text(json.dumps(info.to_dict(), indent=2) + "\n")
+        if "trace.jsonl" in parts:
+            store.trace_path(sid).write_bytes(parts["trace.jsonl"])
+    except (KsError, OSError) as e:
+        _undo_import(store, sdir, worktree, branch)  # half an import would block the next try ("already exists")
+        raise KsError(f"cannot import session {sid}: {e.strerror if isinstance(e, OSError) and e.strerror else e}"
+                      + (f" ({e.filename})" if isinstance(e, OSError) and e.filename else "")) from None
     if "efficacy.jsonl" in parts:
         lines = parts["efficacy.jsonl"].decode("utf-8", errors="replace").splitlines()
         EfficacyStore(store.workspace).import_records([_json_or_none(line) for line in lines if line.strip()])
@@ -109,6 +115,19 @@ def import_session(store, src: Path) -> tuple[SessionInfo, int]:
         if sha in known and isinstance(result, dict):
             store._write_note(sha, result)
     return info, len(known)
+
+
+def _undo_import(store, sdir: Path, worktree: Path, branch: str) -> None:
+    import shutil
+
+    if worktree.exists():
+        with contextlib.suppress(KsError):
+            store._run(store.repo, "worktree", "remove", "--force", str(worktree), what="removing the worktree")
+    if sdir.is_dir():
+        shutil.rmtree(sdir, ignore_errors=True)
+    with contextlib.suppress(KsError):
+        store._run(store.repo, "worktree", "prune", what="pruning worktrees")
+        store._run(store.repo, "branch", "-D", branch, what="removing the fetched branch")
 
 
 def _json_or_none(line: str):

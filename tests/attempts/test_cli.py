@@ -341,6 +341,11 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
     assert f"ks session import kernels/toy/results/ks_session_{sid}.tar.gz" in ks("log", "-s", sid, cwd=clone).stderr
     kept.unlink()
     kept.parent.rmdir()
+    # An import that fails after fetching the branch (here: sessions/ is a file) undoes itself.
+    (clone / "sessions").write_text("in the way")
+    bad_input(ks("session", "import", str(tmp_path / "s.tgz"), cwd=clone), "cannot import")
+    assert git(clone, "branch", "--list", "ks/*").strip() == ""
+    (clone / "sessions").unlink()
     out = ks("session", "import", str(tmp_path / "s.tgz"), cwd=clone)
     assert out.returncode == 0, out.stderr
     after = json.loads(ks("log", "-s", sid, "--json", cwd=clone).stdout)["attempts"]
