@@ -1,3 +1,9 @@
+// v24 (ks session 20261203-194412-15bf, attempt 6): v23 + d64 causal 128-row tiles (s_q <= 1024) run warpgroup 0's
+// diagonal key block at half width. With s_q = s_k its 64 rows see none of that block's last 64 keys, so its Q K^T is
+// an m64n64 wgmma (32 accumulators), its softmax covers 64 columns and its P V 64 keys (4 k-steps of 8). The block is
+// peeled off the key loop (the loop body's SASS is unchanged, 789 instructions, 12 HGMMA); only the four 128-row d64
+// functions differ from v23. Kernel time v23 / v24 on the six d64 causal s <= 2048 scenarios 1.031 (2 rounds; the
+// four at s <= 1024 +4.2..+5.5%, predicted +3-5%; results/2026-12-03-h200-s12-call1-compare.txt).
 // v23 (ks session 20261203-021222-750b, attempt 48): v22 + the producer publishes each tile decoded (m_block, head,
 // batch, n_blocks in a 16-byte slot; n_blocks < 0 is the sentinel), so the consumers no longer divide: decode_tile's
 // four run-time integer divisions (~20 instructions each) ran on every consumer warp's tile-start path. ~104 fewer
@@ -541,13 +547,35 @@ __device__ __forceinline__ void wgmma_ss_n160_f16(float (&d)[80], uint64_t da, u
       : "l"(da), "l"(db), "r"(accumulate));
 }
 
+// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block (the d64 diagonal block's first half).
+#define KS_WGMMA_SS_N64(NAME, TYPE)                                                                           \
+  __device__ __forceinline__ void NAME(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {          \
+    asm volatile(                                                                                          \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                     \
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"                                \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                          \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                  \
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),          \
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),      \
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),   \
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),   \
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                           \
+        : "l"(da), "l"(db), "r"(accumulate));                                                            \
+  }
+KS_WGMMA_SS_N64(wgmma_ss_n64_bf16, "bf16")
+KS_WGMMA_SS_N64(wgmma_ss_n64_f16, "f16")
+#undef KS_WGMMA_SS_N64
+
 template <typename T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 
 // S(64 x N) = Q K^T step (both operands in shared memory, K-major).
 template <typename T, int N>
 __device__ __forceinline__ void mma_qk(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  static_assert(N == 128 || N == 160, "128-key blocks, or 160 for d96/d128 without a mask");
-  if constexpr (N == 160) {
+  static_assert(N == 64 || N == 128 || N == 160, "128-key blocks, 160 for d96/d128 without a mask, 64: half a block");
+  if constexpr (N == 64) {
+    if constexpr (kIsBf16<T>) wgmma_ss_n64_bf16(d, da, db, acc); else wgmma_ss_n64_f16(d, da, db, acc);
+  } else if constexpr (N == 160) {
     if constexpr (kIsBf16<T>) wgmma_ss_n160_bf16(d, da, db, acc); else wgmma_ss_n160_f16(d, da, db, acc);
   } else {
     if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
@@ -1022,7 +1050,61 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           }
         }
       }
-      for (int i = 0; i < live_blocks; ++i) {
+      // d64 causal on 128-row tiles: the tile's first key block is its diagonal block. Where this warpgroup's 64
+      // rows see none of that block's last 64 keys (s_q = s_k: warpgroup 0), the block runs at half width: Q K^T
+      // as m64n64, the softmax over 64 columns, P V over 64 keys. Peeled off the loop, whose body is unchanged;
+      // every wgmma here is waited for on this path (a wait after the join would serialise them all: C7515).
+      int first_block = 0;
+      if constexpr (Dp == 64 && Cfg::kConsumers == 2) {
+        const bool half = __shfl_sync(0xffffffff, static_cast<int>(causal && live_blocks > 0 &&
+                                          (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag), 0) != 0;
+        if (half) {
+          first_block = 1;
+          const int s = stage;
+          const uint32_t parity = phase;
+          if (++stage == kStages) { stage = 0; phase ^= 1; }
+          float s_half[BN / 4];
+          const bool k_ready = mbar_try(full_k(s), parity);
+          const bool v_ready = mbar_try(full_v(s), parity);
+          if (!k_ready) mbar_wait(full_k(s), parity);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < kQkSteps; ++kk) {
+            const uint32_t off = (kk % 4) * 32;  // the first 64 key rows of the K stage: the same descriptors
+            const uint64_t da = smem_desc_at_lo(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);
+            const uint64_t db = smem_desc_at_lo(smem_desc(sK + s * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);
+            mma_qk<T, BN / 2>(s_half, da, db, kk > 0);
+          }
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_regs(s_half);
+          if constexpr (kTmaEpi && kQBufs >= 2) {
+            release_staged();  // the previous tile's O store has had this Q K^T to read its buffer
+          } else if (n_blocks == 1) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(q_empty(qb));  // the tile's last Q K^T has completed
+          }
+          mask_scores<BN / 2>(s_half, (n_blocks - 1) * BN, s_k, causal, m0, diag, row0, t);
+          float alpha[2];
+          online_softmax<BN / 2>(s_half, row_max, row_sum, alpha, scale_log2);  // O is still zero: no rescale
+          uint32_t p_half[BN / 32][4];
+          pack_p<T, BN / 2>(s_half, p_half);
+          if (!v_ready) mbar_wait(full_v(s), parity);
+          fence_regs(o_acc);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < BN / 32; ++kk) {  // V's first 64 key rows
+            const uint64_t db = smem_desc_at_lo(smem_desc(sV + s * kKVBytes, BN * 128, 1024), kk * 16 * 128);
+            mma_pv<T, Dp>(o_acc, p_half[kk], db);
+          }
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_regs(o_acc);
+          __syncwarp();
+          if (lane == 0) mbar_arrive(empty(s));  // K and V of the stage (d64: one mbarrier)
+        }
+      }
+      for (int i = first_block; i < live_blocks; ++i) {
         const int n = n_blocks - 1 - i;
         const int s = stage;
         const uint32_t parity = phase;
