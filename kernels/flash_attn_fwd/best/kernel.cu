@@ -1,3 +1,9 @@
+// v25 (ks session 20261203-194412-15bf, attempt 7): v24's half-width diagonal block for d256 causal as well (128x128
+// tiles, one K/V stage, v6's loop as d64): warpgroup 0 runs the tile's diagonal block as m64n64 Q K^T, a 64-column
+// softmax and a 64-key P V; K is released after its Q K^T, V after its P V unless the block is the tile's only one
+// (its V stage then holds O for the TMA store). Kernel time v24 / v25 on the nine d256 causal s <= 2048 scenarios
+// 1.047, speedup 1.030 -> 1.081 (2 rounds; predicted +4-6% at s512, +2-4% at 1024, +1-2% at 2048; measured +5-7%,
+// +3-11%, +1-7%; results/2026-12-03-h200-s12-call2-compare.txt).
 // v24 (ks session 20261203-194412-15bf, attempt 6): v23 + d64 causal 128-row tiles (s_q <= 1024) run warpgroup 0's
 // diagonal key block at half width. With s_q = s_k its 64 rows see none of that block's last 64 keys, so its Q K^T is
 // an m64n64 wgmma (32 accumulators), its softmax covers 64 columns and its P V 64 keys (4 k-steps of 8). The block is
@@ -1055,7 +1061,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       // as m64n64, the softmax over 64 columns, P V over 64 keys. Peeled off the loop, whose body is unchanged;
       // every wgmma here is waited for on this path (a wait after the join would serialise them all: C7515).
       int first_block = 0;
-      if constexpr (Dp == 64 && Cfg::kConsumers == 2) {
+      if constexpr ((Dp == 64 && Cfg::kConsumers == 2) || Dp == 256) {
         const bool half = __shfl_sync(0xffffffff, static_cast<int>(causal && live_blocks > 0 &&
                                           (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag), 0) != 0;
         if (half) {
@@ -1078,6 +1084,10 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           wgmma_commit();
           wgmma_wait<0>();
           fence_regs(s_half);
+          if constexpr (kSplitKV<Dp>) {  // K of this stage: its Q K^T has completed
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty(s));
+          }
           if constexpr (kTmaEpi && kQBufs >= 2) {
             release_staged();  // the previous tile's O store has had this Q K^T to read its buffer
           } else if (n_blocks == 1) {
@@ -1101,7 +1111,13 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           wgmma_wait<0>();
           fence_regs(o_acc);
           __syncwarp();
-          if (lane == 0) mbar_arrive(empty(s));  // K and V of the stage (d64: one mbarrier)
+          if constexpr (Dp == 256) {
+            // V of the stage; with the TMA epilogue a tile's only key block's V stage holds O for the store, and
+            // the epilogue releases it (as in the loop).
+            if (lane == 0 && (!kTmaEpi || n_blocks > 1)) mbar_arrive(empty_v(s));
+          } else {
+            if (lane == 0) mbar_arrive(empty(s));  // K and V of the stage (d64: one mbarrier)
+          }
         }
       }
       for (int i = first_block; i < live_blocks; ++i) {

@@ -35,6 +35,8 @@ OUT = BEST / "gen"
 # - session 11's next_slotdec (an edit of v22: the producer publishes decoded tiles; became v23) from 8ffe35e.
 # - session 11's next_tilepipe2 (lost: short128 0.949 of v23) and next_diag64 (became v24), edits of v23, from
 #   d99cfa1.
+# - session 12's next_diag256 (became v25) and next_diag128 (lost: short128 kernel time 0.999), edits of v24, from
+#   ed6a9e7.
 
 # Session 12 (edits of v24, compile-checked): v24's half-width diagonal block for the other causal tiles.
 # - next_diag256: d256 (128x128 tiles, one K/V stage, v6's loop like d64) takes v24's peeled block as it is, with
@@ -123,16 +125,85 @@ DIAG128_EDITS = [
      "        }\n"),
 ]
 
+# Session 12, after call 2 (an edit of v25, compile-checked): next_diag128 (half-width Q K^T and softmax, P V full width
+# with zero P) was level on short128 (kernel time 0.999), where d64 and d256 gained with the whole block at half width.
+# This form does the whole block at half width for d96/d128 causal 128-key tiles: warpgroup 0 runs its diagonal block
+# first and alone (Q K^T m64n64, softmax over 64 columns, P V over 64 keys, each waited for, as v6's loop does), then
+# the FA3-order code from the next block on; that block's softmax rescales O, which now holds the diagonal block's
+# P V. Tiles with one key block keep the old path. Predicted +1-3% on d96/d128 causal s512-1024, level at 2048 and on
+# the nomask scenarios of the same functions.
+DIAG128PV_EDITS = [
+    ("        // First key block (the diagonal / tail one): scores, softmax, P. O is zero, so no rescale.\n"
+     "        int s = stage;\n"
+     "        uint32_t parity = phase;\n"
+     "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n",
+     "        // Causal 128-key blocks: where this warpgroup's 64 rows see none of the diagonal block's last 64 keys\n"
+     "        // (s_q = s_k: warpgroup 0) and the tile has more key blocks, the diagonal block runs first, whole and at\n"
+     "        // half width: Q K^T as m64n64, the softmax over 64 columns, P V over 64 keys, each waited for.\n"
+     "        int first = 0;  // key blocks done before the FA3-order code below\n"
+     "        if constexpr (BN == 128) {\n"
+     "          const bool half = __shfl_sync(0xffffffff, static_cast<int>(causal && n_blocks > 1 &&\n"
+     "                                            (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag), 0) != 0;\n"
+     "          if (half) {\n"
+     "            first = 1;\n"
+     "            const int sh = stage;\n"
+     "            const uint32_t parity_h = phase;\n"
+     "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+     "            float s_half[BN / 4];\n"
+     "            mbar_wait(full_k(sh), parity_h);\n"
+     "            wgmma_fence();\n"
+     "            const uint64_t k_desc = smem_desc(sK + __shfl_sync(0xffffffff, sh, 0) * kKVBytes, 16, 1024);\n"
+     "#pragma unroll\n"
+     "            for (int kk = 0; kk < kQkSteps; ++kk) {  // the K stage's first 64 rows: the same descriptors\n"
+     "              const uint32_t off = (kk % 4) * 32;\n"
+     "              const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);\n"
+     "              const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
+     "              mma_qk<T, BN / 2>(s_half, da, db, kk > 0);\n"
+     "            }\n"
+     "            wgmma_commit();\n"
+     "            wgmma_wait<0>();\n"
+     "            fence_regs(s_half);\n"
+     "            release(empty(sh));  // K of this stage: its Q K^T has completed\n"
+     "            if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n"
+     "            mask_scores<BN / 2>(s_half, (n_blocks - 1) * BN, s_k, causal, m0, diag, row0, t);\n"
+     "            online_softmax<BN / 2>(s_half, row_max, row_sum, alpha, scale_log2);  // O is zero: no rescale\n"
+     "            uint32_t p_half[BN / 32][4];\n"
+     "            pack_p<T, BN / 2>(s_half, p_half);\n"
+     "            mbar_wait(full_v(sh), parity_h);\n"
+     "            fence_regs(o_acc);\n"
+     "            wgmma_fence();\n"
+     "            const uint64_t v_desc = smem_desc(sV + __shfl_sync(0xffffffff, sh, 0) * kKVBytes, BN * 128, 1024);\n"
+     "#pragma unroll\n"
+     "            for (int kk = 0; kk < BN / 32; ++kk) mma_pv<T, Dp>(o_acc, p_half[kk], smem_desc_at(v_desc, kk * 16 * 128));\n"
+     "            wgmma_commit();\n"
+     "            wgmma_wait<0>();\n"
+     "            fence_regs(o_acc);\n"
+     "            release(empty_v(sh));  // V of this stage: its P V has completed\n"
+     "          }\n"
+     "        }\n"
+     "\n"
+     "        // First key block of the FA3 order (the diagonal / tail one, or the one after a half-width diagonal\n"
+     "        // block): scores, softmax, P. O is zero (no rescale), or holds the diagonal block's P V (rescaled here).\n"
+     "        int s = stage;\n"
+     "        uint32_t parity = phase;\n"
+     "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"),
+    ("        mask(n_blocks - 1);\n"
+     "        softmax();\n"
+     "        to_p();\n",
+     "        mask(n_blocks - 1 - first);\n"
+     "        softmax();\n"
+     "        if (first && rescaled) rescale_o<Dp>(o_acc, alpha);\n"
+     "        to_p();\n"),
+    ("        for (int i = 1; i < n_blocks; ++i) {\n",
+     "        for (int i = 1 + first; i < n_blocks; ++i) {\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_diag256": (
+    "next_diag128pv": (
         "kernel.cu",
-        "// next_diag256: v24 + d256 causal runs warpgroup 0's diagonal block at half width (v24's peeled block).\n",
-        DIAG256_EDITS),
-    "next_diag128": (
-        "kernel.cu",
-        "// next_diag128: v24 + d96/d128 causal 128-key blocks: warpgroup 0's diagonal Q K^T and softmax at half width.\n",
-        DIAG128_EDITS),
+        "// next_diag128pv: v25 + d96/d128 causal 128-key blocks: warpgroup 0's diagonal block whole at half width.\n",
+        DIAG128PV_EDITS),
 }
 
 
