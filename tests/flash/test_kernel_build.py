@@ -34,7 +34,7 @@ _spec.loader.exec_module(variants)
 # 160-key blocks (register epilogue only).
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 24,
                   # candidates made by scripts/variants.py (edits of the files above), as "variant:NAME": count
-                  **{f"variant:{name}": 24 for name in variants.VARIANTS}}
+                  **{f"variant:{name}": variants.INSTANTIATIONS.get(name, 24) for name in variants.VARIANTS}}
 KERNELS = list(INSTANTIATIONS)
 
 

@@ -90,3 +90,47 @@ def test_a_file_that_does_not_compile_is_one_clear_error(tmp_path):
     r = run("flow", str(bad))
     assert r.returncode == 2
     assert r.stderr.startswith("sass.py: nvcc failed on") and "Traceback" not in r.stderr
+
+
+# A kernel template that gains a parameter (session 12: next_d256split's kHalfDiag). The division calls nvcc's
+# slow-path subroutine, which returns to its caller by name and is numbered per file: neither is code.
+TEMPLATE_A = """
+namespace {
+template <int N> __global__ void k(float* x) { x[threadIdx.x] = N / x[threadIdx.x]; }
+}  // namespace
+void launch(float* x) { k<1><<<1, 32>>>(x); k<2><<<1, 32>>>(x); }
+"""
+TEMPLATE_B = """
+__device__ float g_unused(float a) { return 3.f / a; }  // shifts nvcc's numbering of its helpers
+namespace {
+template <int N, bool F = false> __global__ void k(float* x) {
+  if constexpr (F) x[0] += 1.f;
+  x[threadIdx.x] = N / x[threadIdx.x];
+}
+}  // namespace
+void launch(float* x) { k<1><<<1, 32>>>(x); k<2><<<1, 32>>>(x); k<1, true><<<1, 32>>>(x); }
+"""
+
+
+def test_strip_b_matches_instantiations_that_gained_a_template_argument(tmp_path):
+    a, b = tmp_path / "a.cu", tmp_path / "b.cu"
+    a.write_text(TEMPLATE_A)
+    b.write_text(TEMPLATE_B)
+    r = run("diff", str(a), str(b), "--strip-b", "ELb0(?=EEEv)")
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.splitlines()
+    assert len(rows) == 2 and all(row.startswith("SAME") for row in rows), rows
+    # without the option the names differ, and F = true is other code
+    plain = run("diff", str(a), str(b)).stdout
+    assert "only A" in plain and "only B" in plain
+    r = run("diff", str(a), str(b), "--strip-b", "ELb1(?=EEEv)")
+    assert r.returncode == 0 and "DIFF" in r.stdout and "FADD:0->1" in r.stdout
+
+
+def test_strip_b_that_merges_two_functions_is_one_clear_error(tmp_path):
+    a, b = tmp_path / "a.cu", tmp_path / "b.cu"
+    a.write_text(TEMPLATE_A)
+    b.write_text(TEMPLATE_B)
+    r = run("diff", str(a), str(b), "--strip-b", "ELb[01](?=EEEv)")
+    assert r.returncode == 2
+    assert r.stderr.startswith("sass.py: --strip-b") and "Traceback" not in r.stderr

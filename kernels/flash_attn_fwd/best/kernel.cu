@@ -1,3 +1,10 @@
+// v26 (ks session 20261203-194412-15bf, attempt 9): v25 + d96/d128 causal 128-key tiles (s_k <= 2048) run warpgroup
+// 0's diagonal block first, whole and at half width (m64n64 Q K^T, 64-column softmax, 64-key P V, each waited for),
+// then the FA3-order code from the next block on, whose softmax rescales O (it holds the diagonal block's P V).
+// Tiles with one key block keep the old path. A first form that halved only Q K^T and the softmax (P V full width
+// over a zero half of P) was level (short128 kernel time 0.999, session 12 call 2). Kernel time v25 / v26 on the 48
+// short d96/d128 scenarios 1.010, speedup 1.110 -> 1.124 (2 rounds; causal +1-5%; predicted +1-3%). Full
+// 182-scenario grid 1.127x, 182/182 correct (results/2026-12-03-h200-v26-full-bench.json; v23 1.122x).
 // v25 (ks session 20261203-194412-15bf, attempt 7): v24's half-width diagonal block for d256 causal as well (128x128
 // tiles, one K/V stage, v6's loop as d64): warpgroup 0 runs the tile's diagonal block as m64n64 Q K^T, a 64-column
 // softmax and a 64-key P V; K is released after its Q K^T, V after its P V unless the block is the tile's only one
@@ -975,7 +982,53 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           if (lane == 0) mbar_arrive(bar);
         };
 
-        // First key block (the diagonal / tail one): scores, softmax, P. O is zero, so no rescale.
+        // Causal 128-key blocks: where this warpgroup's 64 rows see none of the diagonal block's last 64 keys
+        // (s_q = s_k: warpgroup 0) and the tile has more key blocks, the diagonal block runs first, whole and at
+        // half width: Q K^T as m64n64, the softmax over 64 columns, P V over 64 keys, each waited for.
+        int first = 0;  // key blocks done before the FA3-order code below
+        if constexpr (BN == 128) {
+          const bool half = __shfl_sync(0xffffffff, static_cast<int>(causal && n_blocks > 1 &&
+                                            (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag), 0) != 0;
+          if (half) {
+            first = 1;
+            const int sh = stage;
+            const uint32_t parity_h = phase;
+            if (++stage == kStages) { stage = 0; phase ^= 1; }
+            float s_half[BN / 4];
+            mbar_wait(full_k(sh), parity_h);
+            wgmma_fence();
+            const uint64_t k_desc = smem_desc(sK + __shfl_sync(0xffffffff, sh, 0) * kKVBytes, 16, 1024);
+#pragma unroll
+            for (int kk = 0; kk < kQkSteps; ++kk) {  // the K stage's first 64 rows: the same descriptors
+              const uint32_t off = (kk % 4) * 32;
+              const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);
+              const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);
+              mma_qk<T, BN / 2>(s_half, da, db, kk > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_regs(s_half);
+            release(empty(sh));  // K of this stage: its Q K^T has completed
+            if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
+            mask_scores<BN / 2>(s_half, (n_blocks - 1) * BN, s_k, causal, m0, diag, row0, t);
+            online_softmax<BN / 2>(s_half, row_max, row_sum, alpha, scale_log2);  // O is zero: no rescale
+            uint32_t p_half[BN / 32][4];
+            pack_p<T, BN / 2>(s_half, p_half);
+            mbar_wait(full_v(sh), parity_h);
+            fence_regs(o_acc);
+            wgmma_fence();
+            const uint64_t v_desc = smem_desc(sV + __shfl_sync(0xffffffff, sh, 0) * kKVBytes, BN * 128, 1024);
+#pragma unroll
+            for (int kk = 0; kk < BN / 32; ++kk) mma_pv<T, Dp>(o_acc, p_half[kk], smem_desc_at(v_desc, kk * 16 * 128));
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_regs(o_acc);
+            release(empty_v(sh));  // V of this stage: its P V has completed
+          }
+        }
+
+        // First key block of the FA3 order (the diagonal / tail one, or the one after a half-width diagonal
+        // block): scores, softmax, P. O is zero (no rescale), or holds the diagonal block's P V (rescaled here).
         int s = stage;
         uint32_t parity = phase;
         if (++stage == kStages) { stage = 0; phase ^= 1; }
@@ -986,12 +1039,13 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         fence_regs(s_acc);
         release(empty(s));  // K of this stage: its Q K^T has completed
         if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
-        mask(n_blocks - 1);
+        mask(n_blocks - 1 - first);
         softmax();
+        if (first && rescaled) rescale_o<Dp>(o_acc, alpha);
         to_p();
 
         // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.
-        for (int i = 1; i < n_blocks; ++i) {
+        for (int i = 1 + first; i < n_blocks; ++i) {
           const int prev = s;
           const uint32_t prev_parity = parity;
           s = stage;

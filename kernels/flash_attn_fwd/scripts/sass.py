@@ -5,6 +5,10 @@ Usage (repo root; needs nvcc, and nvdisasm on PATH or from pip's nvidia-cuda-nvd
     python3 kernels/flash_attn_fwd/scripts/sass.py diff A.cu B.cu [--match REGEX]
         one line per kernel instantiation: SAME (the same instructions, names and labels aside) or
         DIFF with the opcodes whose counts differ; "only A" / "only B" for instantiations one lacks
+    python3 kernels/flash_attn_fwd/scripts/sass.py diff A.cu B.cu --strip-b REGEX [--match REGEX]
+        the same, for a B whose functions gained a template argument: B's instantiations whose names
+        contain REGEX, with it deleted from their names, against A's (session 12: the unmasked d256
+        instantiations of next_d256split against v24's, `--strip-b 'ELb0(?=EEEv)'`)
     python3 kernels/flash_attn_fwd/scripts/sass.py flow FILE.cu [--match REGEX]
         per instantiation, the order of HGMMA (wgmma), WARPGROUP.DEPBAR (its waits), MUFU.EX2,
         BAR.SYNC, BRA.DIV and the O stores, runs of one kind counted (HGMMAx18)
@@ -30,6 +34,7 @@ NVCC_FLAGS = ["-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "
 # Parts of a name or operand that differ between two files of the same code.
 _ANON = re.compile(r"_ZN\d+_GLOBAL__N__\w+?_cu_[0-9a-f]{8}\d*")  # the anonymous namespace, named per file
 _LABEL = re.compile(r"\.L_x_\d+")
+_INTERNAL = re.compile(r"__internal_\d+_")  # nvcc's helper subroutines (rcp slow path), numbered per file
 _INSN = re.compile(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
 _FLOW = [("HGMMA", r"\bHGMMA\b"), ("DEPBAR", r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)"), ("EX2", r"MUFU\.EX2"),
          ("BARSYNC", r"\bBAR\.SYNC"), ("BRA.DIV", r"BRA\.DIV"), ("STG", r"\bSTG\b"), ("STS", r"\bSTS\b"),
@@ -82,8 +87,24 @@ def functions(source: Path) -> dict[str, list[str]]:
             continue
         m = _INSN.match(line)
         if m and cur is not None:
-            funcs[cur].append(_LABEL.sub("L", _ANON.sub("", m.group(1))))
-    return funcs
+            funcs[cur].append(_INTERNAL.sub("__internal_", _LABEL.sub("L", _ANON.sub("", m.group(1)))))
+    # A helper subroutine returns to its caller by name (`RET.REL.NODEC R4 `(NAME)`): the function's own name
+    # is not part of its code, so two instantiations that differ only in name compare equal.
+    return {name: [i.replace(f"`({name})", "`(SELF)") for i in insns] for name, insns in funcs.items()}
+
+
+def strip_names(funcs: dict[str, list[str]], pattern: str) -> dict[str, list[str]]:
+    """The functions whose names contain `pattern`, with it deleted from their names; SassError when two of
+    them would get one name (the pattern does not single out one instantiation of each)."""
+    out: dict[str, list[str]] = {}
+    for name, insns in funcs.items():
+        if not re.search(pattern, name):
+            continue
+        short = re.sub(pattern, "", name)
+        if short in out:
+            raise SassError(f"--strip-b {pattern!r} gives two functions one name: {short}")
+        out[short] = insns
+    return out
 
 
 def opcode(insn: str) -> str:
@@ -134,6 +155,8 @@ def main(argv: list[str]) -> int:
     d = sub.add_parser("diff", help="SAME / DIFF per instantiation")
     d.add_argument("a", type=Path)
     d.add_argument("b", type=Path)
+    d.add_argument("--strip-b", metavar="REGEX", default=None,
+                   help="compare only B's functions whose names contain REGEX, with it deleted from their names")
     f = sub.add_parser("flow", help="order of wgmma, waits, exp2 and barriers")
     f.add_argument("file", type=Path)
     for p in (d, f):
@@ -141,7 +164,8 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     try:
         if args.cmd == "diff":
-            rows = diff(functions(args.a), functions(args.b), args.match)
+            b = functions(args.b)
+            rows = diff(functions(args.a), strip_names(b, args.strip_b) if args.strip_b else b, args.match)
         else:
             rows = flow(functions(args.file), args.match)
     except (SassError, OSError) as e:
