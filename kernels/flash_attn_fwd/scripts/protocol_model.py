@@ -138,9 +138,20 @@ class Variant:
     # v21 (d64, 192-row tiles): the warpgroups whose rows all lie past s_q (here: the last `tile % consumers`
     # of each tile) run no key block; warpgroup 0 releases each stage for them.
     dead_wgs: bool = False
+    # next_deadfix (session 12): v21's stand-in lets a dead warpgroup advance its stage counters past blocks whose
+    # loads have not landed, so at the next tile its parity test can pass on a phase two behind (found here with
+    # 1500 runs: "wg1 reads K0 while a load into it is in flight"). Instead a dead warpgroup waits for each block's
+    # K and V loads and releases the stage itself; nobody stands in.
+    dead_waits: bool = False
     # next_tilepipe (d96/d128, TMA epilogue): a tile's first Q K^T is issued behind the previous tile's last P V
     # (after a peek at the next tile's index, Q and first K), a dummy with no reads when no next tile has keys.
     tilepipe: bool = False
+    # next_diag192 (d64, 192-row causal tiles): warpgroups whose rows end before the tile's first key block skip it:
+    # they wait for its K and V loads (as the loop does), then release the stage with the loop's count. Here all
+    # live warpgroups but the last skip in even tiles, warpgroup 0 alone in odd ones. A half-width block has the
+    # loop's barrier traffic and needs no case of its own.
+    skip_first: bool = False
+    runs: int = 0           # at least this many random schedules (a rare race needs more than the default)
 
 
 class Machine:
@@ -465,20 +476,40 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
         live, releases = n, 1
         if v.dead_wgs:  # v21: the last `dead` warpgroups of the tile run no key block
             dead = t % self.consumers
-            if wg == 0 and v.bug != "dead_no_stand_in":
+            if wg == 0 and v.bug != "dead_no_stand_in" and not v.dead_waits:
                 releases += dead
             if wg >= self.consumers - dead:
                 live = 0
                 for _ in range(n):
-                    c.next_stage()
+                    s, p = c.next_stage()
+                    if v.dead_waits:  # next_deadfix: the loads waited for, the stage released by this warpgroup
+                        yield lambda s=s, p=p: self.full_k[s].done(p)
+                        yield lambda s=s, p=p: self.full_v[s].done(p)
+                        self.empty[s].arrive(4)
+                        yield READY  # the warpgroup may be slow here
                 if self.qbufs >= 2 and v.tma_epi:
                     yield from c.release_staged()
                 else:
                     self.q_empty[b].arrive(4)
                     yield READY  # the warpgroup may be slow here
+        dead = t % self.consumers if v.dead_wgs else 0
+        most = self.consumers - 1 - dead  # the last live warpgroup always sees the tile's first block
+        skip = v.skip_first and live > 0 and wg < (most if t % 2 == 0 else min(1, most))
         for i in range(live):
             blk = n - 1 - i
             s, p = c.next_stage()
+            if skip and i == 0:  # next_diag192: no wgmma, the block's loads waited for, the stage released
+                if v.bug != "skip_no_wait":
+                    yield lambda s=s, p=p: self.full_k[s].done(p)
+                    yield lambda s=s, p=p: self.full_v[s].done(p)
+                if self.qbufs >= 2 and v.tma_epi:
+                    yield from c.release_staged()
+                elif i == n - 1:
+                    self.q_empty[b].arrive(4)
+                    yield READY  # the warpgroup may be slow here
+                self.empty[s].arrive(4 * releases)
+                yield READY  # the warpgroup may be slow here
+                continue
             # v17: V is tested together with K (mbar_try each), then K is waited for; V only at
             # its P V, and only if that test found it not full.
             k_ready, v_ready = c.test(self.full_k[s], p), c.test(self.full_v[s], p)
@@ -646,11 +677,15 @@ VARIANTS = [
     Variant("next_tilestart: v17 d64 192-row with the tile-start Q test, TMA epilogue", 64, True, consumers=3,
             early_tests=True),
     Variant("next_tilestart: v17 d256 with the tile-start Q test, TMA epilogue", 256, True, early_tests=True),
-    Variant("v21 d64 192-row, dead warpgroups skip their key blocks, TMA epilogue", 64, True, consumers=3,
-            dead_wgs=True),
-    Variant("v21 d64 192-row, dead warpgroups skip their key blocks, register epilogue", 64, False, consumers=3,
-            dead_wgs=True),
+    Variant("next_deadfix: v21's dead warpgroups wait for each block's loads and release it, TMA epilogue", 64, True,
+            consumers=3, dead_wgs=True, dead_waits=True, runs=3000),
+    Variant("next_deadfix: v21's dead warpgroups wait for each block's loads and release it, register epilogue", 64,
+            False, consumers=3, dead_wgs=True, dead_waits=True, runs=3000),
     Variant("next_tilepipe d128, TMA epilogue", 128, True, tilepipe=True),
+    Variant("next_diag192 (with next_deadfix) d64 192-row, first block skipped by warpgroups that see none of it, "
+            "TMA epilogue", 64, True, consumers=3, dead_wgs=True, dead_waits=True, skip_first=True, runs=3000),
+    Variant("next_diag192 (with next_deadfix) d64 192-row, first block skipped by warpgroups that see none of it, "
+            "register epilogue", 64, False, consumers=3, dead_wgs=True, dead_waits=True, skip_first=True, runs=3000),
     Variant("next_tilepipe d128 with 3 Q buffers, TMA epilogue", 128, True, tilepipe=True, qbufs=3),
 ]
 CONTROLS = [
@@ -667,13 +702,22 @@ CONTROLS = [
             bug="tilepipe_no_peek_wait"),
     Variant("control: tilepipe never handing the staged Q buffer back", 128, True, tilepipe=True,
             bug="tilepipe_no_release"),
+    Variant("control: next_diag192's skip releasing the stage before its loads landed", 64, True, consumers=3,
+            dead_wgs=True, dead_waits=True, skip_first=True, bug="skip_no_wait", runs=3000),
+    # v21-v26 (best/kernel.cu up to session 12) ship this protocol: warpgroup 0 stands in for the dead warpgroups,
+    # which advance their stage counters without waiting. A rare schedule lets one pass the next tile's first K test
+    # on a phase two behind. Found in session 12 with more runs than the default; kept here as the control it is.
+    Variant("control: v21's stand-in (dead warpgroups run ahead of the loads), TMA epilogue", 64, True, consumers=3,
+            dead_wgs=True, runs=3000),
+    Variant("control: v21's stand-in (dead warpgroups run ahead of the loads), register epilogue", 64, False,
+            consumers=3, dead_wgs=True, runs=3000),
 ]
 
 
 def check(variant: Variant, runs: int, seed: int) -> str | None:
     rng = random.Random(seed)
     lists = tile_lists(rng)
-    for i in range(runs):
+    for i in range(max(runs, variant.runs)):
         tiles = lists[i % len(lists)]
         try:
             run_once(variant, tiles, random.Random(rng.getrandbits(64)))
