@@ -39,166 +39,6 @@ OUT = BEST / "gen"
 #   ed6a9e7.
 # - session 12's next_diag128pv (became v26), an edit of v25, from 72c2021.
 
-# Session 12 (edits of v24, compile-checked): v24's half-width diagonal block for the other causal tiles.
-# - next_diag256: d256 (128x128 tiles, one K/V stage, v6's loop like d64) takes v24's peeled block as it is, with
-#   d256's releases (K after its Q K^T; V after its P V unless the block is the tile's only one, whose V stage holds O
-#   for the TMA store). Warpgroup 0 saves half of one block per tile: 1/(n+1) of its work for n 128-row tiles,
-#   20% at s512, 11% at 1024, 6% at 2048. Predicted on d256 causal: s512 +4-6%, s1024 +2-4%, s2048 +1-2%, level on long.
-# - next_diag128: d96/d128 causal with 128-key blocks (s_k <= 2048; FA3-order loop, the first block peeled there
-#   already). Warpgroup 0's diagonal block computes Q K^T as m64n64 and the softmax over 64 columns; the second half
-#   of its P is zero, so its P V stays full width (issued with the next block's Q K^T, as before). Saves a quarter of
-#   that block's tensor work and half its softmax. Predicted +1-2% on d96/d128 causal s512, +0.5-1% at s1024.
-DIAG256_EDITS = [
-    ("      if constexpr (Dp == 64 && Cfg::kConsumers == 2) {\n",
-     "      if constexpr ((Dp == 64 && Cfg::kConsumers == 2) || Dp == 256) {\n"),
-    ("          fence_regs(s_half);\n",
-     "          fence_regs(s_half);\n"
-     "          if constexpr (kSplitKV<Dp>) {  // K of this stage: its Q K^T has completed\n"
-     "            __syncwarp();\n"
-     "            if (lane == 0) mbar_arrive(empty(s));\n"
-     "          }\n"),
-    ("          if (lane == 0) mbar_arrive(empty(s));  // K and V of the stage (d64: one mbarrier)\n",
-     "          if constexpr (Dp == 256) {\n"
-     "            // V of the stage; with the TMA epilogue a tile's only key block's V stage holds O for the store, and\n"
-     "            // the epilogue releases it (as in the loop).\n"
-     "            if (lane == 0 && (!kTmaEpi || n_blocks > 1)) mbar_arrive(empty_v(s));\n"
-     "          } else {\n"
-     "            if (lane == 0) mbar_arrive(empty(s));  // K and V of the stage (d64: one mbarrier)\n"
-     "          }\n"),
-]
-
-DIAG128_EDITS = [
-    ("        mbar_wait(full_k(s), parity);\n"
-     "        wgmma_fence();\n"
-     "        issue_qk(s);\n"
-     "        wgmma_wait<0>();\n"
-     "        fence_regs(s_acc);\n"
-     "        release(empty(s));  // K of this stage: its Q K^T has completed\n"
-     "        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n"
-     "        mask(n_blocks - 1);\n"
-     "        softmax();\n"
-     "        to_p();\n",
-     "        mbar_wait(full_k(s), parity);\n"
-     "        // Causal 128-key blocks: where this warpgroup's 64 rows see none of the diagonal block's last 64 keys\n"
-     "        // (s_q = s_k: warpgroup 0), its Q K^T runs as m64n64 and the softmax over 64 columns; the P of the other\n"
-     "        // 64 keys is zero, so the block's P V (issued with the next block's Q K^T) stays as it is.\n"
-     "        bool half = false;\n"
-     "        float s_half[BN / 4];\n"
-     "        wgmma_fence();\n"
-     "        if constexpr (BN == 128) {\n"
-     "          half = __shfl_sync(0xffffffff, static_cast<int>(causal && (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag),\n"
-     "                             0) != 0;\n"
-     "          if (half) {\n"
-     "            const uint64_t k_desc = smem_desc(sK + __shfl_sync(0xffffffff, s, 0) * kKVBytes, 16, 1024);\n"
-     "#pragma unroll\n"
-     "            for (int kk = 0; kk < kQkSteps; ++kk) {  // the K stage's first 64 rows: the same descriptors\n"
-     "              const uint32_t off = (kk % 4) * 32;\n"
-     "              const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);\n"
-     "              const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
-     "              mma_qk<T, BN / 2>(s_half, da, db, kk > 0);\n"
-     "            }\n"
-     "            wgmma_commit();\n"
-     "            wgmma_wait<0>();\n"
-     "            fence_regs(s_half);\n"
-     "          }\n"
-     "        }\n"
-     "        if (!half) {\n"
-     "          issue_qk(s);\n"
-     "          wgmma_wait<0>();\n"
-     "          fence_regs(s_acc);\n"
-     "        }\n"
-     "        release(empty(s));  // K of this stage: its Q K^T has completed\n"
-     "        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n"
-     "        if constexpr (BN == 128) {\n"
-     "          if (half) {\n"
-     "            mask_scores<BN / 2>(s_half, (n_blocks - 1) * BN, s_k, causal, m0, diag, row0, t);\n"
-     "            rescaled = online_softmax<BN / 2>(s_half, row_max, row_sum, alpha, scale_log2);\n"
-     "            pack_p<T, BN / 2>(s_half, *reinterpret_cast<uint32_t(*)[BN / 32][4]>(&p_frag[0][0]));\n"
-     "#pragma unroll\n"
-     "            for (int kk = BN / 32; kk < BN / 16; ++kk)\n"
-     "              for (int j = 0; j < 4; ++j) p_frag[kk][j] = 0u;\n"
-     "          }\n"
-     "        }\n"
-     "        if (!half) {\n"
-     "          mask(n_blocks - 1);\n"
-     "          softmax();\n"
-     "          to_p();\n"
-     "        }\n"),
-]
-
-# Session 12, after call 2 (an edit of v25, compile-checked): next_diag128 (half-width Q K^T and softmax, P V full width
-# with zero P) was level on short128 (kernel time 0.999), where d64 and d256 gained with the whole block at half width.
-# This form does the whole block at half width for d96/d128 causal 128-key tiles: warpgroup 0 runs its diagonal block
-# first and alone (Q K^T m64n64, softmax over 64 columns, P V over 64 keys, each waited for, as v6's loop does), then
-# the FA3-order code from the next block on; that block's softmax rescales O, which now holds the diagonal block's
-# P V. Tiles with one key block keep the old path. Predicted +1-3% on d96/d128 causal s512-1024, level at 2048 and on
-# the nomask scenarios of the same functions.
-DIAG128PV_EDITS = [
-    ("        // First key block (the diagonal / tail one): scores, softmax, P. O is zero, so no rescale.\n"
-     "        int s = stage;\n"
-     "        uint32_t parity = phase;\n"
-     "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n",
-     "        // Causal 128-key blocks: where this warpgroup's 64 rows see none of the diagonal block's last 64 keys\n"
-     "        // (s_q = s_k: warpgroup 0) and the tile has more key blocks, the diagonal block runs first, whole and at\n"
-     "        // half width: Q K^T as m64n64, the softmax over 64 columns, P V over 64 keys, each waited for.\n"
-     "        int first = 0;  // key blocks done before the FA3-order code below\n"
-     "        if constexpr (BN == 128) {\n"
-     "          const bool half = __shfl_sync(0xffffffff, static_cast<int>(causal && n_blocks > 1 &&\n"
-     "                                            (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag), 0) != 0;\n"
-     "          if (half) {\n"
-     "            first = 1;\n"
-     "            const int sh = stage;\n"
-     "            const uint32_t parity_h = phase;\n"
-     "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-     "            float s_half[BN / 4];\n"
-     "            mbar_wait(full_k(sh), parity_h);\n"
-     "            wgmma_fence();\n"
-     "            const uint64_t k_desc = smem_desc(sK + __shfl_sync(0xffffffff, sh, 0) * kKVBytes, 16, 1024);\n"
-     "#pragma unroll\n"
-     "            for (int kk = 0; kk < kQkSteps; ++kk) {  // the K stage's first 64 rows: the same descriptors\n"
-     "              const uint32_t off = (kk % 4) * 32;\n"
-     "              const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);\n"
-     "              const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
-     "              mma_qk<T, BN / 2>(s_half, da, db, kk > 0);\n"
-     "            }\n"
-     "            wgmma_commit();\n"
-     "            wgmma_wait<0>();\n"
-     "            fence_regs(s_half);\n"
-     "            release(empty(sh));  // K of this stage: its Q K^T has completed\n"
-     "            if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n"
-     "            mask_scores<BN / 2>(s_half, (n_blocks - 1) * BN, s_k, causal, m0, diag, row0, t);\n"
-     "            online_softmax<BN / 2>(s_half, row_max, row_sum, alpha, scale_log2);  // O is zero: no rescale\n"
-     "            uint32_t p_half[BN / 32][4];\n"
-     "            pack_p<T, BN / 2>(s_half, p_half);\n"
-     "            mbar_wait(full_v(sh), parity_h);\n"
-     "            fence_regs(o_acc);\n"
-     "            wgmma_fence();\n"
-     "            const uint64_t v_desc = smem_desc(sV + __shfl_sync(0xffffffff, sh, 0) * kKVBytes, BN * 128, 1024);\n"
-     "#pragma unroll\n"
-     "            for (int kk = 0; kk < BN / 32; ++kk) mma_pv<T, Dp>(o_acc, p_half[kk], smem_desc_at(v_desc, kk * 16 * 128));\n"
-     "            wgmma_commit();\n"
-     "            wgmma_wait<0>();\n"
-     "            fence_regs(o_acc);\n"
-     "            release(empty_v(sh));  // V of this stage: its P V has completed\n"
-     "          }\n"
-     "        }\n"
-     "\n"
-     "        // First key block of the FA3 order (the diagonal / tail one, or the one after a half-width diagonal\n"
-     "        // block): scores, softmax, P. O is zero (no rescale), or holds the diagonal block's P V (rescaled here).\n"
-     "        int s = stage;\n"
-     "        uint32_t parity = phase;\n"
-     "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"),
-    ("        mask(n_blocks - 1);\n"
-     "        softmax();\n"
-     "        to_p();\n",
-     "        mask(n_blocks - 1 - first);\n"
-     "        softmax();\n"
-     "        if (first && rescaled) rescale_o<Dp>(o_acc, alpha);\n"
-     "        to_p();\n"),
-    ("        for (int i = 1; i < n_blocks; ++i) {\n",
-     "        for (int i = 1 + first; i < n_blocks; ++i) {\n"),
-]
-
 # Session 12, after call 4 (an edit of v26, compile-checked): v25's half-width diagonal block is compiled into the d256
 # functions that also run the unmasked launches, and those lost 3%: kernel time v24 / v25 on the nine unmasked d256
 # scenarios with s <= 2048 0.971 (call 4, 2 rounds; the key loop's SASS is the same, 922 vs 920 instructions, so the
@@ -266,15 +106,14 @@ DEADFIX_EDITS = [
      "          }\n"),
 ]
 
-# Session 12 (an edit of v26 on top of next_d256split and next_deadfix, compile-checked): d64 causal at s_q > 1024 runs 192-row tiles
-# (three consumer warpgroups) whose first key block is the diagonal-most one. With s_q = s_k, a tile at m-block mb
+# Session 12 (an edit of v26 on top of next_d256split and next_deadfix, compile-checked): d64 causal at s_q > 1024 runs
+# 192-row tiles (three consumer warpgroups) whose first key block is the diagonal-most one. With s_q = s_k, a tile at m-block mb
 # starts its first block at 128 * (n_blocks - 1); warpgroups whose 64 rows end before that block see none of it and
 # still ran it whole (every score masked), and a warpgroup that sees only its first half ran it whole too. Here the
 # first block is skipped by a warpgroup that sees none of it (it waits for the stage's loads, as the loop does, so
 # its release cannot count toward the stage's previous round, then releases it) and run at half width by one that
 # sees at most 64 of its keys (v24's peeled block). Its arrivals are predicated (mbar_arrive_if): branches there
-# cost the key loop 40 instructions and divergence handling. Per tile that is 1.5-2.5 of
-# ~3 x n_blocks warpgroup-blocks: ~8% of the tensor work at s2048, ~4% at 4096, ~2% at 8192. The unmasked d64 launches
+# cost the key loop 40 instructions and divergence handling. Per tile that is 1.5-2.5 of ~3 x n_blocks warpgroup-blocks: ~8% of the tensor work at s2048, ~4% at 4096, ~2% at 8192. The unmasked d64 launches
 # (the same 192-row functions) get instantiations without the block (next_d256split's switch), whose SASS is v26's.
 # Predicted: d64 causal s2048 +4-6%, s4096 +2-3%, s8192 +1%, level beyond and on everything else.
 DIAG192_EDITS = D256SPLIT_EDITS + DEADFIX_EDITS + [
