@@ -134,3 +134,12 @@ def test_strip_b_that_merges_two_functions_is_one_clear_error(tmp_path):
     r = run("diff", str(a), str(b), "--strip-b", "ELb[01](?=EEEv)")
     assert r.returncode == 2
     assert r.stderr.startswith("sass.py: --strip-b") and "Traceback" not in r.stderr
+
+
+def test_strip_b_that_is_not_a_regex_is_one_clear_error(tmp_path):
+    a, b = tmp_path / "a.cu", tmp_path / "b.cu"
+    a.write_text(TEMPLATE_A)
+    b.write_text(TEMPLATE_B)
+    r = run("diff", str(a), str(b), "--strip-b", "ELb[01")
+    assert r.returncode == 2
+    assert r.stderr.startswith("sass.py: --strip-b") and "Traceback" not in r.stderr

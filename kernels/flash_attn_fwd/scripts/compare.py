@@ -69,7 +69,7 @@ FILTERS = {
     "nomask_mid": lambda p: p["d"] in (96, 128) and not p["causal"] and 1024 < p["s_k"] <= 2048,
     # session 7: the d64 launches on 192-row tiles (all but causal with s_q <= 1024; 24 scenarios)
     "d64_192": lambda p: p["d"] == 64 and not (p["causal"] and p["s_q"] <= 1024),
-    # session 12: d256 causal with s_k <= 2048 (8 scenarios; the tiles where a diagonal block is a large share)
+    # session 12: d256 causal with s_k <= 2048 (9 scenarios; the tiles where a diagonal block is a large share)
     "d256c": lambda p: p["d"] == 256 and p["causal"] and p["s_k"] <= 2048,
     # session 12: both masks (18): d256's functions serve causal and unmasked launches alike, and v25's causal-only
     # change cost the unmasked ones 3%, which the causal subset alone did not show

@@ -96,11 +96,15 @@ def functions(source: Path) -> dict[str, list[str]]:
 def strip_names(funcs: dict[str, list[str]], pattern: str) -> dict[str, list[str]]:
     """The functions whose names contain `pattern`, with it deleted from their names; SassError when two of
     them would get one name (the pattern does not single out one instantiation of each)."""
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise SassError(f"--strip-b {pattern!r} is not a regular expression: {e}") from None
     out: dict[str, list[str]] = {}
     for name, insns in funcs.items():
-        if not re.search(pattern, name):
+        if not rx.search(name):
             continue
-        short = re.sub(pattern, "", name)
+        short = rx.sub("", name)
         if short in out:
             raise SassError(f"--strip-b {pattern!r} gives two functions one name: {short}")
         out[short] = insns
