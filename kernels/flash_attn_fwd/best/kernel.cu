@@ -1,3 +1,16 @@
+// v27 (ks session 20261203-194412-15bf, attempts 10-13): three edits of v26, measured in session 13's call 1.
+// (1) d64 192-row tiles: a dead warpgroup (its 64 rows all past s_q) waits for each of its blocks' K and V and releases
+// the stage itself with a predicated arrive (mbar_arrive_if); v21-v26 had warpgroup 0 stand in for its releases, which
+// let its parity tests run two phases ahead of the loads (scripts/protocol_model.py; never seen on the GPU).
+// (2) a kHalfDiag template switch: the unmasked d64 and d256 launches use instantiations without the skipped or
+// half-width first block, whose SASS is v24's (d256) and v26's (d64); v25's half-width block had cost unmasked d256
+// s <= 2048 3% in shared functions. (3) d64 causal 192-row tiles (s_q > 1024): per warpgroup the tile's first
+// (diagonal-most) key block is skipped when its rows end before the block (it still waits for the loads, then
+// releases), or run at half width (v24's peeled block) when its rows see at most 64 of its keys.
+// Kernel time v26 / this (2 rounds, one call): d64_192 (24 d64 scenarios on 192-row tiles) deadfix alone 1.011,
+// all three 1.023 (causal s2048 +7-8%, s4096 +5%; predicted +4-6% / +2-3%); d256s (18 d256 s <= 2048) d256split
+// alone 1.009 (unmasked +2-5%). Full 182-scenario grid 1.134x, 182/182 correct
+// (results/2026-12-04-h200-v27-full-bench.json; v26 1.127x in session 12).
 // v26 (ks session 20261203-194412-15bf, attempt 9): v25 + d96/d128 causal 128-key tiles (s_k <= 2048) run warpgroup
 // 0's diagonal block first, whole and at half width (m64n64 Q K^T, 64-column softmax, 64-key P V, each waited for),
 // then the FA3-order code from the next block on, whose softmax rescales O (it holds the diagonal block's P V).
@@ -237,6 +250,12 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 }
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// One arrival from the threads where `pred` holds, as a predicated instruction: a branch around mbar_arrive in the
+// dead warpgroups' loop below made ptxas add divergence handling (BRA.DIV) and 40 instructions to the key loop.
+__device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool pred) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n"
+               ::"r"(bar), "r"(static_cast<int>(pred)) : "memory");
 }
 // n arrivals at once (one thread standing in for n warps).
 __device__ __forceinline__ void mbar_arrive_count(uint32_t bar, uint32_t n) {
@@ -767,7 +786,9 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
 }
 
 // ---- the kernel --------------------------------------------------------------------------------
-template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128>
+// kHalfDiag: d256 compiles its half-width diagonal block only into the causal launches (the block's code cost the
+// unmasked ones 3% at s <= 2048 in shared functions).
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128, bool kHalfDiag = true>
 __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                   const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
@@ -1088,8 +1109,9 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         release(empty_v(s));
       }
     } else {
-      // d64: warpgroups whose rows all lie past s_q (the last 192-row tile) run no key block; warpgroup 0
-      // releases each stage for them as well (its warp w arrives for warp w of each).
+      // d64: warpgroups whose rows all lie past s_q (the last 192-row tile) run no key block; each waits for its
+      // blocks' loads and releases their stages itself (session 12: v21's stand-in release by warpgroup 0 let a
+      // dead warpgroup's parity tests run two phases ahead of the loads; scripts/protocol_model.py).
       int live_blocks = n_blocks;
       uint32_t releases = 1;
       // 192-row tiles only: on the 128-row ones (causal, s_q <= 1024) the grid has no dead warpgroup, and the
@@ -1097,11 +1119,17 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       if constexpr (Dp == 64 && Cfg::kConsumers == 3) {
         const int dead_wgs =
             __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform
-        if (cw == 0) releases += dead_wgs;
         if (cw >= Cfg::kConsumers - dead_wgs && n_blocks > 0) {
           live_blocks = 0;
-          for (int i = 0; i < n_blocks; ++i)
+          for (int i = 0; i < n_blocks; ++i) {
+            const int s = stage;
+            const uint32_t parity = phase;
             if (++stage == kStages) { stage = 0; phase ^= 1; }
+            mbar_wait(full_k(s), parity);
+            mbar_wait(full_v(s), parity);
+            __syncwarp();
+            mbar_arrive_if(empty(s), lane == 0);  // this warp's share of the stage's release
+          }
           if constexpr (kTmaEpi && kQBufs >= 2) {
             release_staged();
           } else {
@@ -1115,10 +1143,32 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       // as m64n64, the softmax over 64 columns, P V over 64 keys. Peeled off the loop, whose body is unchanged;
       // every wgmma here is waited for on this path (a wait after the join would serialise them all: C7515).
       int first_block = 0;
-      if constexpr ((Dp == 64 && Cfg::kConsumers == 2) || Dp == 256) {
+      if constexpr ((Dp == 64 || Dp == 256) && kHalfDiag) {  // d64's 128-row tiles are causal only: kHalfDiag
         const bool half = __shfl_sync(0xffffffff, static_cast<int>(causal && live_blocks > 0 &&
                                           (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag), 0) != 0;
-        if (half) {
+        // 192-row tiles: a warpgroup whose rows end before the first block's first key skips the block. It waits
+        // for the stage's loads as the loop would (a release before them could count toward the stage's previous
+        // round, which the other warpgroups may still read), then releases it.
+        bool skip = false;
+        if constexpr (Cfg::kConsumers == 3)
+          skip = __shfl_sync(0xffffffff, static_cast<int>(causal && live_blocks > 0 &&
+                                 (n_blocks - 1) * BN > m0 + cw * 64 + 63 + diag), 0) != 0;
+        if (skip) {
+          first_block = 1;
+          const int s = stage;
+          const uint32_t parity = phase;
+          if (++stage == kStages) { stage = 0; phase ^= 1; }
+          mbar_wait(full_k(s), parity);
+          mbar_wait(full_v(s), parity);
+          if constexpr (kTmaEpi && kQBufs >= 2) {
+            release_staged();  // no Q K^T here: the previous tile's O store is waited for now
+          } else if (n_blocks == 1) {
+            __syncwarp();
+            mbar_arrive_if(q_empty(qb), lane == 0);  // this tile reads Q no more
+          }
+          __syncwarp();
+          mbar_arrive_if(empty(s), lane == 0);  // predicated: a branch here cost the key loop (BRA.DIV)
+        } else if (half) {
           first_block = 1;
           const int s = stage;
           const uint32_t parity = phase;
@@ -1170,7 +1220,11 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             // the epilogue releases it (as in the loop).
             if (lane == 0 && (!kTmaEpi || n_blocks > 1)) mbar_arrive(empty_v(s));
           } else {
-            if (lane == 0) mbar_arrive(empty(s));  // K and V of the stage (d64: one mbarrier)
+            if constexpr (Cfg::kConsumers == 3) {
+              mbar_arrive_if(empty(s), lane == 0);  // one per warp: dead warpgroups release for themselves
+            } else {
+              if (lane == 0) mbar_arrive(empty(s));  // K and V of the stage (d64: one mbarrier)
+            }
           }
         }
       }
@@ -1434,7 +1488,7 @@ void* tile_counter() {
 // Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
 constexpr long long kSectionL2Bytes = 16ll << 20;
 
-template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128>
+template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128, bool kHalfDiag = true>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
            int h_kv, int d, int causal, float scale, int dtype, cudaStream_t stream) {
   constexpr int BN = Config<Dp, kM, kN>::kBlockN;
@@ -1445,7 +1499,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
     return 5;
   constexpr int smem = smem_bytes<Dp, kM, kN>();
   static const cudaError_t attr = cudaFuncSetAttribute(
-      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
   void* counter = tile_counter();
   if (counter == nullptr) return 4;
@@ -1468,7 +1522,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
   if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
-  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(
+  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(
       tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
       num_bh, sec, num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
@@ -1489,7 +1543,11 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   (tma ? launch<T, DP, M, STEPS, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st) \
        : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
   if (d <= 64 && causal && s_q <= kNarrowD64CausalMaxSq) return KS_LAUNCH(64, 128, 4);
-  if (d <= 64) return KS_LAUNCH(64, 192, 4);
+  if (d <= 64 && causal) return KS_LAUNCH(64, 192, 4);
+  // unmasked d64: the instantiations without the skipped / half-width first block
+  if (d <= 64)
+    return tma ? launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+               : launch<T, 64, 192, 4, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // d96/d128 on long keys (s_k > 2048), causal or not: 160-key blocks, register epilogue.
   if (d <= 128 && !tma) {
     if (d <= 96) return launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
@@ -1497,7 +1555,10 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   }
   if (d <= 96) return KS_LAUNCH(128, 128, 6);
   if (d <= 128) return KS_LAUNCH(128, 128, 8);
-  return KS_LAUNCH(256, 128, 16);
+  if (causal) return KS_LAUNCH(256, 128, 16);
+  // unmasked d256: the instantiations without the half-width diagonal block
+  return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+             : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
 #undef KS_LAUNCH
 }
 
