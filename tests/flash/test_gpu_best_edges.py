@@ -41,7 +41,7 @@ def _shape(d, s_q, s_k, causal, h_q=2, h_kv=2, b=2, dtype="bf16"):
 # 160-key blocks; TMA epilogue at s_k <= 2048).
 EDGE_SHAPES = [
     *[_shape(64, s, s, c) for s in (100, 1000, 2000) for c in (False, True)],  # 192-row tiles with 1-2 dead warpgroups
-    _shape(64, 50, 50, True),                   # a 128-row causal tile whose second warpgroup is dead
+    _shape(64, 50, 50, True),                   # a 192-row causal tile with two dead warpgroups
     _shape(64, 100, 3000, True, h_q=4, h_kv=1),   # dead warpgroup, register epilogue, MQA
     _shape(64, 300, 100, True),                 # causal with s_q > s_k: the first 200 rows see no key
     _shape(64, 1, 1, False),                    # one query, one key

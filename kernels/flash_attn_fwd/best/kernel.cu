@@ -1,3 +1,12 @@
+// v28 (ks session 20261203-194412-15bf, attempts 15-17): v27 with every d64 causal launch on 192-row tiles. v12 put
+// s_q <= 1024 on 128-row tiles because 192-row tiles ran their diagonal blocks mostly masked; v27's 192-row causal
+// tiles skip or halve the first block per warpgroup, so at s512 they do 18.5 warpgroup-blocks over 3 tiles against
+// 18 over 4. Kernel time v27 / v28 on the six d64 causal s <= 2048 scenarios 1.037 (2 rounds, same call; s512 +5-9%,
+// s1024 +4-7%; results/2026-12-04-h200-s13-call3-compare.txt); s_q = 1024 alone (next_c192at1024) 1.016. Full grid
+// 1.1334, 182/182 (results/2026-12-04-h200-s13-call4-c192all-full-bench.json): its four changed scenarios 0.995 ->
+// 1.057 against v27's bench two calls earlier, the other 178 (identical code) 1.1377 -> 1.1352, the drift between
+// calls. The measured file, next_c192all, set the 128-row threshold to 0; here that launch line is gone (the 28
+// remaining functions' SASS is the same, scripts/sass.py diff).
 // v27 (ks session 20261203-194412-15bf, attempts 10-13): three edits of v26, measured in session 13's call 1.
 // (1) d64 192-row tiles: a dead warpgroup (its 64 rows all past s_q) waits for each of its blocks' K and V and releases
 // the stage itself with a predicated arrive (mbar_arrive_if); v21-v26 had warpgroup 0 stand in for its releases, which
@@ -1537,12 +1546,10 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   // found): it is used up to kTmaEpilogueMaxSk keys, d256 included (O staged in its last V stage).
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
-  // d64 causal with s_q <= 1024 runs 128-row tiles (Config<64, 128>).
-  constexpr int kNarrowD64CausalMaxSq = 1024;
 #define KS_LAUNCH(DP, M, STEPS)                                                                   \
   (tma ? launch<T, DP, M, STEPS, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st) \
        : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
-  if (d <= 64 && causal && s_q <= kNarrowD64CausalMaxSq) return KS_LAUNCH(64, 128, 4);
+  // d64 causal: 192-row tiles at every s_q since v28 (Config<64, 128>, v12's 128-row tiles, is no longer launched).
   if (d <= 64 && causal) return KS_LAUNCH(64, 192, 4);
   // unmasked d64: the instantiations without the skipped / half-width first block
   if (d <= 64)

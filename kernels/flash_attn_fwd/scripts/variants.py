@@ -40,117 +40,11 @@ OUT = BEST / "gen"
 # - session 12's next_diag128pv (became v26), an edit of v25, from 72c2021.
 # - session 12's next_d256split, next_deadfix and next_diag192 (edits of v26, measured in session 13; next_diag192,
 #   which holds the other two, became v27) from bf3a49e.
-
-# Session 13 (edits of v27, compile-checked). v12 put d64 causal at s_q <= 1024 on 128-row tiles (two consumer
-# warpgroups) because 192-row tiles ran their diagonal blocks mostly masked. v27's 192-row causal tiles skip or halve
-# the first (diagonal-most) block per warpgroup, so that reason is weaker: counted in warpgroup-blocks at s512, 128-row
-# tiles do 18 over 4 tiles, 192-row tiles 18.5 over 3 (fewer tile edges, three warpgroups sharing the tensor cores).
-# next_c192at1024 moves s_q = 1024 to 192-row tiles, next_c192all every d64 causal launch. Predicted: s1024 causal
-# +0-3%, s512 -2..+2%; nothing else changes (the 128-row functions stay compiled, their SASS unchanged).
-C192AT1024_EDITS = [
-    ("  constexpr int kNarrowD64CausalMaxSq = 1024;\n", "  constexpr int kNarrowD64CausalMaxSq = 512;\n"),
-]
-C192ALL_EDITS = [
-    ("  constexpr int kNarrowD64CausalMaxSq = 1024;\n", "  constexpr int kNarrowD64CausalMaxSq = 0;\n"),
-]
-
-_SPLITQK0_OLD = """\
-        mbar_wait(full_k(s), parity);
-        wgmma_fence();
-        issue_qk(s);
-        wgmma_wait<0>();
-        fence_regs(s_acc);
-        release(empty(s));  // K of this stage: its Q K^T has completed
-        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
-        mask(n_blocks - 1 - first);
-        softmax();
-        if (first && rescaled) rescale_o<Dp>(o_acc, alpha);
-        to_p();
-"""
-_SPLITQK0_NEW = """\
-        mbar_wait(full_k(s), parity);
-        wgmma_fence();
-        if constexpr (BN == 128) {
-          // The block's Q K^T as two m64n64 halves (keys 0-63, 64-127; their accumulators, side by side, are
-          // one m64n128's): the first half's softmax runs while the second half is on the tensor cores.
-          float s_lo[BN / 4], s_hi[BN / 4];
-          const uint64_t k_desc = smem_desc(sK + __shfl_sync(0xffffffff, s, 0) * kKVBytes, 16, 1024);
-#pragma unroll
-          for (int kk = 0; kk < kQkSteps; ++kk) {
-            const uint32_t off = (kk % 4) * 32;
-            mma_qk<T, BN / 2>(s_lo, smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off),
-                              smem_desc_at(k_desc, (kk / 4) * BN * 128 + off), kk > 0);
-          }
-          wgmma_commit();
-#pragma unroll
-          for (int kk = 0; kk < kQkSteps; ++kk) {
-            const uint32_t off = (kk % 4) * 32;
-            mma_qk<T, BN / 2>(s_hi, smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off),
-                              smem_desc_at(k_desc, (kk / 4) * BN * 128 + (BN / 2) * 128 + off), kk > 0);
-          }
-          wgmma_commit();
-          const int c0 = (n_blocks - 1 - first) * BN;
-          wgmma_wait<1>();
-          fence_regs(s_lo);
-          mask_scores<BN / 2>(s_lo, c0, s_k, causal, m0, diag, row0, t);
-          float alpha_lo[2];
-          const bool r_lo = online_softmax<BN / 2>(s_lo, row_max, row_sum, alpha_lo, scale_log2);
-          named_sync(after_softmax_barrier_id(row_sum, 1 + cw), 128);  // keeps ptxas's wait below the softmax
-          wgmma_wait<0>();
-          fence_regs(s_hi);
-          release(empty(s));  // K of this stage: its Q K^T has completed
-          if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
-          mask_scores<BN / 2>(s_hi, c0 + BN / 2, s_k, causal, m0, diag, row0, t);
-          const bool r_hi = online_softmax<BN / 2>(s_hi, row_max, row_sum, alpha, scale_log2);
-          if (r_hi) {  // the second half moved the max: the first half's P to the new base
-#pragma unroll
-            for (int j = 0; j < BN / 16; ++j) {
-              s_lo[4 * j + 0] *= alpha[0];
-              s_lo[4 * j + 1] *= alpha[0];
-              s_lo[4 * j + 2] *= alpha[1];
-              s_lo[4 * j + 3] *= alpha[1];
-            }
-          }
-          if (first) {  // O holds the half-width diagonal block's P V: both halves' factors
-            if (r_lo) {
-              alpha[0] = r_hi ? alpha[0] * alpha_lo[0] : alpha_lo[0];
-              alpha[1] = r_hi ? alpha[1] * alpha_lo[1] : alpha_lo[1];
-            }
-            if (r_lo || r_hi) rescale_o<Dp>(o_acc, alpha);
-          }
-          // P: keys 0-63 are k-steps 0-3, keys 64-127 k-steps 4-7
-          pack_p<T, BN / 2>(s_lo, *reinterpret_cast<uint32_t (*)[BN / 32][4]>(&p_frag[0]));
-          pack_p<T, BN / 2>(s_hi, *reinterpret_cast<uint32_t (*)[BN / 32][4]>(&p_frag[BN / 32]));
-        } else {
-          issue_qk(s);
-          wgmma_wait<0>();
-          fence_regs(s_acc);
-          release(empty(s));  // K of this stage: its Q K^T has completed
-          if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
-          mask(n_blocks - 1 - first);
-          softmax();
-          if (first && rescaled) rescale_o<Dp>(o_acc, alpha);
-          to_p();
-        }
-"""
-
-# Session 13 (an edit of v27, compile-checked). A short d96/d128 tile (4 key blocks at s512) waits for its first Q K^T
-# whole before its first softmax: 477 cycles per warpgroup-tile of 15307 at d128-h16-16-s512 (v23's wait profile,
-# results/2026-12-03-h200-s12-call1-wait-v23.txt), with both warpgroups at the same point, so the tensor cores idle
-# through that softmax. Here the 128-key tiles' first FA3-order block issues Q K^T as two m64n64 halves and runs the
-# softmax of keys 0-63 while keys 64-127 are on the tensor cores (a second online-softmax step: if it moves a row's
-# max by more than 2^8, the first half's P is scaled down to the new base). 160-key (long) functions unchanged.
-# Predicted: short d96/d128 +0.5-2% kernel time (more at s512), long level.
-SPLITQK0_EDITS = [(_SPLITQK0_OLD, _SPLITQK0_NEW)]
+# - session 13's next_c192at1024, next_c192all (became v28) and next_splitqk0 (lost: short128 kernel time 0.986),
+#   edits of v27, from f0b654f.
 
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_c192at1024": (
-        "kernel.cu", "// next_c192at1024: v27 with d64 causal s_q = 1024 on 192-row tiles.\n", C192AT1024_EDITS),
-    "next_c192all": (
-        "kernel.cu", "// next_c192all: v27 with every d64 causal launch on 192-row tiles.\n", C192ALL_EDITS),
-    "next_splitqk0": (
-        "kernel.cu", "// next_splitqk0: v27 with 128-key d96/d128 tiles' first Q K^T in two halves.\n", SPLITQK0_EDITS),
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
