@@ -332,13 +332,18 @@ def cmd_log(args) -> int:
 def cmd_show(args) -> int:
     from ks_tui.attempts.render import attempt_line, result_text
 
+    from ks_tui.attempts.speed_diff import compare_results, comparison_text
+
     store = _store(args)
     info, attempt = _find_attempt(store, args)
     against = args.against
     diff = store.diff(info.id, attempt.number, against=against)
     result = store.result(info.id, attempt.number)
+    other = _other_attempt(store, info.id, attempt, against)
+    speed = compare_results(result, store.result(info.id, other.number)) if other and result else None
     if args.json:
-        _dump({"session": info.id, "attempt": attempt.to_dict(), "against": against, "diff": diff, "result": result})
+        _dump({"session": info.id, "attempt": attempt.to_dict(), "against": against, "diff": diff, "result": result,
+               "speed_against": None if other is None else {"attempt": other.number, **(speed or {})}})
         return EXIT_OK
     print(attempt_line(attempt).strip())
     print(f"commit {attempt.sha}  {attempt.time.astimezone().isoformat(timespec='seconds')}  session {info.id}")
@@ -346,7 +351,18 @@ def cmd_show(args) -> int:
     print(diff if diff.strip() else f"(kernel identical to {'the previous attempt' if against == 'previous' else against})")
     print()
     print(result_text(result))
+    if other is not None and speed is not None:
+        print()
+        print(comparison_text(speed, f"attempt {other.number}"))
     return EXIT_OK
+
+
+def _other_attempt(store, sid: str, attempt, against):
+    """The attempt `--against` names (for "previous": the one before `attempt`; None for the first)."""
+    if against != "previous":
+        return store.resolve(sid, against)
+    earlier = [a for a in store.attempts(sid) if a.number < attempt.number]
+    return earlier[-1] if earlier else None
 
 
 def cmd_rollback(args) -> int:

@@ -376,3 +376,30 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
     git(other, "commit", "--quiet", "-m", "unrelated")
     bad_input(ks("session", "import", str(tmp_path / "s.tgz"), cwd=other), "must have")
     assert not (other / "sessions" / sid).exists()
+
+
+def test_show_compares_speed_with_the_other_attempt_and_flags_baseline_drift(toy_session, tmp_path):
+    """Two full benches from different runs: `ks show 2 --against 1` puts their speedups side by side and says
+    when the baselines moved (the machine, not the kernel)."""
+    ws, sid, kernel = toy_session
+    results = []
+    for n, (kernel_ms, base_ms) in enumerate(((0.010, 0.012), (0.008, 0.0125)), 1):
+        kernel.write_text(kernel.read_text() + f"// version {n}\n")
+        r = result_for(kernel, speedup=1.0)
+        for s in r["scenarios"]:
+            s["time_ms"], s["baseline"]["time_ms"] = kernel_ms, base_ms
+            s["speedup"] = base_ms / kernel_ms
+        r["geomean_speedup"] = base_ms / kernel_ms
+        results.append(r)
+        f = tmp_path / f"r{n}.json"
+        f.write_text(json.dumps(r))
+        assert ks("try", "-s", sid, "--result", str(f), cwd=ws).returncode == 0
+    text = ks("show", "2", "-s", sid, "--against", "1", cwd=ws).stdout
+    assert "speed against attempt 1 (2 scenarios timed in both)" in text
+    assert "1.2000x -> 1.5625x" in text and "kernel time attempt 1 / this 1.2500" in text
+    assert "baselines ran 4.0% faster in attempt 1's run" in text  # 0.012 / 0.0125 = 0.96
+    doc = json.loads(ks("show", "2", "-s", sid, "--json", cwd=ws).stdout)  # default: against the previous one
+    assert doc["speed_against"]["attempt"] == 1 and abs(doc["speed_against"]["baseline_time"] - 0.96) < 1e-9
+    assert json.loads(ks("show", "1", "-s", sid, "--json", cwd=ws).stdout)["speed_against"] is None
+    # Same baselines: no drift line.
+    assert "baselines ran" not in ks("show", "2", "-s", sid, "--against", "2", cwd=ws).stdout
