@@ -5,8 +5,9 @@
 // s1024 +4-7%; results/2026-12-04-h200-s13-call3-compare.txt); s_q = 1024 alone (next_c192at1024) 1.016. Full grid
 // 1.1334, 182/182 (results/2026-12-04-h200-s13-call4-c192all-full-bench.json): its four changed scenarios 0.995 ->
 // 1.057 against v27's bench two calls earlier, the other 178 (identical code) 1.1377 -> 1.1352, the drift between
-// calls. The measured file, next_c192all, set the 128-row threshold to 0; here that launch line is gone (the 28
-// remaining functions' SASS is the same, scripts/sass.py diff).
+// calls. The measured file, next_c192all, set the 128-row threshold to 0; here that launch line is gone, and so
+// are Config<64, 128> and the two-consumer d64 branches (the 28 remaining functions' SASS is the same as
+// next_c192all's, scripts/sass.py diff).
 // v27 (ks session 20261203-194412-15bf, attempts 10-13): three edits of v26, measured in session 13's call 1.
 // (1) d64 192-row tiles: a dead warpgroup (its 64 rows all past s_q) waits for each of its blocks' K and V and releases
 // the stage itself with a predicated arrive (mbar_arrive_if); v21-v26 had warpgroup 0 stand in for its releases, which
@@ -192,10 +193,8 @@ template <int Dp, int M = kDefaultRows<Dp>, int N = 128> struct Config;
 // Producer budget 40: the persistent producer spills at 24.
 // d64: 192x128 tiles (3 consumers, 512 threads): 128*40 + 384*152 = 63488 <= 512*128.
 template <> struct Config<64, 192> : TileConfig<3, 128, 3, 2, 40, 152> {};
-// d64 causal with short queries: 128x128 tiles (v5's shape). A 192-row tile's diagonal key
-// blocks are mostly masked, and at s_q <= 1024 they are a large share of the work (measured:
-// v5 0.89-0.90x against v6's 0.80x on d64 causal s512/s1024).
-template <> struct Config<64, 128> : TileConfig<2, 128, 3, 2, 40, 232> {};
+// (v12-v27 also ran d64 causal at s_q <= 1024 on 128x128 tiles, two consumers; v28 dropped them: the 192-row
+// tiles' skipped / half-width first block won there too.)
 // d96/d128: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
 template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 // d256: 128x128 tiles in one K/V stage, K and V released apart (K_{i+1} loads under softmax_i and
@@ -236,7 +235,7 @@ template <int Dp, int M = kDefaultRows<Dp>, int N = 128> constexpr int smem_byte
   // Q buffers + stages x (K + V) + barriers + tile slots + slack to align the base to 1024
   return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 1024;
 }
-static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<64, 128>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
+static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
                   smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024,
               "shared memory per CTA");
 
@@ -1123,9 +1122,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       // dead warpgroup's parity tests run two phases ahead of the loads; scripts/protocol_model.py).
       int live_blocks = n_blocks;
       uint32_t releases = 1;
-      // 192-row tiles only: on the 128-row ones (causal, s_q <= 1024) the grid has no dead warpgroup, and the
-      // extra arithmetic cost them 2.4% (session 10).
-      if constexpr (Dp == 64 && Cfg::kConsumers == 3) {
+      if constexpr (Dp == 64) {
         const int dead_wgs =
             __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform
         if (cw >= Cfg::kConsumers - dead_wgs && n_blocks > 0) {
@@ -1147,19 +1144,19 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           }
         }
       }
-      // d64 causal on 128-row tiles: the tile's first key block is its diagonal block. Where this warpgroup's 64
-      // rows see none of that block's last 64 keys (s_q = s_k: warpgroup 0), the block runs at half width: Q K^T
-      // as m64n64, the softmax over 64 columns, P V over 64 keys. Peeled off the loop, whose body is unchanged;
-      // every wgmma here is waited for on this path (a wait after the join would serialise them all: C7515).
+      // Causal d64 / d256: the tile's first key block is its diagonal-most one. Where this warpgroup's 64 rows see
+      // none of that block's last 64 keys, the block runs at half width: Q K^T as m64n64, the softmax over 64
+      // columns, P V over 64 keys. Peeled off the loop, whose body is unchanged; every wgmma here is waited for on
+      // this path (a wait after the join would serialise them all: C7515).
       int first_block = 0;
-      if constexpr ((Dp == 64 || Dp == 256) && kHalfDiag) {  // d64's 128-row tiles are causal only: kHalfDiag
+      if constexpr ((Dp == 64 || Dp == 256) && kHalfDiag) {  // kHalfDiag: causal launches only
         const bool half = __shfl_sync(0xffffffff, static_cast<int>(causal && live_blocks > 0 &&
                                           (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag), 0) != 0;
-        // 192-row tiles: a warpgroup whose rows end before the first block's first key skips the block. It waits
-        // for the stage's loads as the loop would (a release before them could count toward the stage's previous
-        // round, which the other warpgroups may still read), then releases it.
+        // d64 (192-row tiles): a warpgroup whose rows end before the first block's first key skips the block. It
+        // waits for the stage's loads as the loop would (a release before them could count toward the stage's
+        // previous round, which the other warpgroups may still read), then releases it.
         bool skip = false;
-        if constexpr (Cfg::kConsumers == 3)
+        if constexpr (Dp == 64)
           skip = __shfl_sync(0xffffffff, static_cast<int>(causal && live_blocks > 0 &&
                                  (n_blocks - 1) * BN > m0 + cw * 64 + 63 + diag), 0) != 0;
         if (skip) {
@@ -1229,11 +1226,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             // the epilogue releases it (as in the loop).
             if (lane == 0 && (!kTmaEpi || n_blocks > 1)) mbar_arrive(empty_v(s));
           } else {
-            if constexpr (Cfg::kConsumers == 3) {
-              mbar_arrive_if(empty(s), lane == 0);  // one per warp: dead warpgroups release for themselves
-            } else {
-              if (lane == 0) mbar_arrive(empty(s));  // K and V of the stage (d64: one mbarrier)
-            }
+            mbar_arrive_if(empty(s), lane == 0);  // K and V of the stage (one mbarrier), one arrival per warp
           }
         }
       }
@@ -1306,7 +1299,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));
         } else {
           if (lane == 0) {  // V (and K unless split)
-            if constexpr (Dp == 64 && Cfg::kConsumers == 3) mbar_arrive_count(empty(s), releases);
+            if constexpr (Dp == 64) mbar_arrive_count(empty(s), releases);
             else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));
           }
         }
@@ -1549,7 +1542,7 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
 #define KS_LAUNCH(DP, M, STEPS)                                                                   \
   (tma ? launch<T, DP, M, STEPS, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st) \
        : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
-  // d64 causal: 192-row tiles at every s_q since v28 (Config<64, 128>, v12's 128-row tiles, is no longer launched).
+  // d64 causal: 192-row tiles at every s_q since v28 (v12-v27 ran s_q <= 1024 on 128-row tiles).
   if (d <= 64 && causal) return KS_LAUNCH(64, 192, 4);
   // unmasked d64: the instantiations without the skipped / half-width first block
   if (d <= 64)
