@@ -331,7 +331,6 @@ def cmd_log(args) -> int:
 
 def cmd_show(args) -> int:
     from ks_tui.attempts.render import attempt_line, result_text
-
     from ks_tui.attempts.speed_diff import compare_results, comparison_text
 
     store = _store(args)
