@@ -36,7 +36,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                       "required": ["mode"]}},
     {"name": "list_attempts", "description": "List this session's attempts: status, correctness, speedup.",
      "input_schema": {"type": "object", "properties": {}}},
-    {"name": "show_attempt", "description": "Show one attempt: its result summary and its diff against the previous attempt.",
+    {"name": "show_attempt", "description": ("Show one attempt: its result summary, its speed against the previous attempt "
+                                              "(with the baselines' drift between the two runs) and its kernel diff."),
      "input_schema": {"type": "object", "properties": {"attempt": _ATTEMPT}, "required": ["attempt"]}},
     {"name": "rollback", "description": "Restore the kernel of an earlier attempt (recorded as a new attempt).",
      "input_schema": {"type": "object", "properties": {"attempt": _ATTEMPT}, "required": ["attempt"]}},

@@ -9,6 +9,7 @@ import time
 from ks_tui import events as ev
 from ks_tui.agent.files import ToolRefused
 from ks_tui.agent.summary import summarize_result
+from ks_tui.attempts.speed_diff import compare_results, comparison_text
 from ks_tui.errors import KsError
 
 MAX_SHOW_CHARS = 12_000
@@ -60,7 +61,13 @@ class ToolHostMixin:
 
     def tool_show_attempt(self, ref) -> str:
         a = self._resolve(ref)
-        out = [summarize_result(self.store.result(self.id, a.number), a.to_dict())]
+        result = self.store.result(self.id, a.number)
+        out = [summarize_result(result, a.to_dict())]
+        earlier = [x for x in self.store.attempts(self.id) if x.number < a.number]
+        if earlier and result:  # its speed against the previous attempt's, and whether the machine moved between
+            speed = compare_results(result, self.store.result(self.id, earlier[-1].number))
+            if speed is not None:
+                out.append(comparison_text(speed, f"attempt {earlier[-1].number}"))
         diff = self.store.diff(self.id, a.number, against="previous")
         out.append(f"diff against the previous attempt:\n{diff}" if diff.strip() else "no diff against the previous attempt")
         text = "\n".join(out)

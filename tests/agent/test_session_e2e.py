@@ -228,3 +228,18 @@ def test_stop_returns_while_the_api_has_not_started_answering(workspace, fake_ap
     session.stop()
     assert session.join(timeout=30)
     assert session.end.reason == "stopped"
+
+
+def test_show_attempt_gives_the_agent_its_speed_against_the_previous_attempt(workspace, fake_api):
+    api = fake_api([reply(tool_use("run_harness", {"mode": "bench", "quick": True})),
+                   reply(tool_use("edit_file", {"path": "kernel.cpp", "old_string": OLD, "new_string": NEW})),
+                   reply(tool_use("run_harness", {"mode": "bench", "quick": True})),
+                   reply(tool_use("show_attempt", {"attempt": 2}), tool_use("show_attempt", {"attempt": 1})),
+                   reply(text("Done."))])
+    session, seen = start(workspace, max_turns=5)
+    session.run_forever()
+    shown = [e for e in seen if isinstance(e, ev.ToolResult) and e.name == "show_attempt"]
+    assert len(shown) == 2 and not any(e.is_error for e in shown)
+    assert "speed against attempt 1 (" in shown[0].output and "kernel time attempt 1 / this" in shown[0].output
+    assert "speed against" not in shown[1].output  # the first attempt has no previous one
+    assert len(api.requests) == 5
