@@ -74,6 +74,8 @@ FILTERS = {
     # session 12: both masks (18): d256's functions serve causal and unmasked launches alike, and v25's causal-only
     # change cost the unmasked ones 3%, which the causal subset alone did not show
     "d256s": lambda p: p["d"] == 256 and p["s_k"] <= 2048,
+    # session 13: every d64 causal launch (14; all on 192-row tiles since v28, the functions next_bottom192 changes)
+    "d64causal": lambda p: p["d"] == 64 and p["causal"],
 }
 
 
