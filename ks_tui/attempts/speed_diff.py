@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from ks_tui.harness.result import geomean
+
 # Baselines that moved by more than this between two runs point at the machine, not the kernel.
 DRIFT_WARN = 0.01
 
@@ -23,10 +25,6 @@ def _timed(result: dict) -> dict[str, dict]:
         if s.get("ok") and s.get("speedup") and s.get("time_ms") and base:
             out[str(s.get("id"))] = s
     return out
-
-
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def compare_results(new: dict, old: dict, top: int = 8) -> dict | None:
@@ -51,11 +49,11 @@ def compare_results(new: dict, old: dict, top: int = 8) -> dict | None:
     return {
         "scenarios": len(common),
         "only_new": len(a) - len(common), "only_old": len(b) - len(common),
-        "old_geomean": _geomean([r["old_speedup"] for r in rows]),
-        "new_geomean": _geomean([r["new_speedup"] for r in rows]),
-        "speedup": _geomean([r["speedup"] for r in rows]),
-        "kernel_time": _geomean([r["kernel_time"] for r in rows]),
-        "baseline_time": _geomean([r["baseline_time"] for r in rows]),
+        "old_geomean": geomean([r["old_speedup"] for r in rows]),
+        "new_geomean": geomean([r["new_speedup"] for r in rows]),
+        "speedup": geomean([r["speedup"] for r in rows]),
+        "kernel_time": geomean([r["kernel_time"] for r in rows]),
+        "baseline_time": geomean([r["baseline_time"] for r in rows]),
         "moved_most": moved,
     }
 

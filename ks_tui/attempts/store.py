@@ -294,13 +294,18 @@ class AttemptStore:
     def resolve(self, sid: str, ref: str | int) -> Attempt:
         return resolve_in(self.attempts(sid), sid, ref)
 
+    def previous(self, sid: str, ref: str | int) -> Attempt | None:
+        """The attempt before `ref` in its session; None for the first."""
+        attempts = self.attempts(sid)
+        return _before(attempts, resolve_in(attempts, sid, ref))
+
     def diff(self, sid: str, ref: str | int, against: str | int = "previous") -> str:
         info = self.session(sid)
         attempts = self._attempts(info)
         target = resolve_in(attempts, info.id, ref)
         if against == "previous":
-            earlier = [a for a in attempts if a.number < target.number]
-            base = earlier[-1].sha if earlier else (info.base or f"{target.sha}~1")
+            earlier = _before(attempts, target)
+            base = earlier.sha if earlier else (info.base or f"{target.sha}~1")
         else:
             base = resolve_in(attempts, info.id, against).sha
         return self._run(self.repo, "diff", "--no-color", base, target.sha, "--", self._kernel_rel(info),
@@ -630,6 +635,11 @@ def mark_best(attempts: list[Attempt]) -> list[Attempt]:
     for a in attempts:
         a.best = a is best
     return attempts
+
+
+def _before(attempts: list[Attempt], target: Attempt) -> Attempt | None:
+    earlier = [a for a in attempts if a.number < target.number]
+    return earlier[-1] if earlier else None
 
 
 def resolve_in(attempts: list[Attempt], sid: str, ref: str | int) -> Attempt:

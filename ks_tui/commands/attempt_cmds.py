@@ -338,7 +338,7 @@ def cmd_show(args) -> int:
     against = args.against
     diff = store.diff(info.id, attempt.number, against=against)
     result = store.result(info.id, attempt.number)
-    other = _other_attempt(store, info.id, attempt, against)
+    other = store.previous(info.id, attempt.number) if against == "previous" else store.resolve(info.id, against)
     speed = compare_results(result, store.result(info.id, other.number)) if other and result else None
     if args.json:
         _dump({"session": info.id, "attempt": attempt.to_dict(), "against": against, "diff": diff, "result": result,
@@ -354,14 +354,6 @@ def cmd_show(args) -> int:
         print()
         print(comparison_text(speed, f"attempt {other.number}"))
     return EXIT_OK
-
-
-def _other_attempt(store, sid: str, attempt, against):
-    """The attempt `--against` names (for "previous": the one before `attempt`; None for the first)."""
-    if against != "previous":
-        return store.resolve(sid, against)
-    earlier = [a for a in store.attempts(sid) if a.number < attempt.number]
-    return earlier[-1] if earlier else None
 
 
 def cmd_rollback(args) -> int:

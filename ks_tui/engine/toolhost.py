@@ -63,11 +63,11 @@ class ToolHostMixin:
         a = self._resolve(ref)
         result = self.store.result(self.id, a.number)
         out = [summarize_result(result, a.to_dict())]
-        earlier = [x for x in self.store.attempts(self.id) if x.number < a.number]
-        if earlier and result:  # its speed against the previous attempt's, and whether the machine moved between
-            speed = compare_results(result, self.store.result(self.id, earlier[-1].number))
+        prev = self.store.previous(self.id, a.number)
+        if prev and result:  # its speed against the previous attempt's, and whether the machine moved between
+            speed = compare_results(result, self.store.result(self.id, prev.number))
             if speed is not None:
-                out.append(comparison_text(speed, f"attempt {earlier[-1].number}"))
+                out.append(comparison_text(speed, f"attempt {prev.number}"))
         diff = self.store.diff(self.id, a.number, against="previous")
         out.append(f"diff against the previous attempt:\n{diff}" if diff.strip() else "no diff against the previous attempt")
         text = "\n".join(out)
