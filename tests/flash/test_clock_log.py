@@ -54,10 +54,21 @@ def test_each_phase_gets_its_own_samples_after_the_clock_settles():
     assert "power limit 700.0 W" in text and "no samples" in text.splitlines()[-1]
 
 
+def test_kernel_files_by_name():
+    assert cl.parse_kernels(None) == {"kernel": cl.KERNEL}
+    assert cl.parse_kernels(["a.cu", "probe=gen/b.cu"]) == {"kernel": Path("a.cu"), "probe": Path("gen/b.cu")}
+    for bad, says in ((["a.cu", "b.cu"], "given twice"), (["=b.cu"], "NAME=FILE"), (["probe="], "NAME=FILE")):
+        with pytest.raises(cl.ClockLogError, match=says):
+            cl.parse_kernels(bad)
+
+
 def test_bad_input_is_one_line_and_exit_2():
     out = subprocess.run([sys.executable, str(SCRIPT), "d128-h32-8-s99"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "d128-h32-8-s99" in out.stderr and len(out.stderr.strip().splitlines()) <= 2
+    out = subprocess.run([sys.executable, str(SCRIPT), "d128-h16-16-s512", "--kernel", "x=a.cu", "--kernel", "x=b.cu"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "'x' is given twice" in out.stderr
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has nvidia-smi")
@@ -71,12 +82,15 @@ def test_a_short_log_on_the_gpu(tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available() or shutil.which("nvidia-smi") is None:
         pytest.skip("needs CUDA and nvidia-smi")
+    seed = SCRIPT.parents[1] / "kernel.cu"  # the task's seed kernel
     out = subprocess.run([sys.executable, str(SCRIPT), "d128-h16-16-s2048", "--seconds", "2",
-                          "--phases", "kernel,sdpa_cudnn", "--json", str(tmp_path / "clock.json")],
+                          "--kernel", str(SCRIPT.parents[1] / "best" / "kernel.cu"), "--kernel", f"seed={seed}",
+                          "--phases", "kernel,seed,sdpa_cudnn", "--json", str(tmp_path / "clock.json")],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     doc = json.loads((tmp_path / "clock.json").read_text())
-    assert [p["name"] for p in doc["phases"]] == ["kernel", "sdpa_cudnn"]
+    assert [p["name"] for p in doc["phases"]] == ["kernel", "seed", "sdpa_cudnn"]
+    assert doc["kernels"]["seed"] == str(seed)
     for p in doc["phases"]:
         assert p["calls"] > 0 and p["ms_per_call"] > 0 and p["samples"] >= 5
         assert 300 < p["clock_mhz"] < 2500 and p["power_w"] > 50

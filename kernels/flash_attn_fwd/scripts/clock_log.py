@@ -1,17 +1,18 @@
 """Does a kernel run at the GPU's power cap? SM clock, power and temperature while it runs.
 
 Usage (repo root, GPU machine):
-    python3 kernels/flash_attn_fwd/scripts/clock_log.py [--kernel FILE] [--seconds S]
+    python3 kernels/flash_attn_fwd/scripts/clock_log.py [--kernel [NAME=]FILE ...] [--seconds S]
         [--phases kernel,sdpa_cudnn,...] [--json OUT] SCENARIO
 
-Each phase runs one function back to back for S seconds (default 8): `kernel` is the kernel file
-(built by the harness, called through its ABI helpers), any other name a baseline of the harness
-(`sdpa_cudnn`, `sdpa_flash`). Meanwhile `nvidia-smi` samples the SM clock, power draw, temperature
-and the active clock-event (throttle) reasons every 100 ms. Per phase the table gives the median
-clock and power of the samples inside it (the first second left out: the clock settles), the power
-limit, and the time per call. Session 8 found the same kernel ~10% faster in a call's first run than
-in later ones; this says whether the long shapes run at the power cap, where fewer instructions do
-not help and less energy per FLOP would.
+Each phase runs one function back to back for S seconds (default 8): a kernel file (built by the
+harness, called through its ABI helpers) by its name (`kernel` unless `--kernel NAME=FILE` names it;
+give --kernel again for more files), any other name a baseline of the harness (`sdpa_cudnn`,
+`sdpa_flash`). The default phases are every kernel, then cuDNN, twice. Meanwhile `nvidia-smi`
+samples the SM clock, power draw, temperature and the active clock-event (throttle) reasons every
+100 ms. Per phase the table gives the median clock and power of the samples inside it (the first
+second left out: the clock settles), the power limit, and the time per call. Session 9 found the
+long shapes at the 700 W cap, where less energy per FLOP means a higher clock; several kernel files
+in one log compare that energy (probes that skip loads, say) at the same temperature.
 """
 
 from __future__ import annotations
@@ -99,7 +100,21 @@ def render(scenario: str, limit_w: float | None, rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def callables(task, kernel: Path, p: dict, names: list[str]) -> dict:
+def parse_kernels(specs: list[str] | None) -> dict[str, Path]:
+    """--kernel values ([NAME=]FILE) -> name -> file; none given: best/kernel.cu as `kernel`."""
+    kernels: dict[str, Path] = {}
+    for spec in specs or [str(KERNEL)]:
+        name, sep, file = spec.partition("=")
+        name, file = (name, file) if sep else ("kernel", spec)
+        if not name or not file:
+            raise ClockLogError(f"--kernel {spec!r}: give FILE or NAME=FILE")
+        if name in kernels:
+            raise ClockLogError(f"--kernel: the name {name!r} is given twice")
+        kernels[name] = Path(file)
+    return kernels
+
+
+def callables(task, kernels: dict[str, Path], p: dict, names: list[str]) -> dict:
     """name -> a function that launches one call on the current stream."""
     import torch
 
@@ -108,8 +123,8 @@ def callables(task, kernel: Path, p: dict, names: list[str]) -> dict:
     inputs = attention.make_inputs(p, torch.Generator(device="cuda").manual_seed(0), device="cuda")
     fns = {}
     for name in dict.fromkeys(names):
-        if name == "kernel":
-            lib = wait_profile.build(task, kernel)
+        if name in kernels:
+            lib = wait_profile.build(task, kernels[name])
             out = attention.make_output(p, inputs)
             stream = torch.cuda.current_stream().cuda_stream
 
@@ -124,7 +139,8 @@ def callables(task, kernel: Path, p: dict, names: list[str]) -> dict:
             except gpu_baselines.Unavailable as e:
                 raise ClockLogError(f"{name} does not run here: {e}") from None
         else:
-            raise ClockLogError(f"unknown phase {name!r} (kernel or one of {', '.join(gpu_baselines.BASELINES)})")
+            known = ", ".join([*kernels, *gpu_baselines.BASELINES])
+            raise ClockLogError(f"unknown phase {name!r} (one of {known})")
     return fns
 
 
@@ -151,12 +167,13 @@ def run_phase(name: str, fn, seconds: float) -> dict:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario")
-    ap.add_argument("--kernel", type=Path, default=KERNEL)
+    ap.add_argument("--kernel", action="append", metavar="[NAME=]FILE")
     ap.add_argument("--seconds", type=float, default=8.0)
-    ap.add_argument("--phases", default="kernel,sdpa_cudnn,kernel,sdpa_cudnn")
+    ap.add_argument("--phases", help="comma-separated (default: every kernel, then sdpa_cudnn, twice)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     try:
+        kernels = parse_kernels(args.kernel)
         task = load_task("flash_attn_fwd", REPO)
         scenario = task.select(ids=[args.scenario])[0]
         smi = shutil.which("nvidia-smi")
@@ -164,8 +181,9 @@ def main(argv: list[str]) -> int:
 
         if smi is None or not torch.cuda.is_available():
             raise ClockLogError("needs an NVIDIA GPU: nvidia-smi and CUDA")
-        names = [n for n in args.phases.split(",") if n]
-        fns = callables(task, args.kernel, scenario.params, names)
+        names = ([n for n in args.phases.split(",") if n] if args.phases
+                 else [*kernels, "sdpa_cudnn"] * 2)
+        fns = callables(task, kernels, scenario.params, names)
         limit = subprocess.run([smi, "--query-gpu=power.limit", "--format=csv,noheader,nounits"],
                                capture_output=True, text=True).stdout.split("\n")[0].strip()
         query = ",".join(FIELDS + [reasons_field(smi)])
@@ -186,7 +204,8 @@ def main(argv: list[str]) -> int:
             limit_w = None
         print(render(scenario.id, limit_w, rows))
         if args.json:
-            args.json.write_text(json.dumps({"scenario": scenario.id, "kernel": str(args.kernel),
+            args.json.write_text(json.dumps({"scenario": scenario.id,
+                                             "kernels": {n: str(f) for n, f in kernels.items()},
                                              "power_limit_w": limit_w, "phases": rows}, indent=1))
     except (ClockLogError, wait_profile.ProfileError, KsError, OSError, ImportError) as e:
         print(f"clock_log.py: {e}", file=sys.stderr)

@@ -42,60 +42,41 @@ OUT = BEST / "gen"
 #   which holds the other two, became v27) from bf3a49e.
 # - session 13's next_c192at1024, next_c192all (became v28) and next_splitqk0 (lost: short128 kernel time 0.986),
 #   edits of v27, from f0b654f.
+# - session 13's next_bottom192 (an edit of v28; lost in session 14: d64causal kernel time 0.994) from 752a5b1.
 
-# Session 13 (an edit of v28, compile-checked). A d64 causal head's 192-row tiles start at row 0, so the partly
-# filled tile (s_q % 192 is 64 or 128 in every d64 scenario) is the head's last: the heaviest, with one or two dead
-# warpgroups idle through all of its key blocks (s1024: 8 blocks for 64 live rows; s2048: 16 blocks for 128). Here
-# the tiles end at s_q instead: rows shift up by whole 64-row slices, so the partly filled tile is the head's first
-# and sees one or two key blocks; its dead slices (rows before 0, which the Q load zero-fills) wait for the loads and
-# release them as v27's dead warpgroups do, and store nothing. Counted in block-times of a full tile (a lone warpgroup
-# at ~0.55, two at ~0.8): s512 8.2 -> 7.8 (-5%), s1024 28.4 -> 26.6 (-6%), s2048 ~-4%, s4096 ~-2%, s8192 ~-1.5%.
-# Predicted: d64 causal +1-5% (most at s <= 2048), every other launch unchanged (their SASS the same).
-_BOTTOM192_SHIFT = """\
-// d64 causal (192-row tiles): the tiles end at s_q, shifted up by whole 64-row slices, so the partly filled tile is
-// a head's first (lightest) one instead of its last (heaviest). 0 elsewhere.
-template <int Dp, bool kHalfDiag, int kBlockM>
-__device__ __forceinline__ int row_shift(int s_q, int num_m_blocks) {
-  if constexpr (Dp == 64 && kHalfDiag) return (num_m_blocks * kBlockM - s_q) / 64 * 64;
-  else return 0;
-}
 
-"""
-BOTTOM192_EDITS = [
-    ("template <int BN, int kBlockM>\n__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,\n"
-     "                                            int s_q, int s_k, int causal) {\n",
-     _BOTTOM192_SHIFT +
-     "template <int BN, int kBlockM>\n__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,\n"
-     "                                            int s_q, int s_k, int causal, int shift) {\n"),
-    ("  if (causal) kv_end = min(s_k, w.m_block * kBlockM + kBlockM + s_k - s_q);\n",
-     "  if (causal) kv_end = min(s_k, w.m_block * kBlockM - shift + kBlockM + s_k - s_q);\n"),
-    ("          w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);\n",
-     "          w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal,\n"
-     "                                            row_shift<Dp, kHalfDiag, Cfg::kBlockM>(s_q, num_m_blocks));\n"),
-    ("                     w.head, w.m_block * Cfg::kBlockM, w.batch);\n",
-     "                     w.head, w.m_block * Cfg::kBlockM - row_shift<Dp, kHalfDiag, Cfg::kBlockM>(s_q, num_m_blocks),\n"
-     "                     w.batch);  // shifted d64 causal tiles: rows before 0 are zero-filled\n"),
-    ("    const int m0 = w.m_block * Cfg::kBlockM;\n",
-     "    const int m0 = w.m_block * Cfg::kBlockM - row_shift<Dp, kHalfDiag, Cfg::kBlockM>(s_q, num_m_blocks);\n"),
-    ("        if (cw >= Cfg::kConsumers - dead_wgs && n_blocks > 0) {\n",
-     "        bool dead = cw >= Cfg::kConsumers - dead_wgs;\n"
-     "        if constexpr (kHalfDiag)  // shifted causal tiles: slices wholly before row 0\n"
-     "          dead = dead || cw < __shfl_sync(0xffffffff, max(0, -m0 / 64), 0);\n"
-     "        if (dead && n_blocks > 0) {\n"),
-    ("            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing\n",
-     "            if (m0 + cw * 64 < s_q && (!(Dp == 64 && kHalfDiag) || m0 + cw * 64 >= 0)) {  // nor one before row 0\n"),
-    ("          const int row = row0 + 8 * r;\n          if (row < s_q) {\n",
-     "          const int row = row0 + 8 * r;\n          if (row < s_q && (!(Dp == 64 && kHalfDiag) || row >= 0)) {\n"),
-    ("        const int row = row0 + 8 * r;\n        if (row < s_q) {\n",
-     "        const int row = row0 + 8 * r;\n        if (row < s_q && (!(Dp == 64 && kHalfDiag) || row >= 0)) {\n"),
+# Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
+# shapes run at the 700 W cap (session 9), so the energy a byte of K/V costs on its way in decides how fast they
+# run. Against v28 at the same power: probe_samekv loads every key block from the head's block 0 (L2 hits: the
+# HBM reads go, the L2 -> SM traffic stays); probe_noload loads a tile's first kStages blocks only and completes
+# the later blocks' full barriers by a plain arrive (the consumers reread stale stages: neither traffic is left).
+# v28 - samekv is what the HBM reads cost; samekv - noload what the L2 -> SM copies cost, the part a two-CTA
+# cluster with TMA multicast of K/V would halve.
+_K_LOAD = ("              tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,\n"
+           "                       n * BN, w.batch);\n")
+_V_LOAD = ("              tma_load(sV + stage * kKVBytes + p * BN * 128, &tm_v, full_v(stage), p * 64, kv_head,\n"
+           "                       n * BN, w.batch);\n")
+SAMEKV_EDITS = [(_K_LOAD, _K_LOAD.replace("n * BN", "0")), (_V_LOAD, _V_LOAD.replace("n * BN", "0"))]
+NOLOAD_EDITS = [
+    ("            mbar_expect_tx(full_k(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n" + _K_LOAD,
+     "            if (i >= kStages) mbar_arrive(full_k(stage));  // probe: no load after the first kStages blocks\n"
+     "            else {\n"
+     "            mbar_expect_tx(full_k(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n" + _K_LOAD +
+     "            }\n"),
+    ("            mbar_expect_tx(full_v(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n" + _V_LOAD,
+     "            if (i >= kStages) mbar_arrive(full_v(stage));\n"
+     "            else {\n"
+     "            mbar_expect_tx(full_v(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n" + _V_LOAD +
+     "            }\n"),
 ]
 
 
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_bottom192": (
-        "kernel.cu", "// next_bottom192: v28 with d64 causal 192-row tiles ending at s_q (the partly filled tile first).\n",
-        BOTTOM192_EDITS),
+    "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): v28 loading every key block from block 0.\n",
+                     SAMEKV_EDITS),
+    "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): v28 loading a tile's first kStages key blocks only.\n",
+                     NOLOAD_EDITS),
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
