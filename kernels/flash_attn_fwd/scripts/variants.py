@@ -71,8 +71,163 @@ NOLOAD_EDITS = [
 ]
 
 
+# Session 14 (an edit of v28). The probes above (call 2, d128-h16-16-s16384, 5 s phases, both rounds alike): v28
+# 6.92 ms at 1650 MHz, samekv 6.82 ms at 1665, noload 5.89 ms at 1890, all at 690 W. The L2 -> SM copies of K/V cost
+# ~14% of a long d128 shape's time at the power cap (d128-h32-1 the same; d256 8%, d64 3%). A two-CTA cluster on
+# adjacent 128-row query blocks of one head shares each K/V copy: each CTA copies half the panels of a stage and
+# multicasts them into both CTAs, so each byte crosses from L2 once for two tiles. Both CTAs' consumers release a
+# stage to both producers (the empty barriers count 2 x 8 arrivals); the tiles go round-robin (blockIdx.x + k *
+# gridDim.x), so a cluster's CTAs always hold the same head; cluster barriers after the mbarrier init and before exit.
+# First form: unmasked d96/d128 at s_k > 2048 with an even number of query blocks. Predicted +4-7% there (half the
+# copies: about half of noload's gain), level elsewhere (the other launches compile as before: SASS SAME).
+_CLUSTER_PTX = """\
+// Two-CTA clusters (kCluster): this CTA's rank in its cluster; an arrival on the peer CTA's mbarrier at the same
+// shared-memory offset; a barrier over every thread of the cluster.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void mbar_arrive_peer(uint32_t bar, uint32_t peer) {
+  asm volatile("{\\n.reg .b32 ra;\\nmapa.shared::cluster.u32 ra, %0, %1;\\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\\n}\\n" ::"r"(bar), "r"(peer) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\\nbarrier.cluster.wait.acquire;\\n" ::: "memory");
+}
+"""
+_MC_LOAD = """\
+// The same copy, written into the shared memory of every CTA of the cluster in `mask` (same offset in each), each
+// CTA's mbarrier at `bar` counting its bytes.
+__device__ __forceinline__ void tma_load_mc(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                            int c0, int c1, int c2, int c3, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;\\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(mask)
+      : "memory");
+}
+
+"""
+_TPL = "template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128, bool kHalfDiag = true>\n"
+_TPLC = "template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128, bool kHalfDiag = true,\n          bool kCluster = false>\n"
+_KLOOP = """\
+            mbar_expect_tx(full_{x}(stage), kKVBytes);
+#pragma unroll
+            for (int p = 0; p < kPanels; ++p)
+              tma_load(s{X} + stage * kKVBytes + p * BN * 128, &tm_{x}, full_{x}(stage), p * 64, kv_head,
+                       n * BN, w.batch);
+"""
+_KLOOPC = """\
+            mbar_expect_tx(full_{x}(stage), kKVBytes);  // in a cluster: half from this CTA's copies, half from the peer's
+            if constexpr (kCluster) {{
+#pragma unroll
+              for (int j = 0; j < kPanels / 2; ++j) {{
+                const int p = rank * (kPanels / 2) + j;
+                tma_load_mc(s{X} + stage * kKVBytes + p * BN * 128, &tm_{x}, full_{x}(stage), p * 64, kv_head,
+                            n * BN, w.batch, 3);
+              }}
+            }} else {{
+#pragma unroll
+              for (int p = 0; p < kPanels; ++p)
+                tma_load(s{X} + stage * kKVBytes + p * BN * 128, &tm_{x}, full_{x}(stage), p * 64, kv_head,
+                         n * BN, w.batch);
+            }}
+"""
+_ARGS = "(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)"
+CLUSTER_EDITS = [
+    ("// Spin until the phase with the given parity has completed.\n",
+     _CLUSTER_PTX + "\n// Spin until the phase with the given parity has completed.\n"),
+    ("// 4-d tiled copy shared -> global (bulk-group completion), same coordinates as tma_load.",
+     _MC_LOAD + "// 4-d tiled copy shared -> global (bulk-group completion), same coordinates as tma_load."),
+    (_TPL + "__global__ void __launch_bounds__", _TPLC + "__global__ void __launch_bounds__"),
+    (_TPL + "int launch(", _TPLC + "int launch("),
+    ("      mbar_init(empty(s), 4 * Cfg::kConsumers);  // one arrive per consumer warp\n"
+     "      if constexpr (kSplitKV<Dp>) mbar_init(empty_v(s), 4 * Cfg::kConsumers);\n",
+     "      // one arrive per consumer warp, of both CTAs in a cluster (both read what either copies)\n"
+     "      mbar_init(empty(s), 4 * Cfg::kConsumers * (kCluster ? 2 : 1));\n"
+     "      if constexpr (kSplitKV<Dp>) mbar_init(empty_v(s), 4 * Cfg::kConsumers * (kCluster ? 2 : 1));\n"),
+    ("  __syncthreads();\n\n  if (warpgroup == 0) {\n",
+     "  if constexpr (kCluster) cluster_sync();  // the peer copies into and arrives on this CTA's barriers\n"
+     "  else __syncthreads();\n\n  if (warpgroup == 0) {\n"),
+    ("      uint32_t tile = blockIdx.x;  // first tile without the atomic; then the counter\n",
+     "      uint32_t tile = blockIdx.x;  // first tile without the atomic; then the counter\n"
+     "      const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;  // which half of each stage it copies\n"),
+    (_KLOOP.format(x="k", X="K"), _KLOOPC.format(x="k", X="K")),
+    (_KLOOP.format(x="v", X="V"), _KLOOPC.format(x="v", X="V")),
+    ("        tile = atomicAdd(&g_tile_counter, 1u) + gridDim.x;\n",
+     "        // a cluster's two CTAs take tiles 2c + rank (+ k x grid): adjacent query blocks of one head, in step\n"
+     "        if constexpr (kCluster) tile += gridDim.x;\n"
+     "        else tile = atomicAdd(&g_tile_counter, 1u) + gridDim.x;\n"),
+    ("      }\n    }\n    return;\n  }\n",
+     "      }\n    }\n    if constexpr (kCluster) cluster_sync();  // (every thread of the cluster: see the end)\n    return;\n  }\n"),
+    ("  const int g = lane / 4, t = lane % 4;     // accumulator fragment coordinates\n",
+     "  const int g = lane / 4, t = lane % 4;     // accumulator fragment coordinates\n"
+     "  const uint32_t peer = kCluster ? cluster_rank() ^ 1u : 0u;  // the other CTA of a two-CTA cluster\n"),
+    ("        auto release = [&](uint32_t bar) {\n          __syncwarp();\n          if (lane == 0) mbar_arrive(bar);\n        };\n",
+     "        // A K/V stage. In a cluster both CTAs' copies write it, so both producers wait for this release.\n"
+     "        auto release = [&](uint32_t bar) {\n          __syncwarp();\n          if (lane == 0) mbar_arrive(bar);\n"
+     "          if constexpr (kCluster)\n            if (lane == 0) mbar_arrive_peer(bar, peer);\n        };\n"),
+    ("        if constexpr (!kTmaEpi) release(q_empty(qb));\n",
+     "        if constexpr (!kTmaEpi) {  // this CTA's own Q buffer\n          __syncwarp();\n"
+     "          if (lane == 0) mbar_arrive(q_empty(qb));\n        }\n"),
+    ("    if (threadIdx.x % 128 == 0) bulk_wait<0>();\n  }\n}\n",
+     "    if (threadIdx.x % 128 == 0) bulk_wait<0>();\n  }\n"
+     "  // The peer may still arrive on this CTA's empty barriers (and this one on its): neither leaves before both are done.\n"
+     "  if constexpr (kCluster) cluster_sync();\n}\n"),
+    ("      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);\n",
+     "      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag, kCluster>, cudaFuncAttributeMaxDynamicSharedMemorySize,\n"
+     "      smem);\n"),
+    ("  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();\n",
+     "  int grid = num_tiles < num_sms() ? num_tiles : num_sms();\n"),
+    ("  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(\n"
+     "      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,\n"
+     "      num_bh, sec, num_tiles);\n",
+     "  if constexpr (kCluster) {\n"
+     "    // two-CTA clusters; the grid as many whole clusters as fit at once (num_tiles is even here)\n"
+     "    const auto kernel = attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag, kCluster>;\n"
+     "    cudaLaunchAttribute attr_cluster[1];\n"
+     "    attr_cluster[0].id = cudaLaunchAttributeClusterDimension;\n"
+     "    attr_cluster[0].val.clusterDim.x = 2;\n"
+     "    attr_cluster[0].val.clusterDim.y = 1;\n"
+     "    attr_cluster[0].val.clusterDim.z = 1;\n"
+     "    cudaLaunchConfig_t cfg = {};\n"
+     "    cfg.gridDim = dim3(2);\n"
+     "    cfg.blockDim = dim3(Config<Dp, kM, kN>::kThreads);\n"
+     "    cfg.dynamicSmemBytes = smem;\n"
+     "    cfg.stream = stream;\n"
+     "    cfg.attrs = attr_cluster;\n"
+     "    cfg.numAttrs = 1;\n"
+     "    static const int clusters = [&] {\n"
+     "      int n = 0;\n"
+     "      return cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) == cudaSuccess ? n : 0;\n"
+     "    }();\n"
+     "    if (clusters < 1) return 3;\n"
+     "    if (grid > 2 * clusters) grid = 2 * clusters;\n"
+     "    grid -= grid % 2;\n"
+     "    cfg.gridDim = dim3(grid);\n"
+     "    if (cudaLaunchKernelEx(&cfg, kernel, tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal,\n"
+     "                           scale_log2, num_m_blocks, num_bh, sec, num_tiles) != cudaSuccess)\n"
+     "      return 4;\n"
+     "  } else {\n"
+     "  attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(\n"
+     "      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,\n"
+     "      num_bh, sec, num_tiles);\n"
+     "  }\n"),
+    ("  if (d <= 128 && !tma) {\n",
+     "  if (d <= 128 && !tma) {\n"
+     "    // unmasked, an even number of query blocks: two-CTA clusters share each K/V copy (multicast)\n"
+     "    if (!causal && (s_q + 127) / 128 % 2 == 0) {\n"
+     "      if (d <= 96) return launch<T, 128, 128, 6, false, 160, true, true>" + _ARGS + ";\n"
+     "      return launch<T, 128, 128, 8, false, 160, true, true>" + _ARGS + ";\n"
+     "    }\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
+    "next_cluster": ("kernel.cu", "// next_cluster: v28 + two-CTA clusters sharing K/V copies (unmasked d96/d128, s_k > 2048).\n",
+                     CLUSTER_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): v28 loading every key block from block 0.\n",
                      SAMEKV_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): v28 loading a tile's first kStages key blocks only.\n",
@@ -80,7 +235,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {}
+INSTANTIATIONS: dict[str, int] = {"next_cluster": 32}
 
 
 class VariantError(Exception):
