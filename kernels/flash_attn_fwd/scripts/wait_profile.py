@@ -88,12 +88,14 @@ TEST_RE = re.compile(r"\bmbar_try\(((?:[^()]|\([^()]*\))*)\)")
 
 # Where the totals go: (anchor, text inserted before it, text inserted after it). Each anchor must occur
 # exactly once in the kernel.
-PRODUCER_ANCHOR = "    }\n    return;\n  }\n\n  // --------------------------------- consumers"
+# (the producer warpgroup's return: a two-CTA cluster variant puts a cluster barrier on the line before it)
+PRODUCER_ANCHOR = "    return;\n  }\n\n  // --------------------------------- consumers"
 ANCHORS = [
     ("__device__ unsigned int g_tile_counter;\n", "", PRELUDE % {"lines": LINES}),
     ('    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kProducerRegs));\n', "",
      "    const long long ks_p0 = clock64();\n"),
     (PRODUCER_ANCHOR,
+     "    if (threadIdx.x == 0)\n"
      "      atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(clock64() - ks_p0));\n" % PRODUCER_TOTAL, ""),
     ('  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kConsumerRegs));\n', "",
      "  const long long ks_c0 = clock64();\n"),
