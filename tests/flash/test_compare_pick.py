@@ -145,3 +145,15 @@ def test_a_bad_round_count_is_one_clear_error(work, rounds):
                        capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
     assert p.returncode == 2 and f"KS_ROUNDS={rounds!r} is not a whole number" in p.stderr
     assert "Traceback" not in p.stderr and not list((work / "work").iterdir())  # nothing was run
+
+
+def test_every_named_subset_is_in_the_task_grid():
+    spec = importlib.util.spec_from_file_location("flash_compare_subsets", SCRIPT)
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    out = subprocess.run([sys.executable, "-m", "ks_tui", "scenarios", "flash_attn_fwd", "--json"],
+                         capture_output=True, text=True, check=True, cwd=REPO, timeout=120)
+    grid = {s["id"] for s in json.loads(out.stdout)["scenarios"]}
+    for name, ids in compare.SUBSETS.items():
+        assert ids and len(set(ids)) == len(ids), name
+        assert set(ids) <= grid, (name, sorted(set(ids) - grid))

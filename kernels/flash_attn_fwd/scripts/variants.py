@@ -260,6 +260,69 @@ CLUSTER3S_EDITS = cluster_edits() + [
 ]
 
 
+# next_cluster2d: next_cluster2 with the tiles handed out as v28 does (an atomic counter: a CTA that runs ahead takes
+# more), not round-robin, for the case the controls blame the static order (all CTAs held to the slowest one's pace).
+# The cluster's leader takes a pair of tiles from the counter and posts it to a mailbox in its peer's shared memory
+# (one store and one arrival at cluster scope per tile, not per key block); the peer posts back that it has read it.
+_MAILBOX_PTX = """\
+// next_cluster2d's tile mailbox: a store into the peer CTA's shared memory, an arrival on its mbarrier that publishes
+// it (cluster scope: it orders that store), and a wait that acquires at cluster scope.
+__device__ __forceinline__ void st_peer_u32(uint32_t addr, uint32_t peer, uint32_t v) {
+  asm volatile("{\\n.reg .b32 ra;\\nmapa.shared::cluster.u32 ra, %0, %1;\\nst.shared::cluster.u32 [ra], %2;\\n}\\n"
+               ::"r"(addr), "r"(peer), "r"(v) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_peer_publish(uint32_t bar, uint32_t peer) {
+  asm volatile("{\\n.reg .b32 ra;\\nmapa.shared::cluster.u32 ra, %0, %1;\\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\\n}\\n" ::"r"(bar), "r"(peer) : "memory");
+}
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\\n"
+      ".reg .pred done;\\n"
+      "WAIT_%=:\\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\\n"
+      "@!done bra WAIT_%=;\\n"
+      "}\\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+"""
+CLUSTER2D_EDITS = cluster_edits() + [
+    ("// Spin until the phase with the given parity has completed.\n",
+     _MAILBOX_PTX + "// Spin until the phase with the given parity has completed.\n"),
+    ("  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 1024;\n",
+     "  // (+ 32: next_cluster2d's tile mailbox)\n"
+     "  return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 32 + 1024;\n"),
+    ("  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x kSlotBytes: a decoded tile\n",
+     "  const uint32_t slots = bars + 8 * num_barriers<Dp, kM, kN>();  // kTileSlots x kSlotBytes: a decoded tile\n"
+     "  // The cluster's tile mailbox: pair_full (waited on in the peer), pair_empty (in the leader), the pair index.\n"
+     "  const uint32_t pair_full = slots + kTileSlots * kSlotBytes, pair_empty = pair_full + 8, pair_slot = pair_full + 16;\n"),
+    ("      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the slot\n    }\n",
+     "      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the slot\n    }\n"
+     "    if constexpr (kCluster) {\n      mbar_init(pair_full, 1);\n      mbar_init(pair_empty, 1);\n    }\n"),
+    ("      const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;  // which half of each stage it copies\n",
+     "      const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;  // which half of each stage it copies\n"
+     "      uint32_t pair_phase = 0;  // the mailbox's phase\n"),
+    ("        if constexpr (kCluster) tile += gridDim.x;\n",
+     "        if constexpr (kCluster) {  // pairs from the counter: the leader takes one, its peer reads it from the mailbox\n"
+     "          if (rank == 0) {\n"
+     "            const uint32_t pair = atomicAdd(&g_tile_counter, 1u) + gridDim.x / 2;\n"
+     "            mbar_wait(pair_empty, pair_phase ^ 1);  // the peer has read the last one\n"
+     "            st_peer_u32(pair_slot, 1, pair);\n"
+     "            mbar_arrive_peer_publish(pair_full, 1);\n"
+     "            tile = 2 * pair;\n"
+     "          } else {\n"
+     "            mbar_wait_cluster(pair_full, pair_phase);\n"
+     "            const uint32_t pair = ld_shared_u32(pair_slot);\n"
+     "            mbar_arrive_peer(pair_empty, 0);\n"
+     "            tile = 2 * pair + 1;\n"
+     "          }\n"
+     "          pair_phase ^= 1;\n"
+     "        }\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_cluster2": ("kernel.cu", "// next_cluster2: v28 + two-CTA clusters sharing K/V copies (unmasked d96/d128, s_k > 2048).\n",
@@ -268,6 +331,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
                       cluster_edits(multicast=False, coupled=False)),
     "next_clcoupled": ("kernel.cu", "// next_clcoupled (a control): next_clstatic + both CTAs release each stage to both producers.\n",
                        cluster_edits(multicast=False, coupled=True)),
+    "next_cluster2d": ("kernel.cu", "// next_cluster2d: next_cluster2 with its tile pairs from the atomic counter (a mailbox to the peer).\n",
+                       CLUSTER2D_EDITS),
     "next_cluster3s": ("kernel.cu", "// next_cluster3s: next_cluster2 on 128-key blocks in 3 stages beside one Q buffer.\n",
                        CLUSTER3S_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): v28 loading every key block from block 0.\n",
@@ -277,7 +342,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_cluster2": 32, "next_clstatic": 32, "next_clcoupled": 32, "next_cluster3s": 32}
+INSTANTIATIONS: dict[str, int] = {"next_cluster2": 32, "next_clstatic": 32, "next_clcoupled": 32, "next_cluster3s": 32, "next_cluster2d": 32}
 
 
 class VariantError(Exception):
