@@ -36,3 +36,16 @@ def test_mbarrier_parity_rules():
     assert bar.done(0) and not bar.done(1)
     with pytest.raises(model.ModelError):
         bar.arrive(3)                        # more arrivals than the phase expects
+
+
+def test_a_multicast_half_may_land_before_the_expect_tx():
+    bar = model.MBar("fullK", count=1, negative_tx=True)
+    bar.complete_tx(1)                       # the peer CTA's half, before this CTA's producer got here
+    assert not bar.done(0)                   # the producer's arrival is still pending
+    bar.expect_tx(2)
+    assert not bar.done(0)                   # its own half is still in flight
+    bar.complete_tx(1)
+    assert bar.done(0)
+    single = model.MBar("fullK", count=1)    # one CTA: bytes before the expect_tx are a bug
+    with pytest.raises(model.ModelError, match="more bytes than expected"):
+        single.complete_tx(1)

@@ -4,8 +4,9 @@ No GPU can run here, and a wrong mbarrier count or a release one step too early 
 device as a hang or as a rare wrong answer. This script plays the protocol of `best/*.cu` by hand:
 one producer and two consumer warpgroups as Python generators that wait on mbarriers (with
 their phase/parity rules), the copy engine and the tensor cores as asynchronous events that a
-random scheduler fires at any time, and the shared-memory buffers as tagged regions. A run fails
-on:
+random scheduler fires at any time, and the shared-memory buffers as tagged regions. A two-CTA
+cluster variant (session 14) plays two such CTAs at once: each copies half of every K/V stage
+into both, and each consumer releases a stage to both. A run fails on:
   - a deadlock (nobody can move, and not everyone is done);
   - a read of a buffer that does not hold what the reader expects (the wrong tile, block or Q);
   - a write into a buffer that someone may still read (an early release);
@@ -41,6 +42,9 @@ class MBar:
     pending: int = -1
     tx: int = 0
     phase: int = 0
+    # A two-CTA cluster's full barriers: the peer's multicast half may land before this CTA's own expect_tx (the
+    # hardware's tx-count may go below zero; the phase still waits for the pending arrival).
+    negative_tx: bool = False
 
     def __post_init__(self) -> None:
         self.pending = self.count
@@ -62,7 +66,7 @@ class MBar:
 
     def complete_tx(self, nbytes: int) -> None:
         self.tx -= nbytes
-        if self.tx < 0:
+        if self.tx < 0 and not self.negative_tx:
             raise ModelError(f"{self.name}: more bytes than expected")
         self._maybe_complete()
 
@@ -151,12 +155,20 @@ class Variant:
     # live warpgroups but the last skip in even tiles, warpgroup 0 alone in odd ones. A half-width block has the
     # loop's barrier traffic and needs no case of its own.
     skip_first: bool = False
+    # next_cluster2 (session 14, d96/d128 unmasked): two CTAs on adjacent tiles of one head; CTA r copies half r of
+    # each K and V stage into both (multicast), each CTA's full barriers expect both halves, and every consumer warp
+    # releases a stage to both CTAs' empty barriers (counts doubled). Both CTAs walk the same tile list.
+    cluster: bool = False
+    # next_cluster2d: the leader takes each next tile pair and posts it to a one-slot mailbox in the follower
+    # (pair_full there, pair_empty in the leader), instead of both stepping round-robin.
+    mailbox: bool = False
     runs: int = 0           # at least this many random schedules (a rare race needs more than the default)
 
 
 class Machine:
-    def __init__(self, variant: Variant, tiles: list[int], rng: random.Random) -> None:
-        self.v, self.tiles, self.rng = variant, tiles, rng
+    def __init__(self, variant: Variant, tiles: list[int], rng: random.Random, rank: int = 0) -> None:
+        self.v, self.tiles, self.rng, self.rank = variant, tiles, rng, rank
+        self.peer: Machine | None = None  # the other CTA of a cluster (linked by run_once)
         d256 = variant.dp == 256
         self.stages = variant.stages or {256: 1, 128: 2, 64: 3}[variant.dp]
         self.qbufs = variant.qbufs or (1 if d256 else 2)
@@ -165,10 +177,13 @@ class Machine:
         self.split_kv = variant.dp != 64
         self.consumers = consumers = variant.consumers
         qe_count = consumers if (variant.tma_epi and self.qbufs >= 2) else 4 * consumers
-        self.full_k = [MBar(f"fullK{s}", 1) for s in range(self.stages)]
-        self.full_v = [MBar(f"fullV{s}", 1) for s in range(self.stages)]
-        self.empty = [MBar(f"empty{s}", 4 * consumers) for s in range(self.stages)]
-        self.empty_v = [MBar(f"emptyV{s}", 4 * consumers) for s in range(self.stages)]
+        c = f"cta{rank}." if variant.cluster else ""
+        cl = variant.cluster
+        self.full_k = [MBar(f"{c}fullK{s}", 1, negative_tx=cl) for s in range(self.stages)]
+        self.full_v = [MBar(f"{c}fullV{s}", 1, negative_tx=cl) for s in range(self.stages)]
+        releasers = 4 * consumers * (2 if cl and variant.bug != "cluster_local_release" else 1)
+        self.empty = [MBar(f"{c}empty{s}", releasers) for s in range(self.stages)]
+        self.empty_v = [MBar(f"{c}emptyV{s}", releasers) for s in range(self.stages)]
         self.q_full = [MBar(f"qFull{b}", 1) for b in range(self.qbufs)]
         self.q_empty = [MBar(f"qEmpty{b}", qe_count) for b in range(self.qbufs)]
         self.tile_full = [MBar(f"tileFull{i}", 1) for i in range(self.slots)]
@@ -179,6 +194,10 @@ class Machine:
         self.q = [[Region(f"Q{b}.{h}") for h in range(consumers)] for b in range(self.qbufs)]
         self.k = [Region(f"K{s}") for s in range(self.stages)]
         self.vh = [[Region(f"V{s}.{h}") for h in range(consumers)] for s in range(self.stages)]
+        # a cluster's K stage in two halves, one copied by each CTA (V's halves are vh)
+        self.kh = [[Region(f"{c}K{s}.{h}") for h in range(2)] for s in range(self.stages)]
+        self.pair_full, self.pair_empty = MBar(f"{c}pairFull", 1), MBar(f"{c}pairEmpty", 1)
+        self.mailbox = Region(f"{c}mailbox")
         self.epi_v_barrier = NamedBarrier(consumers)
         self.events: list[tuple[str, Callable[[], None]]] = []
         self.stored: dict[tuple[int, int], int] = {}   # (tile, warpgroup) -> times stored
@@ -197,10 +216,55 @@ class Machine:
             bar.complete_tx(1)
         self.post(f"load {[r.name for r in regions]}", land)
 
+    def release(self, bars: list[MBar], s: int) -> None:
+        """One consumer warpgroup's release of stage s (K: bars = empty, V: empty_v); in a cluster, to both CTAs."""
+        bars[s].arrive(4)
+        if self.v.cluster and self.v.bug != "cluster_local_release":
+            (self.peer.empty if bars is self.empty else self.peer.empty_v)[s].arrive(4)
+
+    def k_regions(self, s: int) -> list[Region]:
+        return self.kh[s] if self.v.cluster else [self.k[s]]
+
+    def copy_stage(self, stage: int, phase: int, blk: int, t: int) -> Iterator:
+        """The producer's K and V copies of one key block (a cluster's CTA: its half, into both CTAs)."""
+        if not self.v.cluster:
+            self.full_k[stage].expect_tx(1)
+            self.tma_load([self.k[stage]], lambda r, t=t, b=blk: ("K", t, b), self.full_k[stage], "producer K")
+            if self.split_kv:
+                yield lambda s=stage, p=phase: self.empty_v[s].done(p ^ 1)
+            self.full_v[stage].expect_tx(1)
+            self.tma_load(self.vh[stage], lambda r, t=t, b=blk: ("V", t, b), self.full_v[stage], "producer V")
+            return
+        who = f"cta{self.rank} producer"
+        self.full_k[stage].expect_tx(2)  # both halves: this CTA's copy and the peer's
+        for dst in (self, self.peer):
+            dst.tma_load([dst.kh[stage][self.rank]], lambda r, t=t, b=blk: ("K", t, b), dst.full_k[stage], who + " K")
+        yield lambda s=stage, p=phase: self.empty_v[s].done(p ^ 1)
+        self.full_v[stage].expect_tx(2)
+        for dst in (self, self.peer):
+            dst.tma_load([dst.vh[stage][self.rank]], lambda r, t=t, b=blk: ("V", t, b), dst.full_v[stage], who + " V")
+
+    def hand_over(self, i: int, pph: int) -> Iterator:
+        """next_cluster2d's mailbox, before tile i: the leader posts the pair, the follower takes it."""
+        leader, follower = (self, self.peer) if self.rank == 0 else (self.peer, self)
+        if self.rank == 0:
+            if self.v.bug != "mailbox_no_empty_wait":
+                yield lambda: leader.pair_empty.done(pph ^ 1)
+            follower.mailbox.write_now("leader", ("pair", i))
+            follower.pair_full.arrive()
+        else:
+            yield lambda: follower.pair_full.done(pph)
+            if follower.mailbox.tag != ("pair", i):
+                raise ModelError(f"follower reads the mailbox for tile {i}: holds {follower.mailbox.tag}")
+            leader.pair_empty.arrive()
+
     # ---- producer (kernel: warpgroup 0, thread 0) ----
     def producer(self) -> Iterator[Callable[[], bool]]:
-        stage = phase = qb = qph = slot = sph = 0
+        stage = phase = qb = qph = slot = sph = pph = 0
         for t in list(range(len(self.tiles))) + [None]:
+            if self.v.mailbox and t != 0:
+                yield from self.hand_over(len(self.tiles) if t is None else t, pph)
+                pph ^= 1
             yield lambda s=slot, p=sph: self.tile_empty[s].done(p ^ 1)
             self.slot_val[slot] = t
             self.tile_full[slot].arrive()
@@ -217,12 +281,7 @@ class Machine:
             for i in range(n):
                 blk = n - 1 - i
                 yield lambda s=stage, p=phase: self.empty[s].done(p ^ 1)
-                self.full_k[stage].expect_tx(1)
-                self.tma_load([self.k[stage]], lambda r, t=t, b=blk: ("K", t, b), self.full_k[stage], "producer K")
-                if self.split_kv:
-                    yield lambda s=stage, p=phase: self.empty_v[s].done(p ^ 1)
-                self.full_v[stage].expect_tx(1)
-                self.tma_load(self.vh[stage], lambda r, t=t, b=blk: ("V", t, b), self.full_v[stage], "producer V")
+                yield from self.copy_stage(stage, phase, blk, t)
                 stage, phase = (0, phase ^ 1) if stage + 1 == self.stages else (stage + 1, phase)
 
     # ---- consumer helpers ----
@@ -308,7 +367,7 @@ class Consumer:
                 r.end_read(self.name)
 
     def qk(self, b: int, t: int, s: int, blk: int) -> None:
-        self.issue([(self.m.q[b][self.wg], ("Q", t)), (self.m.k[s], ("K", t, blk))])
+        self.issue([(self.m.q[b][self.wg], ("Q", t))] + [(k, ("K", t, blk)) for k in self.m.k_regions(s)])
 
     def pv(self, s: int, t: int, blk: int) -> None:
         self.issue([(h, ("V", t, blk)) for h in self.m.vh[s]])
@@ -349,7 +408,7 @@ def fa3_first_block(c: Consumer, b: int, t: int, n: int) -> Iterator:
     c.qk(b, t, s, n - 1)
     yield READY  # the warpgroup may be slow here
     c.wait_groups(0)
-    m.empty[s].arrive(4)
+    m.release(m.empty, s)
     yield READY
     if m.v.tma_epi:
         yield from c.release_staged()
@@ -369,12 +428,12 @@ def fa3_steady(c: Consumer, b: int, t: int, n: int, s: int, p: int, *, release_a
         c.pv(prev, t, n - i)
         yield READY
         c.wait_groups(1)
-        m.empty[s].arrive(4)
+        m.release(m.empty, s)
         yield READY
         if release_at_first and i == 1:
             yield from c.release_staged()
         c.wait_groups(0)
-        m.empty_v[prev].arrive(4)
+        m.release(m.empty_v, prev)
         yield READY
     return s, p
 
@@ -399,7 +458,7 @@ def consumer_fa3(self: Machine, wg: int) -> Iterator:
             c.wait_groups(0)
         else:
             c.wait_groups(0)
-            self.empty_v[s].arrive(4)
+            self.release(self.empty_v, s)
             yield READY  # the warpgroup may be slow here
         c.store_o(t, b)
     if v.tma_epi:
@@ -612,9 +671,16 @@ Machine.consumer_v6 = consumer_v6
 
 # ---- the scheduler -------------------------------------------------------------------------------
 def run_once(variant: Variant, tiles: list[int], rng: random.Random, max_steps: int = 200000) -> None:
-    m = Machine(variant, tiles, rng)
-    agents: dict[str, Iterator] = {"producer": m.producer(),
-                                   **{f"wg{w}": m.consumer(w) for w in range(m.consumers)}}
+    ms = [Machine(variant, tiles, rng, rank) for rank in range(2 if variant.cluster else 1)]
+    if variant.cluster:  # one event queue (copies land in both CTAs), each CTA the other's peer
+        ms[1].events = ms[0].events
+        ms[0].peer, ms[1].peer = ms[1], ms[0]
+    m = ms[0]
+    agents: dict[str, Iterator] = {}
+    for mm in ms:
+        c = f"cta{mm.rank}." if variant.cluster else ""
+        agents[f"{c}producer"] = mm.producer()
+        agents.update({f"{c}wg{w}": mm.consumer(w) for w in range(mm.consumers)})
     waiting: dict[str, Callable[[], bool] | None] = {k: None for k in agents}
     for _ in range(max_steps):
         ready = [k for k in agents if waiting[k] is None or waiting[k]()]
@@ -623,7 +689,7 @@ def run_once(variant: Variant, tiles: list[int], rng: random.Random, max_steps: 
             if not agents:
                 break
             raise ModelError("deadlock: " + ", ".join(
-                f"{k} waits" for k in agents) + "; barriers: " + barrier_state(m))
+                f"{k} waits" for k in agents) + "; barriers: " + " ".join(barrier_state(mm) for mm in ms))
         kind, what = rng.choice(choices)
         if kind == "event":
             _, fn = m.events.pop(what)
@@ -638,11 +704,12 @@ def run_once(variant: Variant, tiles: list[int], rng: random.Random, max_steps: 
         raise ModelError("no end after max_steps")
     if m.events:
         raise ModelError(f"events left at exit: {[e for e, _ in m.events]}")
-    for t, n in enumerate(tiles):
-        for wg in range(m.consumers):
-            k = m.stored.get((t, wg), 0)
-            if k != 1:
-                raise ModelError(f"tile {t} (n_blocks {n}) warpgroup {wg} stored {k} times")
+    for mm in ms:
+        for t, n in enumerate(tiles):
+            for wg in range(mm.consumers):
+                k = mm.stored.get((t, wg), 0)
+                if k != 1:
+                    raise ModelError(f"cta {mm.rank} tile {t} (n_blocks {n}) warpgroup {wg} stored {k} times")
 
 
 def barrier_state(m: Machine) -> str:
@@ -687,6 +754,12 @@ VARIANTS = [
     Variant("next_diag192 (with next_deadfix) d64 192-row, first block skipped by warpgroups that see none of it, "
             "register epilogue", 64, False, consumers=3, dead_wgs=True, dead_waits=True, skip_first=True, runs=3000),
     Variant("next_tilepipe d128 with 3 Q buffers, TMA epilogue", 128, True, tilepipe=True, qbufs=3),
+    Variant("next_cluster2: two CTAs share each K/V copy (multicast halves), register epilogue", 128, False,
+            cluster=True),
+    Variant("next_cluster2d: next_cluster2 with the tile pairs through the leader's mailbox", 128, False,
+            cluster=True, mailbox=True),
+    Variant("next_cluster3s: next_cluster2 with 3 stages beside one Q buffer", 128, False, cluster=True, stages=3,
+            qbufs=1),
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
@@ -711,6 +784,10 @@ CONTROLS = [
             dead_wgs=True, runs=3000),
     Variant("control: v21's stand-in (dead warpgroups run ahead of the loads), register epilogue", 64, False,
             consumers=3, dead_wgs=True, runs=3000),
+    Variant("control: a cluster whose consumers release stages to their own CTA only", 128, False, cluster=True,
+            bug="cluster_local_release"),
+    Variant("control: the mailbox's leader posting without waiting for the follower to read", 128, False,
+            cluster=True, mailbox=True, bug="mailbox_no_empty_wait"),
 ]
 
 
