@@ -191,9 +191,9 @@ class Machine:
         self.slot_val = [None] * self.slots
         # Q buffer b, half h (64 rows of consumer h); K and V stages split in row halves too
         # (the d256 epilogue stages warpgroup h's O in V half h).
-        self.q = [[Region(f"Q{b}.{h}") for h in range(consumers)] for b in range(self.qbufs)]
-        self.k = [Region(f"K{s}") for s in range(self.stages)]
-        self.vh = [[Region(f"V{s}.{h}") for h in range(consumers)] for s in range(self.stages)]
+        self.q = [[Region(f"{c}Q{b}.{h}") for h in range(consumers)] for b in range(self.qbufs)]
+        self.k = [Region(f"{c}K{s}") for s in range(self.stages)]
+        self.vh = [[Region(f"{c}V{s}.{h}") for h in range(consumers)] for s in range(self.stages)]
         # a cluster's K stage in two halves, one copied by each CTA (V's halves are vh)
         self.kh = [[Region(f"{c}K{s}.{h}") for h in range(2)] for s in range(self.stages)]
         self.pair_full, self.pair_empty = MBar(f"{c}pairFull", 1), MBar(f"{c}pairEmpty", 1)
@@ -312,7 +312,7 @@ class Consumer:
         self.staged_q: int | None = None   # Q buffer holding this warpgroup's O for a TMA store
         self.store_reading: Region | None = None
         self.groups: list[list[Region]] = []  # committed wgmma groups, oldest first
-        self.name = f"wg{wg}"
+        self.name = (f"cta{m.rank}." if m.v.cluster else "") + f"wg{wg}"
         self.q_hint = self.k0_hint = False  # early_tests: what the tests at the last fetch found
 
     def next_stage(self) -> tuple[int, int]:
