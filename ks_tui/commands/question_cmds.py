@@ -33,7 +33,7 @@ def register(sub) -> None:
     st.set_defaults(func=cmd_stats)
 
     nx = qsub.add_parser("next", help="decision points that fire for a session now, and ranked questions")
-    nx.add_argument("--session", required=True, metavar="ID", help="session id")
+    nx.add_argument("--session", "-s", metavar="ID", help="session id (default: the most recently active)")
     nx.add_argument("--point", choices=POINTS, help="rank for this point even if it does not fire")
     nx.add_argument("-k", type=int, default=3, metavar="N", help="questions per point (default 3)")
     nx.add_argument("--bank", metavar="FILE", help="question bank file (default: the workspace's)")
@@ -147,7 +147,8 @@ def cmd_next(args) -> int:
     workspace = _workspace(args)
     bank = _bank(args, args.bank)
     store = AttemptStore(workspace)
-    info = store.session(args.session)
+    # as `ks log` and `ks try`: without --session, the most recently active session
+    info = store.session(args.session) if args.session else store.latest_session()
     attempts = store.attempts(info.id)
     # Stored results supply device, TFLOP/s and kernel hash (the noise estimate, the peak check).
     results = store.results(info.id)
@@ -155,7 +156,7 @@ def cmd_next(args) -> int:
     result = results.get(attempts[-1].number) if attempts else None
 
     efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k)
-    asked = efficacy.asked_ids(args.session) or [a.question for a in history if a.question]
+    asked = efficacy.asked_ids(info.id) or [a.question for a in history if a.question]
     stats = efficacy.stats(noise=bank.config.noise)
     context = build_context(history, result, _task_language(store, info.id))
     if args.point:
@@ -165,13 +166,13 @@ def cmd_next(args) -> int:
     ranked = [(p, select(bank, p.point, asked, stats, context, k=args.k)) for p in points]
 
     if args.json:
-        _print_json({"session": args.session, "attempts": len(history), "asked": asked,
+        _print_json({"session": info.id, "attempts": len(history), "asked": asked,
                      "context": context,
                      "points": [{**p.to_dict(), "questions": [q.to_dict() for q in qs]} for p, qs in ranked]})
         return 0
     latest = f"after attempt {history[-1].number}" if history else "before the first attempt"
     if not ranked:
-        print(f"session {args.session}: no decision point fires {latest}")
+        print(f"session {info.id}: no decision point fires {latest}")
         return 0
     for p, qs in ranked:
         print(f"{p.point}: {p.reason}")

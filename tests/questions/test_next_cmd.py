@@ -124,3 +124,18 @@ def test_from_inside_the_session_worktree_the_workspace_records_are_read(session
     assert json.loads(capsys.readouterr().out)["asked"] == [bank.questions[0].id]
     assert main(["questions", "stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["questions"][bank.questions[0].id]["asked"] == 1
+
+
+def test_without_a_session_the_most_recently_active_one_answers(session, capsys):
+    workspace, sid, attempt = session
+    attempt("correct", 0.9)
+    attempt("correct", 1.0)
+    doc = run_next(workspace, capsys)  # as `ks log` and `ks try`: no --session needed
+    assert doc["session"] == sid and doc["attempts"] == 2
+    assert run_next(workspace, capsys, "-s", sid) == doc
+
+
+def test_without_any_session_it_says_how_to_start_one(workspace, capsys):
+    assert main(["--workspace", str(workspace), "questions", "next"]) == 2
+    err = capsys.readouterr().err
+    assert "no sessions" in err and "ks session new" in err and "Traceback" not in err
