@@ -66,6 +66,8 @@ FILTERS = {
     # d96/d128 with s_k > 2048: the launches that run 160-key blocks in v15 (32 scenarios each)
     "nomask_long": lambda p: p["d"] in (96, 128) and not p["causal"] and p["s_k"] > 2048,
     "causal_long": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048,
+    # causal_long's launches that next_cluster2dc pairs by head (an even GQA group): 12 scenarios
+    "causal_gqa": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048 and p["h_q"] // p["h_kv"] % 2 == 0,
     # d96/d128 with s_k <= 2048, both masks: the 128-key tiles with the TMA epilogue
     "short128": lambda p: p["d"] in (96, 128) and p["s_k"] <= 2048,
     # session 6: d96/d128 without a mask at 1024 < s_k <= 2048 (8 scenarios)

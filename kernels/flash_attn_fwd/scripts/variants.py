@@ -325,6 +325,21 @@ CLUSTER2D_EDITS = cluster_edits() + [
 ]
 
 
+# next_cluster2dc: next_cluster2d on causal d96/d128 at s_k > 2048 too, where the GQA group is even. The causal tile
+# order (decode_tile) puts the heads of a section innermost, and a section is a whole number of GQA groups, so tiles
+# 2p and 2p + 1 are one query block of two heads that read the same kv head: the same key blocks, the same mask, the
+# same count, in the same heavy-first order the counter hands out. (Pairs of adjacent query blocks, as the unmasked
+# launches use, differ by up to one key block under the causal mask.) 12 scenarios: d128 h32-8, h64-8, h32-1 at
+# s4096-32768; MHA (h16-16) keeps v28's launch. Its own functions are next_cluster2d's (causal is a run-time flag).
+CLUSTER2DC_EDITS = CLUSTER2D_EDITS + [
+    ("    // unmasked, an even number of query blocks: two-CTA clusters share each K/V copy (multicast)\n"
+     "    if (!causal && (s_q + 127) / 128 % 2 == 0) {\n",
+     "    // two-CTA clusters share each K/V copy (multicast): unmasked, pairs of query blocks (an even number of them);\n"
+     "    // causal, pairs of heads of one GQA group (an even group)\n"
+     "    if ((!causal && (s_q + 127) / 128 % 2 == 0) || (causal && h_q / h_kv % 2 == 0)) {\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_cluster2": ("kernel.cu", "// next_cluster2: v28 + two-CTA clusters sharing K/V copies (unmasked d96/d128, s_k > 2048).\n",
@@ -335,6 +350,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
                        cluster_edits(multicast=False, coupled=True)),
     "next_cluster2d": ("kernel.cu", "// next_cluster2d: next_cluster2 with its tile pairs from the atomic counter (a mailbox to the peer).\n",
                        CLUSTER2D_EDITS),
+    "next_cluster2dc": ("kernel.cu", "// next_cluster2dc: next_cluster2d, and causal GQA launches paired by head.\n",
+                        CLUSTER2DC_EDITS),
     "next_cluster3s": ("kernel.cu", "// next_cluster3s: next_cluster2 on 128-key blocks in 3 stages beside one Q buffer.\n",
                        CLUSTER3S_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): v28 loading every key block from block 0.\n",
@@ -344,7 +361,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_cluster2": 32, "next_clstatic": 32, "next_clcoupled": 32, "next_cluster3s": 32, "next_cluster2d": 32}
+INSTANTIATIONS: dict[str, int] = {"next_cluster2": 32, "next_clstatic": 32, "next_clcoupled": 32, "next_cluster3s": 32, "next_cluster2d": 32, "next_cluster2dc": 32}
 
 
 class VariantError(Exception):
