@@ -45,6 +45,9 @@ OUT = BEST / "gen"
 # - session 13's next_bottom192 (an edit of v28; lost in session 14: d64causal kernel time 0.994) from 752a5b1.
 # - session 14's next_cluster (an edit of v28; lost: nomask_long kernel time 0.797, MEMBAR.ALL.GPU before each remote
 #   arrival) from 9a8d8c2.
+# - session 14's next_qrs (an edit of v28: Q K^T's A operand from registers on the 160-key launches; rejected at
+#   compile time: 96 bytes of spills in d128, 32 in d96, wgmmas serialised (C7512); with 240 consumer registers
+#   124 bytes) from 6090a69.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -340,70 +343,6 @@ CLUSTER2DC_EDITS = CLUSTER2D_EDITS + [
 ]
 
 
-# next_qrs (session 14, compile-checked only): the 160-key launches (d96/d128 at s_k > 2048) read Q K^T's A operand
-# from registers (wgmma's RS form, as P V already does) instead of shared memory: each warpgroup loads its 64 Q rows
-# as A fragments once per tile (ldmatrix through the 128-byte swizzle). Per key block a warpgroup's wgmmas then read
-# 80 KB of shared memory instead of 96 KB. At the power cap a sixth fewer operand bytes may buy clock, if the 32
-# registers it keeps live fit beside S, P and O (the first question; ptxas answers it).
-_RS_N160 = """\
-// S(64x160) (+)= A(registers: Q fragments) * B(smem, K-major)^T (next_qrs; generated operand lists).
-#define KS_WGMMA_RS_N160(NAME, TYPE)                                                                          \\
-  __device__ __forceinline__ void NAME(float (&d)[80], const uint32_t (&a)[4], uint64_t db, int accumulate) { \\
-    asm volatile(                                                                                          \\
-        "{\\n.reg .pred p;\\nsetp.ne.b32 p, %85, 0;\\n"                                                     \\
-        "wgmma.mma_async.sync.aligned.m64n160k16.f32." TYPE "." TYPE " {"                               \\
-        "DLIST"                                                                                            \\
-        "}, {%80, %81, %82, %83}, %84, p, 1, 1, 0;\\n}\\n"                                                \\
-        : OUTS                                                                                             \\
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));                         \\
-  }
-KS_WGMMA_RS_N160(wgmma_rs_n160_bf16, "bf16")
-KS_WGMMA_RS_N160(wgmma_rs_n160_f16, "f16")
-#undef KS_WGMMA_RS_N160
-
-// Four 8x8 b16 matrices from shared memory, one row address per lane: a 16x16 tile as wgmma's A fragment.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-
-""".replace("DLIST", "DLIST_").replace("OUTS", "OUTS_")
-_RS_N160 = _RS_N160.replace("DLIST_", "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79").replace("OUTS_", '"+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])')
-
-QRS_EDITS = [
-    ("// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block (the d64 diagonal block's first half).\n",
-     _RS_N160 + "// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block (the d64 diagonal block's first half).\n"),
-    ("// O(64 x N) += P V step (P in registers, V in shared memory, MN-major).\n",
-     "// S(64 x 160) = Q K^T step with Q's fragment in registers (next_qrs).\n"
-     "template <typename T>\n"
-     "__device__ __forceinline__ void mma_qk_rs(float (&d)[80], const uint32_t (&a)[4], uint64_t db, int acc) {\n"
-     "  if constexpr (kIsBf16<T>) wgmma_rs_n160_bf16(d, a, db, acc); else wgmma_rs_n160_f16(d, a, db, acc);\n"
-     "}\n"
-     "// O(64 x N) += P V step (P in registers, V in shared memory, MN-major).\n"),
-    ("        float s_acc[BN / 2];\n        uint32_t p_frag[BN / 16][4];\n",
-     "        float s_acc[BN / 2];\n        uint32_t p_frag[BN / 16][4];\n"
-     "        // next_qrs: on 160-key blocks Q K^T reads Q from registers, this warpgroup's 64 rows as A fragments\n"
-     "        // loaded once per tile (Q has landed: q_full above). Row r, column c of the tile sits in panel c / 64\n"
-     "        // at r * 128 + ((c % 64 / 8) ^ (r % 8)) * 16 bytes (the 128-byte swizzle).\n"
-     "        constexpr bool kQRegs = BN == 160;\n"
-     "        uint32_t q_frag[kQRegs ? kQkSteps : 1][4];\n"
-     "        if constexpr (kQRegs) {\n"
-     "          const int r = cw * 64 + warp * 16 + lane % 16;\n"
-     "#pragma unroll\n"
-     "          for (int kk = 0; kk < kQkSteps; ++kk) {\n"
-     "            const int c = kk * 16 + (lane / 16) * 8;\n"
-     "            ldmatrix_x4(q_frag[kk], sQ + qb * kQBytes + (c / 64) * Cfg::kBlockM * 128 + r * 128 +\n"
-     "                                        (((c % 64) / 8) ^ (r % 8)) * 16);\n"
-     "          }\n"
-     "        }\n"),
-    ("            const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
-     "            mma_qk<T, BN>(s_acc, da, db, kk > 0);\n",
-     "            const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
-     "            if constexpr (kQRegs) mma_qk_rs<T>(s_acc, q_frag[kk], db, kk > 0);\n"
-     "            else mma_qk<T, BN>(s_acc, da, db, kk > 0);\n"),
-]
-
-
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_cluster2": ("kernel.cu", "// next_cluster2: v28 + two-CTA clusters sharing K/V copies (unmasked d96/d128, s_k > 2048).\n",
@@ -416,7 +355,6 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
                        CLUSTER2D_EDITS),
     "next_cluster2dc": ("kernel.cu", "// next_cluster2dc: next_cluster2d, and causal GQA launches paired by head.\n",
                         CLUSTER2DC_EDITS),
-    "next_qrs": ("kernel.cu", "// next_qrs: v28 with Q K^T's A operand from registers on the 160-key launches.\n", QRS_EDITS),
     "next_cluster3s": ("kernel.cu", "// next_cluster3s: next_cluster2 on 128-key blocks in 3 stages beside one Q buffer.\n",
                        CLUSTER3S_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): v28 loading every key block from block 0.\n",
