@@ -130,6 +130,8 @@ def test_try_log_show_rollback_with_the_real_harness(tmp_path, git_env):
 
     listing = json.loads(ks("sessions", "--json", cwd=ws).stdout)["sessions"]
     assert [(s["id"], s["attempts"]) for s in listing] == [(sid, 3)]
+    # `ks session list` (where `new`, `export` and `import` live) says the same
+    assert json.loads(ks("session", "list", "--json", cwd=ws).stdout)["sessions"] == listing
 
 
 @pytest.fixture
