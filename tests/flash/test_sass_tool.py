@@ -143,3 +143,41 @@ def test_strip_b_that_is_not_a_regex_is_one_clear_error(tmp_path):
     r = run("diff", str(a), str(b), "--strip-b", "ELb[01")
     assert r.returncode == 2
     assert r.stderr.startswith("sass.py: --strip-b") and "Traceback" not in r.stderr
+
+
+LOOP_KERNEL = """
+namespace {
+__global__ void sum_exp(const float* x, float* out, int n, float s) {
+  float acc = 0.f;
+  for (int i = threadIdx.x; i < n; i += 32) acc += exp2f(x[i] * s);
+  out[threadIdx.x] = acc;
+}
+__global__ void one_exp(float* x) { x[threadIdx.x] = exp2f(x[threadIdx.x]); }
+}  // namespace
+void launch(const float* x, float* o, int n) { sum_exp<<<1, 32>>>(x, o, n, 2.f); one_exp<<<1, 32>>>(o); }
+"""
+
+
+def by_function(out: str) -> dict[str, list[str]]:
+    """sass.py loops' output: function name (its short name) -> its indented rows."""
+    rows: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        if line.startswith("   "):
+            rows[name].append(line.strip())
+        else:
+            name = "sum_exp" if "sum_exp" in line else "one_exp" if "one_exp" in line else line
+            rows[name] = []
+    return rows
+
+
+def test_loops_finds_the_loop_that_holds_an_opcode(tmp_path):
+    src = tmp_path / "loops.cu"
+    src.write_text(LOOP_KERNEL)
+    r = run("loops", str(src), "--op", "MUFU.EX2")
+    assert r.returncode == 0, r.stderr
+    rows = by_function(r.stdout)
+    first = rows["sum_exp"][0].split()  # smallest loop first: "N instructions  MUFU.EX2 k  EX2 k  SYNCS 0 ..."
+    assert first[1] == "instructions" and int(first[0]) > 0
+    assert int(first[first.index("MUFU.EX2") + 1]) >= 1
+    assert rows["one_exp"] == ["no loop holds MUFU.EX2"]  # straight-line code has no loop
+    assert by_function(run("loops", str(src), "--match", "sum_exp").stdout) == {"sum_exp": ["no loop holds HGMMA"]}

@@ -12,6 +12,12 @@ Usage (repo root; needs nvcc, and nvdisasm on PATH or from pip's nvidia-cuda-nvd
     python3 kernels/flash_attn_fwd/scripts/sass.py flow FILE.cu [--match REGEX]
         per instantiation, the order of HGMMA (wgmma), WARPGROUP.DEPBAR (its waits), MUFU.EX2,
         BAR.SYNC, BRA.DIV and the O stores, runs of one kind counted (HGMMAx18)
+    python3 kernels/flash_attn_fwd/scripts/sass.py loops FILE.cu [--match REGEX] [--op OPCODE]
+        per instantiation, the loops (a branch back to an earlier label) whose body holds OPCODE
+        (default HGMMA), smallest first: instructions, OPCODE count, MUFU.EX2, SYNCS (mbarrier
+        operations), MEMBAR, BRA.DIV. The smallest one with a block's wgmmas is the key loop (v28's
+        d128 160-key loop: 989 instructions, 18 HGMMA); larger ones are the tile loop, or spans that a
+        wait's out-of-line retry path jumps back across
 
 Sessions 6 and 7 used these checks before spending device time: a candidate whose SASS equals the
 measured file's in a function needs no new measurement there, and a BRA.DIV in a loop or a changed
@@ -60,8 +66,8 @@ def disassembler() -> list[str]:
     raise SassError("nvdisasm not found: put it on PATH or `pip install nvidia-cuda-nvdisasm`")
 
 
-def functions(source: Path) -> dict[str, list[str]]:
-    """{normalised function name: its instructions, normalised} of the file compiled for sm_90a."""
+def disassemble(source: Path) -> str:
+    """nvdisasm's text of the file compiled for sm_90a."""
     if shutil.which("nvcc") is None:
         raise SassError("nvcc not found on PATH")
     dis = disassembler()
@@ -77,9 +83,14 @@ def functions(source: Path) -> dict[str, list[str]]:
         out = subprocess.run([*dis, str(cubin)], capture_output=True, text=True)
         if out.returncode:
             raise SassError(f"nvdisasm failed: {out.stderr.strip()[-500:]}")
+    return out.stdout
+
+
+def functions(source: Path) -> dict[str, list[str]]:
+    """{normalised function name: its instructions, normalised} of the file compiled for sm_90a."""
     funcs: dict[str, list[str]] = collections.OrderedDict()
     cur = None
-    for line in out.stdout.splitlines():
+    for line in disassemble(source).splitlines():
         m = re.match(r"\s*\.section\s+\.text\.(\S+?),", line)
         if m:
             cur = _ANON.sub("", m.group(1))
@@ -153,6 +164,55 @@ def flow(funcs: dict[str, list[str]], match: str) -> list[str]:
     return rows
 
 
+_LABEL_LINE = re.compile(r"^\s*(\.L_x_\d+):")
+_BRANCH_TO = re.compile(r"\bBRA(?:\.\S+)?\s+`?\(?(\.L_x_\d+)")
+
+
+def loops(text: str, match: str, op: str) -> list[str]:
+    """Per function of nvdisasm's text: the loops whose body holds `op`, smallest first."""
+    bodies: dict[str, list[tuple[int, dict[str, int]]]] = collections.OrderedDict()
+    name, labels, insns = None, {}, []
+
+    def close() -> None:
+        if name is None or not re.search(match, name):
+            return
+        found = set()
+        for i, insn in enumerate(insns):
+            m = _BRANCH_TO.search(insn)
+            if not m or labels.get(m.group(1), i + 1) > i:
+                continue  # not a branch, or a branch forward
+            body = insns[labels[m.group(1)]:i + 1]
+            counts = {k: sum(bool(re.search(rx, x)) for x in body) for k, rx in
+                      ((op, rf"(^|\s){re.escape(op)}\b"), ("EX2", r"MUFU\.EX2"), ("SYNCS", r"\bSYNCS\."),
+                       ("MEMBAR", r"\bMEMBAR\."), ("BRA.DIV", r"BRA\.DIV"))}
+            if counts[op]:
+                found.add((len(body), tuple(counts.items())))
+        bodies[name] = [(n, dict(c)) for n, c in sorted(found)]
+
+    for line in text.splitlines():
+        m = re.match(r"\s*\.section\s+\.text\.(\S+?),", line)
+        if m:
+            close()
+            name, labels, insns = _ANON.sub("", m.group(1)), {}, []
+            continue
+        m = _LABEL_LINE.match(line)
+        if m:
+            labels[m.group(1)] = len(insns)
+            continue
+        m = _INSN.match(line)
+        if m and name is not None:
+            insns.append(m.group(1))
+    close()
+    rows = []
+    for fname, found in bodies.items():
+        rows.append(fname)
+        if not found:
+            rows.append(f"   no loop holds {op}")
+        for n, c in found:
+            rows.append(f"   {n:5d} instructions  " + "  ".join(f"{k} {v}" for k, v in c.items()))
+    return rows
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -163,13 +223,18 @@ def main(argv: list[str]) -> int:
                    help="compare only B's functions whose names contain REGEX, with it deleted from their names")
     f = sub.add_parser("flow", help="order of wgmma, waits, exp2 and barriers")
     f.add_argument("file", type=Path)
-    for p in (d, f):
+    lo = sub.add_parser("loops", help="the loops that hold an opcode (the key loop's size)")
+    lo.add_argument("file", type=Path)
+    lo.add_argument("--op", default="HGMMA", help="only loops whose body holds this opcode (default HGMMA)")
+    for p in (d, f, lo):
         p.add_argument("--match", default="", help="only functions whose (mangled) name matches this regex")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "diff":
             b = functions(args.b)
             rows = diff(functions(args.a), strip_names(b, args.strip_b) if args.strip_b else b, args.match)
+        elif args.cmd == "loops":
+            rows = loops(disassemble(args.file), args.match, args.op)
         else:
             rows = flow(functions(args.file), args.match)
     except (SassError, OSError) as e:
