@@ -69,3 +69,12 @@ class SessionSummary:
         d = asdict(self)
         d["last_activity"] = self.last_activity.isoformat()
         return d
+
+
+def since_best(attempts: list[Attempt]) -> tuple[int | None, int]:
+    """(the best correct attempt's number, how many attempts came after it): the plateau a session is on.
+    (None, 0) when no attempt is marked best."""
+    best = next((a.number for a in attempts if a.best), None)
+    if best is None:
+        return None, 0
+    return best, sum(1 for a in attempts if a.number > best)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ks_tui.attempts.model import Attempt, SessionSummary
+from ks_tui.attempts.model import Attempt, SessionSummary, since_best
 
 
 def _speed(x: float | None) -> str:
@@ -34,8 +34,9 @@ def log_table(attempts: list[Attempt], width: int | None = None) -> str:
     """One line per attempt; with `width` (a terminal's), long summaries are cut to fit."""
     head = f" {'#':>4}  {'commit':<8}  {'time':<11}  {'by':<5}  {'status':<13}  {'correct':>7}  {'speedup':>8}  {'scope':<11}  summary"
     lines = [_fit(head, width)] + [_fit(attempt_line(a), width) for a in attempts]
-    if any(a.best for a in attempts):
-        lines.append("(* best correct attempt)")
+    best, after = since_best(attempts)
+    if best is not None:
+        lines.append(f"(* best correct attempt: #{best}; {after} attempt{'' if after == 1 else 's'} since)")
     return "\n".join(lines)
 
 

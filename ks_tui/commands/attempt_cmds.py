@@ -316,13 +316,16 @@ def _find_attempt(store, args):
 
 
 def cmd_log(args) -> int:
+    from ks_tui.attempts.model import since_best
     from ks_tui.attempts.render import log_table
 
     store = _store(args)
     info = _session_for(store, args)
     attempts = store.attempts(info.id)
     if args.json:
-        _dump({"session": info.to_dict(), "attempts": [a.to_dict() for a in attempts]})
+        best, after = since_best(attempts)
+        _dump({"session": info.to_dict(), "attempts": [a.to_dict() for a in attempts],
+               "best": best, "attempts_since_best": after})
     elif not attempts:
         print(f"session {info.id} ({info.task}): no attempts yet")
     else:

@@ -405,3 +405,17 @@ def test_show_compares_speed_with_the_other_attempt_and_flags_baseline_drift(toy
     assert json.loads(ks("show", "1", "-s", sid, "--json", cwd=ws).stdout)["speed_against"] is None
     # Same baselines: no drift line.
     assert "baselines ran" not in ks("show", "2", "-s", sid, "--against", "2", cwd=ws).stdout
+
+
+def test_log_counts_the_attempts_since_the_best(toy_session, tmp_path):
+    """The plateau a session is on: how many attempts came after the best correct one (`ks log`'s last line)."""
+    ws, sid, kernel = toy_session
+    for i, speedup in enumerate((1.2, 0.9, 1.0)):
+        kernel.write_text(kernel.read_text() + f"// try {i}\n")
+        res = tmp_path / f"r{i}.json"
+        res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
+        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+    doc = json.loads(ks("log", "--json", cwd=ws).stdout)
+    assert (doc["best"], doc["attempts_since_best"]) == (1, 2)
+    text = ks("log", "--session", sid, cwd=ws).stdout
+    assert text.splitlines()[-1] == "(* best correct attempt: #1; 2 attempts since)"
