@@ -34,13 +34,11 @@ def register(sub) -> None:
                                          "results, trace)")
     imp.add_argument("file", metavar="FILE", help="the exported file")
     imp.set_defaults(func=cmd_session_import)
-    ls = ssub.add_parser("list", help="the same as `ks sessions`: task, attempts, best speedup, last activity")
-    ls.add_argument("--json", action="store_true", help="print one JSON document")
-    ls.set_defaults(func=cmd_sessions)
-
-    p = sub.add_parser("sessions", help="list sessions: task, attempts, best speedup, last activity")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.set_defaults(func=cmd_sessions)
+    # `ks sessions`, also reachable as `ks session list` beside new/export/import
+    for p in (ssub.add_parser("list", help="the same as `ks sessions`"),
+              sub.add_parser("sessions", help="list sessions: task, attempts, best speedup, last activity")):
+        p.add_argument("--json", action="store_true", help="print one JSON document")
+        p.set_defaults(func=cmd_sessions)
 
     p = sub.add_parser("try", help="run the harness on the session's kernel and commit the attempt")
     _session_arg(p, required=True)
