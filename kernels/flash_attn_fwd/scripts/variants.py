@@ -343,6 +343,39 @@ CLUSTER2DC_EDITS = CLUSTER2D_EDITS + [
 ]
 
 
+# Session 15 (an edit of v28). Call 1 split the cluster loss: the cluster launch with round-robin tiles alone costs
+# 1.4% kernel time (clstatic), the cross-CTA releases 1.8% more (clcoupled), and the shared copies win back under 1%
+# (cluster2, cluster2d). The other way to copy fewer K/V bytes per FLOP is a taller query tile: 192 rows (three
+# consumer warpgroups, as d64 has run since v6) read each K/V stage for 1.5x the rows, so the L2 -> SM copies per
+# FLOP drop by a third (probe_noload: those copies are ~14% of a long d128 shape's energy at the 700 W cap).
+# Registers: 512 threads, 32 + 3 x 160 (65536). FA3's loop order (S_{i+1} beside P_i and O) does not fit in 160,
+# so the 192-row tiles run v6's loop (as d64 does): the third warpgroup, not the loop order, keeps the tensor cores
+# busy during a softmax. 128-key blocks in 2 stages beside 2 Q buffers of 48 KB: 224 KB.
+_R192_CONFIG = ("template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};\n",
+                "template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};\n"
+                "// d96/d128 192x128 tiles (3 consumers on v6's loop, 512 threads): 128*32 + 384*160 = 65536.\n"
+                "template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};\n")
+_R192_SMEM = ("smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024,",
+              "smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024 &&\n"
+              "                  smem_bytes<128, 192>() <= 227 * 1024,")
+_R192_LOOP = ("    if constexpr (Dp == 128) {  // d96, d128",
+              "    if constexpr (Dp == 128 && Cfg::kConsumers == 2) {  // d96, d128 on 128-row tiles")
+_R192_NOMASK = ("  if (d <= 128 && !tma) {\n",
+                "  if (d <= 128 && !tma && !causal) {  // next_r192: unmasked, 192-row tiles on v6's loop\n"
+                "    if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+                "    return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+                "  }\n"
+                "  if (d <= 128 && !tma) {\n")
+_R192C_ALL = ("  if (d <= 128 && !tma) {\n",
+              "  if (d <= 128 && !tma) {  // next_r192c: causal too, 192-row tiles on v6's loop\n"
+              "    if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+              "    return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+              "  }\n"
+              "  if (d <= 128 && !tma) {\n")
+R192_EDITS = [_R192_CONFIG, _R192_SMEM, _R192_LOOP, _R192_NOMASK]
+R192C_EDITS = [_R192_CONFIG, _R192_SMEM, _R192_LOOP, _R192C_ALL]
+
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_cluster2": ("kernel.cu", "// next_cluster2: v28 + two-CTA clusters sharing K/V copies (unmasked d96/d128, s_k > 2048).\n",
@@ -357,6 +390,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
                         CLUSTER2DC_EDITS),
     "next_cluster3s": ("kernel.cu", "// next_cluster3s: next_cluster2 on 128-key blocks in 3 stages beside one Q buffer.\n",
                        CLUSTER3S_EDITS),
+    "next_r192": ("kernel.cu", "// next_r192: v28 + unmasked d96/d128 at s_k > 2048 on 192x128 tiles (3 consumers, v6's loop).\n",
+                  R192_EDITS),
+    "next_r192c": ("kernel.cu", "// next_r192c: next_r192 for the causal d96/d128 launches at s_k > 2048 too.\n",
+                   R192C_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): v28 loading every key block from block 0.\n",
                      SAMEKV_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): v28 loading a tile's first kStages key blocks only.\n",
