@@ -37,7 +37,8 @@ def _shape(d, s_q, s_k, causal, h_q=2, h_kv=2, b=2, dtype="bf16"):
             "dtype": dtype, "scale": round(1 / d ** 0.5, 6)}
 
 
-# What each shape reaches in best/kernel.cu (192-row d64 tiles, 128-row tiles otherwise; 128- or
+# What each shape reaches in best/kernel.cu (192-row d64 tiles, and d96/d128 at s_k > 2048 where they pad
+# little; 128-row tiles otherwise; 128- or
 # 160-key blocks; TMA epilogue at s_k <= 2048).
 EDGE_SHAPES = [
     *[_shape(64, s, s, c) for s in (100, 1000, 2000) for c in (False, True)],  # 192-row tiles with 1-2 dead warpgroups
@@ -54,6 +55,10 @@ EDGE_SHAPES = [
     _shape(256, 200, 2049, False, h_q=4, h_kv=1),
     _shape(40, 130, 130, True),                 # d = 40: padded to 64 with zero columns
     _shape(200, 130, 130, False),               # d = 200: a panel past d is never stored
+    # d96/d128 on 192-row tiles (next_r192p): the last tile holds 8 or 58 rows, so its other warpgroups run on
+    # rows past s_q; causal GQA with s_q < s_k and fp16 too
+    *[_shape(d, s, s, c, h_q=4, h_kv=2) for d, s in ((128, 8200), (96, 8250)) for c in (False, True)],
+    _shape(128, 8200, 9000, True, h_q=4, h_kv=1, dtype="fp16"),
 ]
 
 
