@@ -1,3 +1,14 @@
+// v29 (ks session 20261203-194412-15bf, attempts 26-29): v28 with the d96/d128 launches at s_k > 2048 on 192x128
+// tiles (3 consumer warpgroups on v6's loop, as d64), causal or not, where 192-row tiles pad s_q by at most 1% more
+// rows than 128-row ones (s_q 8175-8192, 16367-16384, 32751-32768 and q8192-k32768; not 4096 or the q1024-4096
+// prefill shapes). Long shapes run at the 700 W cap and the K/V copies from L2 are ~14% of their energy
+// (session 14's probes); a 192-row tile reads each K/V stage for 1.5x the rows. Kernel time v28 / this, 2 rounds, one
+// call (results/2026-12-04-h200-s15-call2-compare.txt): nomask8 1.028 (unmasked only, next_r192), causal_gqa 1.029
+// (both masks, next_r192c); their losses were where 192 rows pad s_q 3% more (q2048-k8192 -6%, s4096 causal -1%),
+// hence the padding rule. Registers: 32 + 3 x 160 (65536); the 32-register producer spilled 24 bytes until the tile
+// slot's and Q buffer's counters shared one register and gridDim.x was read where used. Full grid 1.1355, 182/182
+// (results/2026-12-04-h200-s15-call3-r192p-full-bench.json; next_r192, unmasked only, 1.1381 in the call before;
+// v28 1.1334 in session 13). The measured file is next_r192p; only this header differs.
 // v28 (ks session 20261203-194412-15bf, attempts 15-17): v27 with every d64 causal launch on 192-row tiles. v12 put
 // s_q <= 1024 on 128-row tiles because 192-row tiles ran their diagonal blocks mostly masked; v27's 192-row causal
 // tiles skip or halve the first block per warpgroup, so at s512 they do 18.5 warpgroup-blocks over 3 tiles against
@@ -208,6 +219,8 @@ template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
 // rescale and the waits (measured +2.4% there; +10% on d96 at 16k-32k). 176 keys (FA3's choice) fit
 // only with one Q buffer, and then the next tile's Q no longer loads under this tile (measured -2%).
 template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};
+// d96/d128 192x128 tiles (3 consumers on v6's loop, 512 threads): 128*32 + 384*160 = 65536.
+template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};
 
 constexpr int kTileSlots = 2;  // shared-memory ring that hands decoded tiles to the consumers
 constexpr int kSlotBytes = 16;  // m_block, head, batch, n_blocks (n_blocks < 0: the sentinel)
@@ -236,7 +249,8 @@ template <int Dp, int M = kDefaultRows<Dp>, int N = 128> constexpr int smem_byte
   return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 1024;
 }
 static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
-                  smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024,
+                  smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024 &&
+                  smem_bytes<128, 192>() <= 227 * 1024,
               "shared memory per CTA");
 
 // Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.
@@ -860,10 +874,11 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     if (threadIdx.x == 0) {
       int stage = 0;          // K/V ring position and phase, carried across tiles
       uint32_t phase = 0;
-      int q_buf = 0;          // Q buffer and phase, advanced per tile that loads Q
-      uint32_t q_phase = 0;
-      int slot = 0;           // tile-index slot and phase
-      uint32_t slot_phase = 0;
+      // The tile slot's and the Q buffer's positions share one register: bits 0-1 count the tiles published,
+      // bits 2-3 the tiles that loaded Q, each mod 4 (a buffer index and a phase for 2 buffers: count % N and
+      // count / N % 2). The 192-row d96/d128 producer has 32 registers; with a buffer and a phase apiece
+      // ptxas spilled 24 bytes.
+      uint32_t ring = 0;
       uint32_t tile = blockIdx.x;  // first tile without the atomic; then the counter
       while (true) {
         // Publish the decoded tile (or the sentinel, n_blocks -1) to the consumers: they need no divisions.
@@ -871,24 +886,29 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         Tile w{0, 0, 0, -1};
         if (!last)
           w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);
-        mbar_wait(tile_empty(slot), slot_phase ^ 1);
+        static_assert(kTileSlots == 2 && kQBufs <= 2, "2-bit counters");
+        const uint32_t slot_count = ring & 3u;
+        const uint32_t slot = slot_count % kTileSlots;
+        mbar_wait(tile_empty(slot), (slot_count / kTileSlots & 1) ^ 1);
         st_shared_u32(slots + kSlotBytes * slot, static_cast<uint32_t>(w.m_block));
         st_shared_u32(slots + kSlotBytes * slot + 4, static_cast<uint32_t>(w.head));
         st_shared_u32(slots + kSlotBytes * slot + 8, static_cast<uint32_t>(w.batch));
         st_shared_u32(slots + kSlotBytes * slot + 12, static_cast<uint32_t>(w.n_blocks));
         mbar_arrive(tile_full(slot));
-        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+        ring = (ring & 12u) | ((ring + 1) & 3u);
         if (last) break;
 
         if (w.n_blocks > 0) {  // a tile that sees no key loads nothing (consumers store zeros)
           const int kv_head = w.head / group;
-          mbar_wait(q_empty(q_buf), q_phase ^ 1);
+          const uint32_t q_count = ring >> 2;
+          const uint32_t q_buf = q_count % kQBufs;
+          mbar_wait(q_empty(q_buf), (q_count / kQBufs & 1) ^ 1);
           mbar_expect_tx(q_full(q_buf), kQBytes);
 #pragma unroll
           for (int p = 0; p < kPanels; ++p)
             tma_load(sQ + q_buf * kQBytes + p * Cfg::kBlockM * 128, &tm_q, q_full(q_buf), p * 64,
                      w.head, w.m_block * Cfg::kBlockM, w.batch);
-          if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
+          ring = (ring & 3u) | ((ring + 4) & 12u);
           for (int i = 0; i < w.n_blocks; ++i) {
             const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first
             mbar_wait(empty(stage), phase ^ 1);
@@ -906,7 +926,10 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             if (++stage == kStages) { stage = 0; phase ^= 1; }
           }
         }
-        tile = atomicAdd(&g_tile_counter, 1u) + gridDim.x;
+        // gridDim.x read here: ptxas kept it in a register across the tile, and spilled it
+        uint32_t grid;
+        asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(grid));
+        tile = atomicAdd(&g_tile_counter, 1u) + grid;
       }
     }
     return;
@@ -966,7 +989,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
 
-    if constexpr (Dp == 128) {  // d96, d128 (d256 with this loop spills 16 bytes: kept on v6's loop)
+    if constexpr (Dp == 128 && Cfg::kConsumers == 2) {  // d96, d128 on 128-row tiles (d256 with this loop spills 16 bytes: kept on v6's loop)
       // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
       // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
       // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
@@ -1549,6 +1572,12 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
     return tma ? launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                : launch<T, 64, 192, 4, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // d96/d128 on long keys (s_k > 2048), causal or not: 160-key blocks, register epilogue.
+  // d96/d128 on long keys, where 192-row tiles pad s_q by at most 1% more rows than 128-row ones: 192x128 tiles on
+  // v6's loop (v29; a third fewer K/V copies per FLOP at the power cap).
+  if (d <= 128 && !tma && (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101) {
+    if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  }
   if (d <= 128 && !tma) {
     if (d <= 96) return launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
     return launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);

@@ -754,6 +754,10 @@ VARIANTS = [
     Variant("next_diag192 (with next_deadfix) d64 192-row, first block skipped by warpgroups that see none of it, "
             "register epilogue", 64, False, consumers=3, dead_wgs=True, dead_waits=True, skip_first=True, runs=3000),
     Variant("next_tilepipe d128 with 3 Q buffers, TMA epilogue", 128, True, tilepipe=True, qbufs=3),
+    # v29's d96/d128 192-row tiles (session 15): v6's loop with K and V released apart (as d256), 3 warpgroups, 2 stages
+    # and 2 Q buffers, register epilogue. dp 256 here means the loop, not the head dim.
+    Variant("v29 d96/d128 192-row (3 warpgroups, v6's loop, K and V released apart), register epilogue", 256, False,
+            consumers=3, stages=2, qbufs=2),
     Variant("next_cluster2: two CTAs share each K/V copy (multicast halves), register epilogue", 128, False,
             cluster=True),
     Variant("next_cluster2d: next_cluster2 with the tile pairs through the leader's mailbox", 128, False,
