@@ -136,6 +136,7 @@ class Variant:
     stages: int = 0         # K/V stages (0: the head dim's own: 2 for d128, 1 for d256, 3 for d64)
     consumers: int = 2      # consumer warpgroups (3 for the 192-row d64 tiles)
     qbufs: int = 0          # Q buffers (0: the head dim's own: 1 for d256, 2 otherwise)
+    split_kv: bool | None = None  # K and V released apart (None: the head dim's own: all but d64)
     # next_tilestart: Q and the first K block are tested (one try_wait each) before the wait for
     # the tile index; a test that found them full replaces the later wait.
     early_tests: bool = False
@@ -174,7 +175,7 @@ class Machine:
         self.qbufs = variant.qbufs or (1 if d256 else 2)
         self.slots = 2
         # K and V of a stage are released apart (emptyV guards V) except on v6's d64 loop.
-        self.split_kv = variant.dp != 64
+        self.split_kv = variant.dp != 64 if variant.split_kv is None else variant.split_kv
         self.consumers = consumers = variant.consumers
         qe_count = consumers if (variant.tma_epi and self.qbufs >= 2) else 4 * consumers
         c = f"cta{rank}." if variant.cluster else ""
@@ -576,8 +577,11 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
                 yield lambda s=s, p=p: self.full_k[s].done(p)
             c.qk(b, t, s, blk)
             yield READY  # the warpgroup may be slow here
+            if self.split_kv and v.bug == "early_k_release":
+                self.empty[s].arrive(4)  # before the Q K^T has completed
+                yield READY  # the warpgroup may be slow here
             c.wait_groups(0)
-            if self.split_kv:
+            if self.split_kv and v.bug != "early_k_release":
                 self.empty[s].arrive(4)
                 yield READY  # the warpgroup may be slow here
             if self.qbufs >= 2 and v.tma_epi:
@@ -758,6 +762,10 @@ VARIANTS = [
     # and 2 Q buffers, register epilogue. dp 256 here means the loop, not the head dim.
     Variant("v29 d96/d128 192-row (3 warpgroups, v6's loop, K and V released apart), register epilogue", 256, False,
             consumers=3, stages=2, qbufs=2),
+    # next_r192s (session 15, for session 16): the same tiles at s_k <= 2048, O staged in the Q buffer for a TMA store
+    # as d64's 192-row tiles do (dp 64 here means that loop and epilogue), K and V still released apart.
+    Variant("next_r192s d96/d128 192-row, K and V released apart, TMA epilogue in the Q buffer", 64, True, consumers=3,
+            stages=2, qbufs=2, split_kv=True),
     Variant("next_cluster2: two CTAs share each K/V copy (multicast halves), register epilogue", 128, False,
             cluster=True),
     Variant("next_cluster2d: next_cluster2 with the tile pairs through the leader's mailbox", 128, False,
@@ -767,6 +775,8 @@ VARIANTS = [
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
+    Variant("control: v29's 192-row d96/d128 loop releasing K before its Q K^T completes", 256, False, consumers=3,
+            stages=2, qbufs=2, bug="early_k_release"),
     Variant("control: xtile without the boundary release_staged", 128, True, cross_tile=True,
             bug="no_boundary_release"),
     Variant("control: d256 epilogue without the two-warpgroup barrier", 256, True, bug="no_epi_barrier"),
