@@ -569,6 +569,9 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
                     yield READY  # the warpgroup may be slow here
                 self.empty[s].arrive(4 * releases)
                 yield READY  # the warpgroup may be slow here
+                if self.split_kv and v.bug != "skip_no_v_release":  # next_r192diag (d96/d128): V apart
+                    self.empty_v[s].arrive(4)
+                    yield READY  # the warpgroup may be slow here
                 continue
             # v17: V is tested together with K (mbar_try each), then K is waited for; V only at
             # its P V, and only if that test found it not full.
@@ -766,6 +769,10 @@ VARIANTS = [
     # as d64's 192-row tiles do (dp 64 here means that loop and epilogue), K and V still released apart.
     Variant("next_r192s d96/d128 192-row, K and V released apart, TMA epilogue in the Q buffer", 64, True, consumers=3,
             stages=2, qbufs=2, split_kv=True),
+    # next_r192diag (for session 16): v29's 192-row d96/d128 causal tiles skip their first block per warpgroup as d64's do
+    # (a half-width block has the protocol of a whole one), releasing K and V apart.
+    Variant("next_r192diag d96/d128 192-row, first block skipped by warpgroups that see none of it, register epilogue",
+            256, False, consumers=3, stages=2, qbufs=2, skip_first=True, runs=3000),
     Variant("next_cluster2: two CTAs share each K/V copy (multicast halves), register epilogue", 128, False,
             cluster=True),
     Variant("next_cluster2d: next_cluster2 with the tile pairs through the leader's mailbox", 128, False,
@@ -777,6 +784,8 @@ CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
     Variant("control: v29's 192-row d96/d128 loop releasing K before its Q K^T completes", 256, False, consumers=3,
             stages=2, qbufs=2, bug="early_k_release"),
+    Variant("control: next_r192diag's skipped block releasing K only", 256, False, consumers=3, stages=2, qbufs=2,
+            skip_first=True, bug="skip_no_v_release"),
     Variant("control: xtile without the boundary release_staged", 128, True, cross_tile=True,
             bug="no_boundary_release"),
     Variant("control: d256 epilogue without the two-warpgroup barrier", 256, True, bug="no_epi_barrier"),
