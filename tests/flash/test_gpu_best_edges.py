@@ -55,10 +55,13 @@ EDGE_SHAPES = [
     _shape(256, 200, 2049, False, h_q=4, h_kv=1),
     _shape(40, 130, 130, True),                 # d = 40: padded to 64 with zero columns
     _shape(200, 130, 130, False),               # d = 200: a panel past d is never stored
-    # d96/d128 on 192-row tiles (next_r192p): the last tile holds 8 or 58 rows, so its other warpgroups run on
-    # rows past s_q; causal GQA with s_q < s_k and fp16 too
+    # d96/d128 on 192-row tiles (v29): the last tile's third warpgroup holds 8 or 58 live rows (8200 = 42 x 192 + 136,
+    # 8250 = 42 x 192 + 186); causal GQA with s_q < s_k and fp16 too (these five passed on the H200 in session 15)
     *[_shape(d, s, s, c, h_q=4, h_kv=2) for d, s in ((128, 8200), (96, 8250)) for c in (False, True)],
     _shape(128, 8200, 9000, True, h_q=4, h_kv=1, dtype="fp16"),
+    # the last tile holds 50 rows: its second and third warpgroups run wholly on rows past s_q (added after session
+    # 15's device calls; first run on the GPU in session 16)
+    *[_shape(128, 8114, 8114, c, h_q=4, h_kv=2) for c in (False, True)],
 ]
 
 
