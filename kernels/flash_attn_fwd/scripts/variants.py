@@ -142,6 +142,17 @@ R192DIAG_EDITS = [
      "    if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
      "    return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
 ]
+# next_r192all: next_r192w + next_r192diag + next_r192s's short launches (on kHalfDiag-false instantiations, since
+# r192diag compiles the diagonal block into the 192-row d96/d128 functions), for one full bench of all three.
+R192ALL_EDITS = R192W_EDITS + R192DIAG_EDITS + [
+    ("  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n",
+     "  // next_r192s: short unmasked launches (s_k <= 2048, so the TMA epilogue) on 192 rows by the same wave rule\n"
+     "  if (d <= 128 && !causal && rows192) {\n"
+     "    if (d <= 96) return launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "    return launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "  }\n"
+     "  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n"),
+]
 
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
@@ -151,6 +162,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
                    R192S_EDITS),
     "next_r192diag": ("kernel.cu", "// next_r192diag: v29 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
+    "next_r192all": ("kernel.cu", "// next_r192all: next_r192w + next_r192diag + next_r192s's short unmasked launches.\n",
+                     R192ALL_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
@@ -158,7 +171,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_r192s": 36, "next_r192diag": 36}
+INSTANTIATIONS: dict[str, int] = {"next_r192s": 36, "next_r192diag": 36, "next_r192all": 40}
 
 
 class VariantError(Exception):
