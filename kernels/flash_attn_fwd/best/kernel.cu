@@ -8,7 +8,7 @@
 // hence the padding rule. Registers: 32 + 3 x 160 (65536); the 32-register producer spilled 24 bytes until the tile
 // slot's and Q buffer's counters shared one register and gridDim.x was read where used. Full grid 1.1355, 182/182
 // (results/2026-12-04-h200-s15-call3-r192p-full-bench.json; next_r192, unmasked only, 1.1381 in the call before;
-// v28 1.1334 in session 13). The measured file is next_r192p; only this header differs.
+// v28 1.1334 in session 13). The measured file is next_r192p; only comments differ (SASS SAME).
 // v28 (ks session 20261203-194412-15bf, attempts 15-17): v27 with every d64 causal launch on 192-row tiles. v12 put
 // s_q <= 1024 on 128-row tiles because 192-row tiles ran their diagonal blocks mostly masked; v27's 192-row causal
 // tiles skip or halve the first block per warpgroup, so at s512 they do 18.5 warpgroup-blocks over 3 tiles against
@@ -119,7 +119,8 @@
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 // Persistent: one CTA per SM loops over tiles taken from a global atomic counter.
 //
-// A tile is 128 query rows (192 for d <= 64, except d64 causal with s_q <= 1024) of one (batch, head). A CTA has one producer
+// A tile is 128 query rows of one (batch, head); 192 for d <= 64, and for d96/d128 on long keys where 192 rows pad s_q
+// little (v29). A CTA has one producer
 // warpgroup plus one consumer warpgroup per 64 query rows:
 //   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), decodes each and
 //                publishes it to the consumers through a 2-slot shared-memory ring (mbarriers
@@ -133,7 +134,7 @@
 //                An index >= num_tiles is published as the sentinel (n_blocks -1) that ends all
 //                three warpgroups.
 //                It gives most of its registers away (setmaxnreg).
-//   warpgroups 1..C: consumers, 64 query rows each (C = 2, or 3 for 192-row d64 tiles). Per key tile:
+//   warpgroups 1..C: consumers, 64 query rows each (C = 2, or 3 for 192-row tiles). Per key tile:
 //                S = Q K^T by wgmma from shared memory, the online softmax in registers (exp2
 //                with the scale folded in), then O += P V by wgmma with P taken straight from
 //                registers. The consumers run independently, so one's softmax overlaps the
@@ -1571,9 +1572,9 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   if (d <= 64)
     return tma ? launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                : launch<T, 64, 192, 4, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  // d96/d128 on long keys (s_k > 2048), causal or not: 160-key blocks, register epilogue.
-  // d96/d128 on long keys, where 192-row tiles pad s_q by at most 1% more rows than 128-row ones: 192x128 tiles on
-  // v6's loop (v29; a third fewer K/V copies per FLOP at the power cap).
+  // d96/d128 on long keys (s_k > 2048), causal or not, register epilogue. Where 192-row tiles pad s_q by at most 1%
+  // more rows than 128-row ones: 192x128 tiles on v6's loop (v29; a third fewer K/V copies per FLOP at the power
+  // cap). Otherwise 128-row tiles on 160-key blocks.
   if (d <= 128 && !tma && (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101) {
     if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
     return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);

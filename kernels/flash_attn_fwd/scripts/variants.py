@@ -105,14 +105,16 @@ R192W_EDITS = [
 # (wave ratio 1.024-1.032); s <= 1024 (ratio 1.12-1.5) stay on 128 rows. Predicted: those 7 +0..+3% (not at the power
 # cap, so less of the saving shows), grid +0.1%. Short causal stays on 128-row tiles: v6's loop has no half-width
 # diagonal block for d128 (v26's diag128pv is in the FA3-order loop).
-R192S_EDITS = R192W_EDITS + [
-    ("  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n",
-     "  if (d <= 128 && !causal && rows192) {  // next_r192s: short unmasked launches on 192 rows by the same wave rule\n"
-     "    if (d <= 96) return KS_LAUNCH(128, 192, 6);\n"
-     "    return KS_LAUNCH(128, 192, 8);\n"
-     "  }\n"
-     "  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n"),
-]
+# The short unmasked launches reach here with s_k <= 2048, so the TMA epilogue; kHalfDiag false, as the other unmasked
+# launches have (next_r192all compiles a diagonal block into the 192-row d96/d128 functions).
+_R192_SHORT = ("  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n",
+               "  // next_r192s: short unmasked launches on 192 rows by the same wave rule\n"
+               "  if (d <= 128 && !causal && rows192) {\n"
+               "    if (d <= 96) return launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+               "    return launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+               "  }\n"
+               "  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n")
+R192S_EDITS = R192W_EDITS + [_R192_SHORT]
 # next_r192diag (an edit of v29): v29's causal 192-row d96/d128 tiles run their diagonal-most key block in full for
 # every warpgroup, masked or not. d64's 192-row tiles skip it for a warpgroup whose rows end before the block and run
 # it at half width where the rows see at most its first 64 keys (v27's diag192: causal s8192 +2-4%, s2048 +7-8%).
@@ -144,15 +146,7 @@ R192DIAG_EDITS = [
 ]
 # next_r192all: next_r192w + next_r192diag + next_r192s's short launches (on kHalfDiag-false instantiations, since
 # r192diag compiles the diagonal block into the 192-row d96/d128 functions), for one full bench of all three.
-R192ALL_EDITS = R192W_EDITS + R192DIAG_EDITS + [
-    ("  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n",
-     "  // next_r192s: short unmasked launches (s_k <= 2048, so the TMA epilogue) on 192 rows by the same wave rule\n"
-     "  if (d <= 128 && !causal && rows192) {\n"
-     "    if (d <= 96) return launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "    return launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "  }\n"
-     "  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n"),
-]
+R192ALL_EDITS = R192W_EDITS + R192DIAG_EDITS + [_R192_SHORT]
 
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
