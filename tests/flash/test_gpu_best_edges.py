@@ -62,6 +62,13 @@ EDGE_SHAPES = [
     # the last tile holds 50 rows: its second and third warpgroups run wholly on rows past s_q (added after session
     # 15's device calls; first run on the GPU in session 16)
     *[_shape(128, 8114, 8114, c, h_q=4, h_kv=2) for c in (False, True)],
+    # Unmasked launches on 192-row tiles by the wave rule (next_r192s, session 16: 192 rows where ceil(tiles / 132)
+    # x 192 is at most 3.5% above 128's; few heads, so one wave of 192-row tiles against two of 128 on an H200):
+    # short keys (TMA epilogue, O staged in the Q buffer) with 16 and 56 live rows in the last tile's second
+    # warpgroup and a dead third, fp16 with s_k off the block grid; long keys with 50 live rows (two dead warpgroups)
+    _shape(128, 2000, 2000, False, h_q=4, h_kv=2, b=3),
+    _shape(96, 2040, 1800, False, h_q=6, h_kv=2, b=2, dtype="fp16"),
+    _shape(128, 8114, 8114, False, h_q=3, h_kv=1, b=1),
 ]
 
 
