@@ -37,9 +37,9 @@ def _shape(d, s_q, s_k, causal, h_q=2, h_kv=2, b=2, dtype="bf16"):
             "dtype": dtype, "scale": round(1 / d ** 0.5, 6)}
 
 
-# What each shape reaches in best/kernel.cu (192-row d64 tiles, and d96/d128 at s_k > 2048 where they pad
-# little; 128-row tiles otherwise; 128- or
-# 160-key blocks; TMA epilogue at s_k <= 2048).
+# What each shape reaches in best/kernel.cu (192-row d64 tiles; 192-row d96/d128 tiles where they run fewer
+# wave-rows (unmasked) or pad s_q little (causal, s_k > 2048); 128-row tiles otherwise; 128- or 160-key blocks;
+# TMA epilogue at s_k <= 2048).
 EDGE_SHAPES = [
     *[_shape(64, s, s, c) for s in (100, 1000, 2000) for c in (False, True)],  # 192-row tiles with 1-2 dead warpgroups
     _shape(64, 50, 50, True),                   # a 192-row causal tile with two dead warpgroups
@@ -62,7 +62,7 @@ EDGE_SHAPES = [
     # the last tile holds 50 rows: its second and third warpgroups run wholly on rows past s_q (added after session
     # 15's device calls; first run on the GPU in session 16)
     *[_shape(128, 8114, 8114, c, h_q=4, h_kv=2) for c in (False, True)],
-    # Unmasked launches on 192-row tiles by the wave rule (next_r192s, session 16: 192 rows where ceil(tiles / 132)
+    # Unmasked launches on 192-row tiles by the wave rule (v30, session 16: 192 rows where ceil(tiles / 132)
     # x 192 is at most 3.5% above 128's; few heads, so one wave of 192-row tiles against two of 128 on an H200):
     # short keys (TMA epilogue, O staged in the Q buffer) with 16 and 56 live rows in the last tile's second
     # warpgroup and a dead third, fp16 with s_k off the block grid; long keys with 50 live rows (two dead warpgroups)

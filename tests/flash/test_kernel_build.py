@@ -33,7 +33,7 @@ _spec.loader.exec_module(variants)
 # d96/d128 on long keys (both masks) also run 160-key blocks (register epilogue only); d64 and
 # d256 unmasked launches have their own instantiations without the causal-only diagonal-block
 # code (v27's kHalfDiag switch).
-INSTANTIATIONS_BEST = 32
+INSTANTIATIONS_BEST = 36
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": INSTANTIATIONS_BEST,
                   # candidates made by scripts/variants.py (edits of the files above), as "variant:NAME": count
                   **{f"variant:{name}": variants.INSTANTIATIONS.get(name, INSTANTIATIONS_BEST) for name in variants.VARIANTS}}

@@ -1,3 +1,13 @@
+// v30 (ks session 20261203-194412-15bf, attempts 30-31): v29 with the unmasked d96/d128 launches on 192-row tiles by
+// waves, not padding: unmasked tiles all cost the same, so a launch runs ceil(tiles / SMs) tile-times, and 192 rows
+// win where ceil(tiles192 / 132) x 192 is at most 3.5% above ceil(tiles128 / 132) x 128. That moves the 16-head s_q
+// 2031-4096 launches to 192 rows, short keys included (TMA epilogue, O staged in the Q buffer, as d64), and
+// q8192-k32768 back to 128 (7.76 waves of 128 rows against 5.21 of 192: 8 x 128 < 6 x 192 rows). Same call, kernel
+// time v29 / this (results/2026-12-04-h200-s16-call1-compare.txt, full grid, 1 round, measured as next_r192all, whose
+// unmasked functions are this file's, SASS SAME): the 7 s2031-2048 launches +0.1..+6.3%, the 7 s4079-4096 +3.0..+6.3%,
+// q8192-k32768 +4.4%; the 167 others 0.998 (unchanged code). Full grid 1.1466, 182/182
+// (results/2026-12-04-h200-s16-call2-r192s-full-bench.json; v29 1.1443 and next_r192all 1.1468 in the call before).
+// The measured file is next_r192s; here the dispatch comments differ (SASS SAME).
 // v29 (ks session 20261203-194412-15bf, attempts 26-29): v28 with the d96/d128 launches at s_k > 2048 on 192x128
 // tiles (3 consumer warpgroups on v6's loop, as d64), causal or not, where 192-row tiles pad s_q by at most 1% more
 // rows than 128-row ones (s_q 8175-8192, 16367-16384, 32751-32768 and q8192-k32768; not 4096 or the q1024-4096
@@ -119,8 +129,8 @@
 // FlashAttention forward for Hopper (sm_90a): TMA + mbarrier pipeline, wgmma, warp specialisation.
 // Persistent: one CTA per SM loops over tiles taken from a global atomic counter.
 //
-// A tile is 128 query rows of one (batch, head); 192 for d <= 64, and for d96/d128 on long keys where 192 rows pad s_q
-// little (v29). A CTA has one producer
+// A tile is 128 query rows of one (batch, head); 192 for d <= 64, and for d96/d128 where 192 rows run fewer wave-rows
+// (unmasked, v30) or pad s_q little (causal, long keys, v29). A CTA has one producer
 // warpgroup plus one consumer warpgroup per 64 query rows:
 //   warpgroup 0: producer. One thread takes tiles from the counter (atomicAdd), decodes each and
 //                publishes it to the consumers through a 2-slot shared-memory ring (mbarriers
@@ -1572,16 +1582,30 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   if (d <= 64)
     return tma ? launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                : launch<T, 64, 192, 4, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  // d96/d128 on long keys (s_k > 2048), causal or not, register epilogue. Where 192-row tiles pad s_q by at most 1%
-  // more rows than 128-row ones: 192x128 tiles on v6's loop (v29; a third fewer K/V copies per FLOP at the power
-  // cap). Otherwise 128-row tiles on 160-key blocks.
-  if (d <= 128 && !tma && (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101) {
+  // d96/d128 on 192x128 tiles (v6's loop, 3 consumers: a third fewer K/V copies per FLOP), else 128-row tiles.
+  // Unmasked tiles all cost the same, so a launch takes ceil(tiles / SMs) tile-times: 192 rows where those
+  // wave-rows are at most 3.5% above 128's (v30; on the grid: every unmasked s_q 2031-4096 and s_q >= 8175 launch
+  // but q8192-k32768's 16 heads). Causal tiles differ in cost and the scheduler hands out the heavy ones first,
+  // so causal launches keep v29's rule: 192 rows where they pad s_q by at most 1% more than 128-row tiles (s_k >
+  // 2048 only).
+  const long long bh = static_cast<long long>(b) * h_q, sms = num_sms();
+  const long long waves192 = (bh * ((s_q + 191) / 192) + sms - 1) / sms * 192;
+  const long long waves128 = (bh * ((s_q + 127) / 128) + sms - 1) / sms * 128;
+  const bool rows192 = causal ? (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101
+                              : waves192 * 1000 <= waves128 * 1035;
+  // Long keys (s_k > 2048): register epilogue; 128-row tiles there run 160-key blocks.
+  if (d <= 128 && !tma && rows192) {
     if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
     return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
   if (d <= 128 && !tma) {
     if (d <= 96) return launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
     return launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  }
+  // Short keys, unmasked, by the wave rule (v30): TMA epilogue with O staged in the Q buffer, as d64's 192-row tiles.
+  if (d <= 128 && !causal && rows192) {
+    if (d <= 96) return launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
   if (d <= 96) return KS_LAUNCH(128, 128, 6);
   if (d <= 128) return KS_LAUNCH(128, 128, 8);

@@ -765,9 +765,10 @@ VARIANTS = [
     # and 2 Q buffers, register epilogue. dp 256 here means the loop, not the head dim.
     Variant("v29 d96/d128 192-row (3 warpgroups, v6's loop, K and V released apart), register epilogue", 256, False,
             consumers=3, stages=2, qbufs=2),
-    # next_r192s (session 15, for session 16): the same tiles at s_k <= 2048, O staged in the Q buffer for a TMA store
-    # as d64's 192-row tiles do (dp 64 here means that loop and epilogue), K and V still released apart.
-    Variant("next_r192s d96/d128 192-row, K and V released apart, TMA epilogue in the Q buffer", 64, True, consumers=3,
+    # v30's short unmasked launches (next_r192s, session 15; v30 in session 16): the same tiles at s_k <= 2048, O staged
+    # in the Q buffer for a TMA store as d64's 192-row tiles do (dp 64 here means that loop and epilogue), K and V
+    # still released apart.
+    Variant("v30 d96/d128 192-row short keys, K and V released apart, TMA epilogue in the Q buffer", 64, True, consumers=3,
             stages=2, qbufs=2, split_kv=True),
     # next_r192diag (for session 16): v29's 192-row d96/d128 causal tiles skip their first block per warpgroup as d64's do
     # (a half-width block has the protocol of a whole one), releasing K and V apart.

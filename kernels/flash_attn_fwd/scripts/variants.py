@@ -55,6 +55,9 @@ OUT = BEST / "gen"
 #   next_cluster2dc, next_cluster3s; edits of v28, all lost in session 15's call 1: nomask8 kernel time 0.986, 0.968,
 #   0.977, 0.983, -, 0.963; next_cluster2dc hung once) and session 15's next_r192p (an edit of v28; became v29) from
 #   3e6e540.
+# - session 15's next_r192w, next_r192s, next_r192all (edits of v29: unmasked d96/d128 launches on 192 rows by waves;
+#   next_r192all with next_r192diag too; measured in session 16: next_r192all against v29 in call 1, full grid, the
+#   wave rule's 15 launches +3..+6%; next_r192s's full grid 1.1466 in call 2; next_r192s became v30) from 4043b19.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -82,40 +85,7 @@ NOLOAD_EDITS = [
      "            }\n"),
 ]
 
-# Session 15, after call 3 (an edit of v29). v29's full grid against next_r192's (unmasked 192-row everywhere, call 2):
-# unmasked launches all cost the same per tile, so what decides is the waves, ceil(tiles / SMs) x rows, not the
-# padding. q8192-k32768 (1024 128-row tiles = 7.76 waves, 688 192-row = 5.21: 6 x 192 against 8 x 128 rows, +12.5%)
-# lost 9% on 192 rows in v29; the h16-16 s4096 launches (ratio 1.031) ran 192 rows in next_r192 at +3.5..+8% and
-# v29 sent them back to 128. next_r192w: unmasked launches take 192 rows where their wave-rows are at most 3.5% above
-# 128's; causal launches keep v29's padding rule (their tiles differ in cost, and the scheduler hands out the heavy
-# ones first). Predicted: q8192-k32768 back to v28's +11% (grid +0.05%); the 8 unmasked s4096 launches +1..+4%
-# (grid +0.1%).
-R192W_EDITS = [
-    ("  if (d <= 128 && !tma && (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101) {\n",
-     "  // next_r192w: unmasked tiles cost the same, so a launch runs ceil(tiles / SMs) tile-times: compare those\n"
-     "  const long long bh = static_cast<long long>(b) * h_q, sms = num_sms();\n"
-     "  const long long waves192 = (bh * ((s_q + 191) / 192) + sms - 1) / sms * 192;\n"
-     "  const long long waves128 = (bh * ((s_q + 127) / 128) + sms - 1) / sms * 128;\n"
-     "  const bool rows192 = causal ? (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101\n"
-     "                              : waves192 * 1000 <= waves128 * 1035;\n"
-     "  if (d <= 128 && !tma && rows192) {\n"),
-]
-# next_r192s: next_r192w's wave rule for the unmasked d96/d128 launches at s_k <= 2048 too (TMA epilogue, O staged in
-# the 48 KB Q buffer as d64's 192-row tiles do): of the 24 short unmasked scenarios it moves the 7 at s_q 2031-2048
-# (wave ratio 1.024-1.032); s <= 1024 (ratio 1.12-1.5) stay on 128 rows. Predicted: those 7 +0..+3% (not at the power
-# cap, so less of the saving shows), grid +0.1%. Short causal stays on 128-row tiles: v6's loop has no half-width
-# diagonal block for d128 (v26's diag128pv is in the FA3-order loop).
-# The short unmasked launches reach here with s_k <= 2048, so the TMA epilogue; kHalfDiag false, as the other unmasked
-# launches have (next_r192all compiles a diagonal block into the 192-row d96/d128 functions).
-_R192_SHORT = ("  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n",
-               "  // next_r192s: short unmasked launches on 192 rows by the same wave rule\n"
-               "  if (d <= 128 && !causal && rows192) {\n"
-               "    if (d <= 96) return launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-               "    return launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-               "  }\n"
-               "  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n")
-R192S_EDITS = R192W_EDITS + [_R192_SHORT]
-# next_r192diag (an edit of v29): v29's causal 192-row d96/d128 tiles run their diagonal-most key block in full for
+# next_r192diag (an edit of v30; written as one of v29): v30's causal 192-row d96/d128 tiles run their diagonal-most key block in full for
 # every warpgroup, masked or not. d64's 192-row tiles skip it for a warpgroup whose rows end before the block and run
 # it at half width where the rows see at most its first 64 keys (v27's diag192: causal s8192 +2-4%, s2048 +7-8%).
 # The same code for d96/d128, with K and V released apart (K after the Q K^T, as the loop does; V, or both when
@@ -123,6 +93,8 @@ R192S_EDITS = R192W_EDITS + [_R192_SHORT]
 # as unmasked d64 and d256 have), so the causal-only code costs them nothing. Per 192-row tile at the diagonal, one
 # or two warpgroups skip and one runs half: of ~3 x n_blocks warpgroup-blocks, about 1-1.5 saved. Predicted:
 # causal 192-row launches s8192 +1-3%, s16384 +0.5-1.5%, s32768 <1% (about +0.1% on the grid).
+# Session 16 call 1 (inside next_r192all, full grid, 1 round, kernel time v29 / this): its 22 launches 0.999 against
+# 0.998 for the causal scenarios it leaves alone; s8192 +1.5% (7), s16384 -0.9% (7), s32768 -0.8% (8). Level so far.
 R192DIAG_EDITS = [
     ("      if constexpr ((Dp == 64 || Dp == 256) && kHalfDiag) {  // kHalfDiag: causal launches only\n",
      "      if constexpr ((Dp == 64 || Dp == 256 || Cfg::kConsumers == 3) && kHalfDiag) {  // kHalfDiag: causal launches only\n"),
@@ -144,20 +116,10 @@ R192DIAG_EDITS = [
      "    if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
      "    return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
 ]
-# next_r192all: next_r192w + next_r192diag + next_r192s's short launches (on kHalfDiag-false instantiations, since
-# r192diag compiles the diagonal block into the 192-row d96/d128 functions), for one full bench of all three.
-R192ALL_EDITS = R192W_EDITS + R192DIAG_EDITS + [_R192_SHORT]
-
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "next_r192w": ("kernel.cu", "// next_r192w: v29 with unmasked d96/d128 long launches on 192 rows where their waves cost at most 3.5% more.\n",
-                   R192W_EDITS),
-    "next_r192s": ("kernel.cu", "// next_r192s: next_r192w, and short unmasked d96/d128 launches on 192 rows by the same wave rule.\n",
-                   R192S_EDITS),
-    "next_r192diag": ("kernel.cu", "// next_r192diag: v29 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
+    "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
-    "next_r192all": ("kernel.cu", "// next_r192all: next_r192w + next_r192diag + next_r192s's short unmasked launches.\n",
-                     R192ALL_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
@@ -165,7 +127,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_r192s": 36, "next_r192diag": 36, "next_r192all": 40}
+INSTANTIATIONS: dict[str, int] = {"next_r192diag": 40}
 
 
 class VariantError(Exception):
