@@ -313,6 +313,24 @@ def _find_attempt(store, args):
         raise
 
 
+def _last_gain(args, store, sid: str, attempts) -> dict:
+    """The plateau by the decision points' rule: the last attempt that beat the best before it by
+    more than the noise (the bank's floor, or the spread repeated runs of one kernel showed).
+    The best mark alone moves on any rise, and runs of one kernel in different device calls
+    differ by up to ~1%, so the mark can change hands inside the noise."""
+    from ks_tui.questions import DecisionConfig, effective_noise, from_attempt_dict, last_gain
+
+    try:
+        config = _bank_for(args).config
+    except KsError:  # no readable bank: the default thresholds
+        config = DecisionConfig()
+    results = store.results(sid)
+    history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
+    noise = effective_noise(history, config)
+    number, since = last_gain(history, noise)
+    return {"noise": noise, "last_gain": number, "attempts_since_gain": since}
+
+
 def cmd_log(args) -> int:
     from ks_tui.attempts.model import since_best
     from ks_tui.attempts.render import log_table
@@ -320,16 +338,22 @@ def cmd_log(args) -> int:
     store = _store(args)
     info = _session_for(store, args)
     attempts = store.attempts(info.id)
+    gain = _last_gain(args, store, info.id, attempts) if attempts else None
     if args.json:
         best, after = since_best(attempts)
         _dump({"session": info.to_dict(), "attempts": [a.to_dict() for a in attempts],
-               "best": best, "attempts_since_best": after})
+               "best": best, "attempts_since_best": after,
+               **(gain or {"noise": None, "last_gain": None, "attempts_since_gain": None})})
     elif not attempts:
         print(f"session {info.id} ({info.task}): no attempts yet")
     else:
         print(f"session {info.id} ({info.task}), branch {info.branch}")
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         print(log_table(attempts, width))
+        if gain["last_gain"] is not None:
+            n = gain["attempts_since_gain"]
+            print(f"(last gain above the {gain['noise']:.1%} noise: #{gain['last_gain']}; "
+                  f"{n} attempt{'' if n == 1 else 's'} since)")
     return EXIT_OK
 
 

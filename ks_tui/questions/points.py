@@ -47,8 +47,9 @@ def effective_noise(history: Sequence[AttemptView], config: DecisionConfig) -> f
     return max(config.noise, measured_noise(history))
 
 
-def attempts_since_gain(history: Sequence[AttemptView], noise: float) -> int | None:
-    """Attempts after the last real gain; None before the first correct timed attempt.
+def last_gain(history: Sequence[AttemptView], noise: float) -> tuple[int | None, int | None]:
+    """(the number of the last attempt that was a real gain, the attempts after it); the count is
+    None before the first correct timed attempt, the number None while no attempt was a gain.
 
     A gain is a correct attempt whose speedup beats the best so far over the same scenarios
     (full grid with full grid, quick with quick) by more than `noise` (relative). A rise inside
@@ -57,16 +58,22 @@ def attempts_since_gain(history: Sequence[AttemptView], noise: float) -> int | N
     """
     best: dict[str, float] = {}
     since: int | None = None
+    number: int | None = None
     for a in history:
         if not a.measured:
             continue
         s = a.timed_speedup
         gain = s is not None and a.scope != "subset" and (a.scope not in best or s > best[a.scope] * (1 + noise))
         if gain:
-            best[a.scope], since = s, 0
+            best[a.scope], since, number = s, 0, a.number
         elif since is not None or s is not None:
             since = (since or 0) + 1
-    return since
+    return number, since
+
+
+def attempts_since_gain(history: Sequence[AttemptView], noise: float) -> int | None:
+    """Attempts after the last real gain (see last_gain); None before the first correct timed attempt."""
+    return last_gain(history, noise)[1]
 
 
 def failure_streak(history: Sequence[AttemptView]) -> int:

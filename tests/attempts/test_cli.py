@@ -418,4 +418,22 @@ def test_log_counts_the_attempts_since_the_best(toy_session, tmp_path):
     doc = json.loads(ks("log", "--json", cwd=ws).stdout)
     assert (doc["best"], doc["attempts_since_best"]) == (1, 2)
     text = ks("log", "--session", sid, cwd=ws).stdout
-    assert text.splitlines()[-1] == "(* best correct attempt: #1; 2 attempts since)"
+    assert text.splitlines()[-2:] == ["(* best correct attempt: #1; 2 attempts since)",
+                                      "(last gain above the 2.0% noise: #1; 2 attempts since)"]
+
+
+def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_path):
+    """A rise smaller than the noise takes the best mark (the fastest run) but is no gain: `ks log` names the last
+    attempt that beat the best before it by more than the noise, as the plateau decision point counts."""
+    ws, sid, kernel = toy_session
+    for i, speedup in enumerate((1.0, 1.05, 1.06, 0.9)):  # +5% is a gain; +0.95% after it is not
+        kernel.write_text(kernel.read_text() + f"// try {i}\n")
+        res = tmp_path / f"r{i}.json"
+        res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
+        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+    doc = json.loads(ks("log", "--json", cwd=ws).stdout)
+    assert (doc["best"], doc["attempts_since_best"]) == (3, 1)
+    assert (doc["last_gain"], doc["attempts_since_gain"], doc["noise"]) == (2, 2, 0.02)
+    text = ks("log", "--session", sid, cwd=ws).stdout
+    assert text.splitlines()[-2:] == ["(* best correct attempt: #3; 1 attempt since)",
+                                      "(last gain above the 2.0% noise: #2; 2 attempts since)"]

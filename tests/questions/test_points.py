@@ -3,7 +3,7 @@
 import pytest
 
 from ks_tui.questions import DecisionConfig, detect, measured_noise
-from ks_tui.questions.points import attempts_since_gain
+from ks_tui.questions.points import attempts_since_gain, last_gain
 
 from .builders import fail, ok, run
 
@@ -46,6 +46,13 @@ def test_rise_inside_the_noise_is_not_a_gain():
 def test_small_rises_do_not_creep_the_best_upward():
     # 1.015 is inside the noise of 1.0, so the best stays 1.0 and 1.03 is a real gain over it.
     assert attempts_since_gain(run(1.0, 1.015, 1.03), 0.02) == 0
+
+
+def test_last_gain_names_the_attempt_that_gained():
+    # attempts are numbered from 1: the third (1.03) is the last gain; the fourth rises inside the noise
+    assert last_gain(run(1.0, 1.015, 1.03, 1.04), 0.02) == (3, 1)
+    assert last_gain(run(1.0), 0.02) == (1, 0)
+    assert last_gain([], 0.02) == (None, None)
 
 
 def test_measured_noise_from_a_repeated_kernel_raises_the_floor():
