@@ -26,7 +26,11 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_run)
 
     r = sub.add_parser("report", help="summarize a session: attempts, best speedup, questions, tokens, cost")
-    r.add_argument("session", metavar="SESSION", help="session id")
+    # The session as `ks log` and `ks try` take it (--session/-s, default the most recently active), and
+    # positionally, as the first form of this command did.
+    r.add_argument("session", metavar="SESSION", nargs="?", help="session id")
+    r.add_argument("--session", "-s", dest="session_opt", metavar="ID",
+                   help="session id (default: the most recently active)")
     r.add_argument("--json", action="store_true", help="one JSON document on stdout")
     r.set_defaults(func=cmd_report)
 
@@ -135,7 +139,11 @@ def cmd_report(args) -> int:
     from ks_tui.session import Trace
 
     store = AttemptStore(find_workspace(args.workspace))
-    info = store.session(args.session)
+    if args.session and args.session_opt and args.session != args.session_opt:
+        raise KsError(f"two sessions named: {args.session} and --session {args.session_opt}",
+                      hint="name one, positionally or with --session")
+    sid = args.session or args.session_opt
+    info = store.session(sid) if sid else store.latest_session()
     records = Trace.read(store.trace_path(info.id))
     report = build_report(info.to_dict(), records, [a.to_dict() for a in store.attempts(info.id)])
     if args.json:

@@ -61,6 +61,13 @@ def test_killed_session_resumes_with_the_same_conversation(workspace, fake_api):
     data = json.loads(report.stdout)
     assert data["model_turns"] == 3 and data["session"]["id"] == sid
     assert [q["id"] for q in data["questions"]] == ["start-where"]
+    # The session as `ks log` takes it: --session/-s, or by default the most recently active one.
+    for how in (["-s", sid], ["--session", sid], []):
+        again = ks(workspace, "report", *how, "--json")
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout)["session"]["id"] == sid and json.loads(again.stdout)["model_turns"] == 3
+    both = ks(workspace, "report", sid, "-s", "20990101-000000-abcd")
+    assert both.returncode == 2 and "two sessions named" in both.stderr and "Traceback" not in both.stderr
 
 
 def test_missing_api_key_says_what_to_set(workspace):  # base_env: no key

@@ -32,7 +32,8 @@ _spec.loader.exec_module(variants)
 # store for short launches, registers for long ones) for every head dim (d64 on 192-row tiles);
 # d96/d128 on long keys (both masks) also run 160-key blocks (register epilogue only); d64 and
 # d256 unmasked launches have their own instantiations without the causal-only diagonal-block
-# code (v27's kHalfDiag switch).
+# code (v27's kHalfDiag switch); d96/d128 also run 192-row tiles, on long keys (both masks,
+# register epilogue; v29) and unmasked on short keys (TMA epilogue; v30).
 INSTANTIATIONS_BEST = 36
 INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": INSTANTIATIONS_BEST,
                   # candidates made by scripts/variants.py (edits of the files above), as "variant:NAME": count

@@ -116,10 +116,22 @@ R192DIAG_EDITS = [
      "    if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
      "    return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
 ]
+# Session 16: a probe, not a candidate (correct output, but every unmasked d96/d128 launch on 192-row tiles whatever
+# its waves). With scripts/wg_probe.py --rows 192,128,64 it times a 192-row tile with 3, 2 and 1 live warpgroups (dead
+# ones skip their work on these tiles since v21): how fast one warpgroup runs its rows alone, which decides whether a
+# row split of a launch's last wave (no combine step) could shorten it. 128-row tiles cannot answer that: they compute
+# a dead warpgroup's rows.
+ROWS192_EDITS = [
+    ("                              : waves192 * 1000 <= waves128 * 1035;\n",
+     "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
+    "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
+                      ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",

@@ -4,38 +4,43 @@ Question behind it: the unmasked launches of the grid end on a partial wave (409
 on 132 SMs = 31.03 waves, so the last 4 tiles run while 128 SMs idle; 2816 192-row tiles = 21.33).
 Splitting each last-wave tile by rows over two CTAs (one live warpgroup each, no combine step)
 pays only if a warpgroup alone runs its 64 rows in well under the whole tile's time. This times
-tiles with 1 and 2 live warpgroups of the same launch shape (s_q 64 against 128: the same number
-of 128-row tiles, 8 or 64 waves) and prints x = t(64 rows) / t(128 rows):
-x = 0.5 means a lone warpgroup is as fast a row as two, so a row split of the tail saves half a
-tile per launch; x = 1 means it saves nothing.
+launches of one shape at several s_q (one query tile per head, so each s_q leaves a different number
+of warpgroups live) and prints x = t(s_q) / t(first s_q). With a 128-row tile, x(64) = 0.5 would mean
+a lone warpgroup runs its rows as fast as two do (a row split of the tail saves half a tile), and
+x(64) = 1 that it saves nothing.
 All query heads share one K/V head (MQA), so K/V stay in L2 and the tiles are compute-bound. Session
 16's first form gave every head its own K/V: each byte was read from HBM for one 128-row tile, both
 row counts ran at ~3.4-3.9 TB/s, and x read 0.96-1.00 for that reason (results/2026-12-04-h200-s16-call2-wg-probe.txt).
 
-Usage (repo root, GPU machine): python3 kernels/flash_attn_fwd/scripts/wg_probe.py [KERNEL.cu]
+On 128-row tiles the answer is x = 1 by construction: they compute a dead warpgroup's rows (only
+192-row tiles skip them, since v21; session 16's call 3). The form that measures it: best/gen/
+probe_rows192.cu (variants.py; every unmasked d96/d128 launch on 192-row tiles) with --rows 192,128,64,
+i.e. 3, 2 and 1 live warpgroups (d256 stays on 128 rows there: a control).
+
+Usage (repo root, GPU machine):
+    python3 kernels/flash_attn_fwd/scripts/wg_probe.py [KERNEL.cu] [--rows 128,64]
 Writes $OUT/wg_probe.json. Not a harness run: no correctness check beyond finite output.
 """
 from __future__ import annotations
 
+import argparse
 import ctypes
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import torch
 
-SRC = Path(sys.argv[1] if len(sys.argv) > 1 else "kernels/flash_attn_fwd/best/kernel.cu")
 OUT = Path(os.environ.get("OUT", "/tmp"))
 # (d, s_k, b, h): b x h tiles per m-block; 1056 = 8 waves of 132, 8448 = 64 waves
 SHAPES = [(128, 4096, 8, 132), (128, 512, 64, 132), (256, 4096, 8, 132), (96, 2048, 16, 132)]
 
 
-def build() -> ctypes.CDLL:
+def build(src: Path) -> ctypes.CDLL:
     so = Path("/tmp/ks_wg_probe.so")
     cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-shared",
-           "-Xcompiler", "-fPIC", str(SRC), "-o", str(so)]
+           "-Xcompiler", "-fPIC", str(src), "-o", str(so)]
     subprocess.run(cmd, check=True)
     fn = ctypes.CDLL(str(so)).flash_attn_fwd
     fn.restype = ctypes.c_int
@@ -68,15 +73,25 @@ def time_ms(fn, b: int, s_q: int, s_k: int, h: int, d: int, reps: int = 20) -> f
 
 
 def main() -> None:
-    fn = build()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("kernel", nargs="?", type=Path, default=Path("kernels/flash_attn_fwd/best/kernel.cu"))
+    ap.add_argument("--rows", default="128,64", help="query rows per head to time, the first is the reference")
+    args = ap.parse_args()
+    rows_list = [int(r) for r in args.rows.split(",")]
+    fn = build(args.kernel)
     rows = []
     for d, s_k, b, h in SHAPES:
-        t = {s_q: time_ms(fn, b, s_q, s_k, h, d) for s_q in (128, 64, 128, 64)}  # second pair: the clock settled
-        rows.append({"d": d, "s_k": s_k, "b": b, "h": h, "t128_ms": t[128], "t64_ms": t[64], "x": t[64] / t[128]})
-    (OUT / "wg_probe.json").write_text(json.dumps({"source": str(SRC), "h_kv": 1, "rows": rows}, indent=1))
-    print(f"{'d':>4} {'s_k':>6} {'tiles':>6} {'t128 ms':>9} {'t64 ms':>9} {'x':>6}")
+        first = {s_q: time_ms(fn, b, s_q, s_k, h, d) for s_q in rows_list}  # a warm-up pass: the clock settles
+        del first
+        t = {s_q: time_ms(fn, b, s_q, s_k, h, d) for s_q in rows_list}
+        ref = t[rows_list[0]]
+        rows.append({"d": d, "s_k": s_k, "b": b, "h": h, "t_ms": {str(k): v for k, v in t.items()},
+                     "x": {str(k): v / ref for k, v in t.items()}})
+    (OUT / "wg_probe.json").write_text(json.dumps({"source": str(args.kernel), "h_kv": 1, "rows": rows}, indent=1))
+    print(f"{'d':>4} {'s_k':>6} {'heads':>6} " + " ".join(f"{'t' + str(r) + ' ms':>10} {'x':>6}" for r in rows_list))
     for r in rows:
-        print(f"{r['d']:4d} {r['s_k']:6d} {r['b'] * r['h']:6d} {r['t128_ms']:9.4f} {r['t64_ms']:9.4f} {r['x']:6.3f}")
+        print(f"{r['d']:4d} {r['s_k']:6d} {r['b'] * r['h']:6d} "
+              + " ".join(f"{r['t_ms'][str(q)]:10.4f} {r['x'][str(q)]:6.3f}" for q in rows_list))
 
 
 if __name__ == "__main__":
