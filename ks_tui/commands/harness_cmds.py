@@ -49,6 +49,9 @@ def register(sub) -> None:
     p.add_argument("--cached-baselines", action="store_true",
                    help="GPU: time the baselines once and reuse them (faster; the speedup rows then "
                         "mix clock states, the kernel-time row does not use baselines)")
+    p.add_argument("--by", metavar="PARAM[,PARAM]",
+                   help="also give the summary rows per group of scenarios with equal values of these task "
+                        "parameters (e.g. d,causal): groups a change leaves alone show the noise")
     p.set_defaults(func=compare_cmd)
 
     p = sub.add_parser("scenarios", help="list a task's scenarios", description="list a task's scenarios")
@@ -130,6 +133,13 @@ def compare_cmd(args) -> int:
         raise KsError("--rounds must be at least 1")
     task = _load(args)
     ids = [x for item in (args.scenarios or []) for x in item.split(",") if x] or None
+    groups = None
+    if args.by:
+        try:
+            groups = compare.group_labels({s.id: s.params for s in task.scenarios},
+                                          [k.strip() for k in args.by.split(",") if k.strip()])
+        except ValueError as e:
+            raise KsError(str(e)) from None
     # Fresh inputs every round (a kernel never sees the same inputs twice), the same for every
     # file within a round (so the files compare).
     first = args.seed if args.seed is not None else secrets.randbelow(2**31 - args.rounds)
@@ -147,7 +157,7 @@ def compare_cmd(args) -> int:
                                       cached_baselines=args.cached_baselines))
     finally:
         progress.close()
-    summary = compare.summarize(candidates)
+    summary = compare.summarize(candidates, groups)
     if args.json:
         print(json.dumps({"task": task.name, "seeds": seeds, "rounds": args.rounds,
                           "order": [candidates[i].name for i in order], **summary,

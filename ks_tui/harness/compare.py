@@ -53,7 +53,35 @@ def _failure(result: dict) -> str:
     return f"{result.get('status')}: {first[0][:160]}" if first else str(result.get("status"))
 
 
-def summarize(candidates: list[Candidate]) -> dict:
+def group_labels(params_by_id: dict[str, dict], by: list[str]) -> dict[str, str]:
+    """Scenario id -> the label of its group under `by` (task parameter names), e.g. 'd=128 causal=True'.
+    ValueError naming a parameter that no scenario has."""
+    missing = [k for k in by if not any(k in p for p in params_by_id.values())]
+    if missing:
+        raise ValueError(f"no scenario has the parameter {', '.join(missing)} (`ks scenarios TASK` lists them)")
+    return {i: " ".join(f"{k}={p.get(k, '?')}" for k in by) for i, p in params_by_id.items()}
+
+
+def _by_group(candidates: list[Candidate], groups: dict[str, str], common: list[str], rows: dict,
+              time_rows: dict, failed: dict) -> list[dict]:
+    """Per group, over its common scenarios: the speedup and kernel-time rows of the whole table. A group
+    whose code no candidate changed is a control: what it reads is the noise of the others."""
+    first = candidates[0].name
+    out = []
+    for label in dict.fromkeys(groups[i] for i in common if i in groups):
+        ids = [i for i in common if groups.get(i) == label]
+        gm = {c.name: (None if c.name in failed else geomean([rows[i][c.name] for i in ids])) for c in candidates}
+        timed = [i for i in ids if all(time_rows[i][c.name] for c in candidates if c.name not in failed)]
+        out.append({
+            "label": label, "n": len(ids), "geomean": gm,
+            "vs_first": {c.name: (gm[c.name] / gm[first] if gm[c.name] and gm[first] else None) for c in candidates},
+            "time_vs_first": {c.name: (None if c.name in failed or first in failed or not timed else
+                                       geomean([time_rows[i][first] / time_rows[i][c.name] for i in timed]))
+                              for c in candidates}})
+    return out
+
+
+def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None) -> dict:
     """Per candidate: its status over the rounds, per-scenario speedup (geomean over rounds) and
     the geomean over the scenarios every candidate ran correctly (so the rows compare).
 
@@ -61,7 +89,9 @@ def summarize(candidates: list[Candidate]) -> dict:
     file's (> 1: faster than the first). It leaves the baselines' own noise out, but not the
     clock's: on an H200 under sustained load one kernel's long scenarios ran ~10% slower in a
     call's eighth run than in its first. The speedup row, whose baselines are timed right beside
-    the kernel, cancels that, so it is the one to decide on; the two agree with --cached-baselines."""
+    the kernel, cancels that, so it is the one to decide on; the two agree with --cached-baselines.
+
+    `groups` (scenario id -> label, from group_labels) adds the same rows per group."""
     per: dict[str, dict[str, list[float]]] = {}
     times: dict[str, dict[str, list[float]]] = {}
     failed: dict[str, str] = {}
@@ -91,7 +121,8 @@ def summarize(candidates: list[Candidate]) -> dict:
                               geomean([time_rows[i][first] / time_rows[i][c.name] for i in timed]))
                      for c in candidates}
     return {"scenarios": ids, "common": common, "rows": rows, "geomean": overall, "vs_first": vs_first,
-            "time_ms": time_rows, "time_vs_first": time_vs_first, "failed": failed}
+            "time_ms": time_rows, "time_vs_first": time_vs_first, "failed": failed,
+            "groups": _by_group(candidates, groups, common, rows, time_rows, failed) if groups else []}
 
 
 def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[int]) -> str:
@@ -112,6 +143,13 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[
     lines.append(f"{'vs ' + names[0]:<{width}}  " + " ".join(fmt(summary["vs_first"][n]) for n in names))
     lines.append(f"{'kernel time: ' + names[0] + ' / this':<{width}}  "
                  + " ".join(fmt(summary["time_vs_first"][n]) for n in names))
+    groups = summary.get("groups") or []
+    if groups:
+        gw = max(width, *(len(f"{g['label']} ({g['n']})") for g in groups))
+        for key, title in (("vs_first", f"speedup vs {names[0]}"), ("time_vs_first", f"kernel time: {names[0]} / this")):
+            lines.append(f"{title + ', by group (scenarios)':<{gw}}")
+            for g in groups:
+                lines.append(f"{g['label'] + ' (' + str(g['n']) + ')':<{gw}}  " + " ".join(fmt(g[key][n]) for n in names))
     for name, why in summary["failed"].items():
         lines.append(f"{name}: {why}")
     return "\n".join(lines)

@@ -61,6 +61,31 @@ def test_kernel_time_row_leaves_the_baselines_out():
     assert "kernel time: a / this" in text.splitlines()[-1]
 
 
+def test_rows_by_group_show_the_noise_on_the_scenarios_a_change_left_alone():
+    """`--by`: the speedup and kernel-time rows per group of scenarios. b changes only d=128 (10% faster); its
+    d=64 group, the same code, reads what the call's noise is (here none)."""
+    def result(times):
+        return {"status": "correct", "scenarios": [
+            {"id": i, "ok": True, "time_ms": t, "speedup": 1.0 / t} for i, t in times.items()]}
+
+    params = {"x1": {"d": 64, "causal": False}, "x2": {"d": 64, "causal": True},
+              "y1": {"d": 128, "causal": False}, "y2": {"d": 128, "causal": True}}
+    a = compare.Candidate("a", None, [result({"x1": 1.0, "x2": 1.0, "y1": 1.0, "y2": 1.0})])
+    b = compare.Candidate("b", None, [result({"x1": 1.0, "x2": 1.0, "y1": 1 / 1.1, "y2": 1 / 1.1})])
+    groups = compare.group_labels(params, ["d"])
+    assert groups == {"x1": "d=64", "x2": "d=64", "y1": "d=128", "y2": "d=128"}
+    s = compare.summarize([a, b], groups)
+    assert [(g["label"], g["n"]) for g in s["groups"]] == [("d=64", 2), ("d=128", 2)]
+    assert s["groups"][0]["time_vs_first"]["b"] == pytest.approx(1.0)
+    assert s["groups"][1]["time_vs_first"]["b"] == pytest.approx(1.1)
+    assert s["groups"][1]["vs_first"]["b"] == pytest.approx(1.1)
+    text = compare.render([a, b], s, 1, [7])
+    assert "kernel time: a / this, by group (scenarios)" in text and "d=128 (2)" in text
+    assert compare.summarize([a, b])["groups"] == []
+    with pytest.raises(ValueError, match="no scenario has the parameter dd"):
+        compare.group_labels(params, ["d", "dd"])
+
+
 def test_compare_two_files_with_the_real_harness(tmp_path):
     seed = (CPU_TASK_DIR / "kernel.cpp").read_text()
     (tmp_path / "a.cpp").write_text(seed)
@@ -79,10 +104,11 @@ def test_compare_two_files_with_the_real_harness(tmp_path):
     assert all(doc["geomean"][n] > 0 for n in ("a", "b")) and doc["vs_first"]["a"] == 1.0
 
     text = run_ks("compare", "attention_cpu", f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}",
-                  "--scenarios", IDS.split(",")[0])
+                  "--scenarios", IDS, "--by", "causal")
     assert text.returncode == 0, text.stderr
     assert "vs a" in text.stdout and "geomean (common scenarios)" in text.stdout
     assert "kernel time: a / this" in text.stdout
+    assert "causal=False (1)" in text.stdout and "causal=True (1)" in text.stdout
     assert doc["time_vs_first"]["a"] == 1.0 and doc["time_vs_first"]["b"] > 0
 
 
@@ -100,8 +126,11 @@ def test_a_broken_candidate_is_reported_and_the_others_still_measured(tmp_path):
 @pytest.mark.parametrize("args, needle", [
     (["a=missing.cpp", "b=missing2.cpp"], "not found"),
     (["only_one.cpp"], "at least two"),
+    (["a.cpp", "b.cpp", "--by", "d,colour"], "no scenario has the parameter colour"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
+    for name in ("a.cpp", "b.cpp"):  # present, so that the other checks are reached
+        (tmp_path / name).write_text((CPU_TASK_DIR / "kernel.cpp").read_text())
     out = run_ks("compare", "attention_cpu", *args, cwd=tmp_path)
     assert out.returncode == 2
     assert needle in out.stderr and "Traceback" not in out.stderr

@@ -13,7 +13,9 @@ baselines are timed right beside the kernel, at the same clock. Session 8 measur
 matters: under sustained load the H200's clocks drop, and the same kernel ran its long d128
 scenarios ~10% faster in the first run of a call than in the eighth, so kernel times of
 different runs do not compare (the kernel-time row is printed as information).
-KS_CACHED_BASELINES=1 reuses the first run's baseline timings (faster; the speedup row then
+KS_BY=d,causal adds the summary rows per group of scenarios with equal values of those task parameters
+(`ks compare --by`): groups a candidate leaves alone read the noise of the others. KS_CACHED_BASELINES=1
+reuses the first run's baseline timings (faster; the speedup row then
 equals the kernel-time row). Each run's JSON goes to $OUT/work/<KS_TAG><name>-r<k>.json as soon
 as it ends and the summary per subset to $OUT/work/<KS_TAG>summary.json, so a call cut short
 keeps what it measured. KS_DEADLINE (epoch seconds) is when the runs must be done: a run starts
@@ -84,14 +86,18 @@ FILTERS = {
 }
 
 
+def grid() -> list[dict]:
+    """The task's scenarios as `ks scenarios --json` lists them (id, quick, params)."""
+    out = subprocess.run([sys.executable, "-m", "ks_tui", "scenarios", TASK, "--json"],
+                         capture_output=True, text=True, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    return json.loads(out.stdout)["scenarios"]
+
+
 def scenario_ids(subset: str) -> list[str]:
     if subset in SUBSETS:
         return SUBSETS[subset]
     if subset in FILTERS or subset == "quick":
-        out = subprocess.run([sys.executable, "-m", "ks_tui", "scenarios", TASK, "--json"],
-                             capture_output=True, text=True, check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
-        grid = json.loads(out.stdout)["scenarios"]
-        return [s["id"] for s in grid if (s["quick"] if subset == "quick" else FILTERS[subset](s["params"]))]
+        return [s["id"] for s in grid() if (s["quick"] if subset == "quick" else FILTERS[subset](s["params"]))]
     return subset.split("+")
 
 
@@ -183,6 +189,15 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     from ks_tui.harness import compare as kc
 
+    groups = None
+    if os.environ.get("KS_BY"):  # the summary rows per group too, e.g. KS_BY=d,causal (as `ks compare --by`)
+        try:
+            groups = kc.group_labels({s["id"]: s["params"] for s in grid()},
+                                     [k.strip() for k in os.environ["KS_BY"].split(",") if k.strip()])
+        except ValueError as e:
+            print(f"compare.py: KS_BY: {e}", file=sys.stderr)
+            sys.exit(2)
+
     WORK.mkdir(parents=True, exist_ok=True)
     subsets = sys.argv[1].split(",")
     by_subset = {s: scenario_ids(s) for s in subsets}
@@ -209,7 +224,7 @@ def main() -> None:
           f"({rounds} round(s), seeds from {first_seed})")
     for subset, ids in by_subset.items():
         part = [kc.Candidate(c.name, c.source, [only(r, set(ids)) for r in c.runs]) for c in cands]
-        summary = kc.summarize(part)
+        summary = kc.summarize(part, groups)
         summaries[label_of(subset)] = summary
         print(f"[{subset[:60]}]")
         print(kc.render(part, summary, rounds, [first_seed + r for r in range(rounds)]).split("\n", 1)[1])
