@@ -145,11 +145,13 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[
                  + " ".join(fmt(summary["time_vs_first"][n]) for n in names))
     groups = summary.get("groups") or []
     if groups:
-        gw = max(width, *(len(f"{g['label']} ({g['n']})") for g in groups))
-        for key, title in (("vs_first", f"speedup vs {names[0]}"), ("time_vs_first", f"kernel time: {names[0]} / this")):
+        labels = [f"{g['label']} ({g['n']})" for g in groups]
+        gw = max(width, *map(len, labels))
+        blocks = (("vs_first", f"speedup vs {names[0]}"), ("time_vs_first", f"kernel time: {names[0]} / this"))
+        for key, title in blocks:
             lines.append(f"{title + ', by group (scenarios)':<{gw}}")
-            for g in groups:
-                lines.append(f"{g['label'] + ' (' + str(g['n']) + ')':<{gw}}  " + " ".join(fmt(g[key][n]) for n in names))
+            for label, g in zip(labels, groups):
+                lines.append(f"{label:<{gw}}  " + " ".join(fmt(g[key][n]) for n in names))
     for name, why in summary["failed"].items():
         lines.append(f"{name}: {why}")
     return "\n".join(lines)
