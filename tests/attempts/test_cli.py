@@ -407,14 +407,20 @@ def test_show_compares_speed_with_the_other_attempt_and_flags_baseline_drift(toy
     assert "baselines ran" not in ks("show", "2", "-s", sid, "--against", "2", cwd=ws).stdout
 
 
-def test_log_counts_the_attempts_since_the_best(toy_session, tmp_path):
-    """The plateau a session is on: how many attempts came after the best correct one (`ks log`'s last line)."""
+def record_speedups(toy_session, tmp_path, speedups) -> None:
+    """One attempt per speedup: the kernel edited, its result computed elsewhere, `ks try --result`."""
     ws, sid, kernel = toy_session
-    for i, speedup in enumerate((1.2, 0.9, 1.0)):
+    for i, speedup in enumerate(speedups):
         kernel.write_text(kernel.read_text() + f"// try {i}\n")
         res = tmp_path / f"r{i}.json"
         res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
         assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+
+
+def test_log_counts_the_attempts_since_the_best(toy_session, tmp_path):
+    """The plateau a session is on: how many attempts came after the best correct one (`ks log`'s last line)."""
+    ws, sid, _ = toy_session
+    record_speedups(toy_session, tmp_path, (1.2, 0.9, 1.0))
     doc = json.loads(ks("log", "--json", cwd=ws).stdout)
     assert (doc["best"], doc["attempts_since_best"]) == (1, 2)
     text = ks("log", "--session", sid, cwd=ws).stdout
@@ -425,12 +431,8 @@ def test_log_counts_the_attempts_since_the_best(toy_session, tmp_path):
 def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_path):
     """A rise smaller than the noise takes the best mark (the fastest run) but is no gain: `ks log` names the last
     attempt that beat the best before it by more than the noise, as the plateau decision point counts."""
-    ws, sid, kernel = toy_session
-    for i, speedup in enumerate((1.0, 1.05, 1.06, 0.9)):  # +5% is a gain; +0.95% after it is not
-        kernel.write_text(kernel.read_text() + f"// try {i}\n")
-        res = tmp_path / f"r{i}.json"
-        res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
-        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+    ws, sid, _ = toy_session
+    record_speedups(toy_session, tmp_path, (1.0, 1.05, 1.06, 0.9))  # +5% is a gain; +0.95% after it is not
     doc = json.loads(ks("log", "--json", cwd=ws).stdout)
     assert (doc["best"], doc["attempts_since_best"]) == (3, 1)
     assert (doc["last_gain"], doc["attempts_since_gain"], doc["noise"]) == (2, 2, 0.02)
