@@ -85,8 +85,8 @@ NOLOAD_EDITS = [
      "            }\n"),
 ]
 
-# next_r192diag (an edit of v30; written as one of v29): v30's causal 192-row d96/d128 tiles run their diagonal-most key block in full for
-# every warpgroup, masked or not. d64's 192-row tiles skip it for a warpgroup whose rows end before the block and run
+# next_r192diag (an edit of v30; written as one of v29): v30's causal 192-row d96/d128 tiles run their diagonal-most
+# key block in full for every warpgroup, masked or not. d64's 192-row tiles skip it for a warpgroup whose rows end before the block and run
 # it at half width where the rows see at most its first 64 keys (v27's diag192: causal s8192 +2-4%, s2048 +7-8%).
 # The same code for d96/d128, with K and V released apart (K after the Q K^T, as the loop does; V, or both when
 # skipped, at the end). Unmasked 192-row launches get instantiations without the block (kHalfDiag false: v29's code,
@@ -94,7 +94,8 @@ NOLOAD_EDITS = [
 # or two warpgroups skip and one runs half: of ~3 x n_blocks warpgroup-blocks, about 1-1.5 saved. Predicted:
 # causal 192-row launches s8192 +1-3%, s16384 +0.5-1.5%, s32768 <1% (about +0.1% on the grid).
 # Session 16 call 1 (inside next_r192all, full grid, 1 round, kernel time v29 / this): its 22 launches 0.999 against
-# 0.998 for the causal scenarios it leaves alone; s8192 +1.5% (7), s16384 -0.9% (7), s32768 -0.8% (8). Level so far.
+# 0.998 for the causal scenarios it leaves alone; s8192 +1.5% (7), s16384 -0.9% (7), s32768 -0.8% (8). Call 3 (an
+# edit of v30, causal_long, 2 rounds): speedup 0.996 of v30, kernel time 1.000 (s8192 +0.8%). Level twice.
 R192DIAG_EDITS = [
     ("      if constexpr ((Dp == 64 || Dp == 256) && kHalfDiag) {  // kHalfDiag: causal launches only\n",
      "      if constexpr ((Dp == 64 || Dp == 256 || Cfg::kConsumers == 3) && kHalfDiag) {  // kHalfDiag: causal launches only\n"),
