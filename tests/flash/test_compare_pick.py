@@ -87,7 +87,7 @@ def test_an_interleaved_ab_end_to_end_with_the_real_harness(work, tmp_path):
     (tmp_path / "a.cpp").write_text(CPU_SEED.read_text())
     (tmp_path / "b.cpp").write_text(CPU_SEED.read_text() + "\n// the same kernel, another file\n")
     first, second = IDS.split("+")
-    env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu", KS_ROUNDS="2", KS_TAG="g1-")
+    env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu", KS_ROUNDS="2", KS_TAG="g1-", KS_BY="causal")
     p = subprocess.run([sys.executable, str(SCRIPT), f"{first},{second}",
                         f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}"],
                        capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
@@ -101,7 +101,8 @@ def test_an_interleaved_ab_end_to_end_with_the_real_harness(work, tmp_path):
     assert set(summary) == {first, second}
     assert summary[first]["common"] == [first]                     # each subset only its own ids
     assert summary[first]["time_vs_first"]["a"] == 1.0 and summary[first]["time_vs_first"]["b"] > 0
-    assert p.stdout.count("kernel time: a / this") == 2
+    assert p.stdout.count("kernel time: a / this") == 4   # the totals and the KS_BY rows, per subset
+    assert [g["label"] for g in summary[second]["groups"]] == ["causal=True"]
     gain = summary[first]["vs_first"]["b"]
     assert pick(work, "g1-", f"{first},{second}", "a=a.cpp", "b=b.cpp",
                 min_gain=str(gain * 0.99)).stdout == "b.cpp"
@@ -138,6 +139,14 @@ def test_a_bad_run_estimate_is_one_clear_error(work, tmp_path):
     assert "Traceback" not in p.stderr
 
 
+def test_a_grouping_by_an_unknown_parameter_is_one_clear_error(work):
+    env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu", KS_BY="causal,colour")
+    p = subprocess.run([sys.executable, str(SCRIPT), IDS, "a=a.cpp", "b=b.cpp"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+    assert p.returncode == 2 and "no scenario has the parameter colour" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
 @pytest.mark.parametrize("rounds", ["two", "0", "1.5"])
 def test_a_bad_round_count_is_one_clear_error(work, rounds):
     env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu", KS_ROUNDS=rounds)
@@ -157,3 +166,7 @@ def test_every_named_subset_is_in_the_task_grid():
     for name, ids in compare.SUBSETS.items():
         assert ids and len(set(ids)) == len(ids), name
         assert set(ids) <= grid, (name, sorted(set(ids) - grid))
+    params = [s["params"] for s in json.loads(out.stdout)["scenarios"]]
+    for name, rule in compare.FILTERS.items():
+        assert any(rule(p) for p in params), name   # a rule that selects nothing is a typo
+    assert sum(compare.FILTERS["d96"](p) for p in params) == 14

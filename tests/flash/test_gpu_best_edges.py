@@ -54,6 +54,7 @@ EDGE_SHAPES = [
     _shape(256, 60, 3000, True),                # d256: register epilogue
     _shape(256, 200, 2049, False, h_q=4, h_kv=1),
     _shape(40, 130, 130, True),                 # d = 40: padded to 64 with zero columns
+    _shape(80, 300, 700, True),                 # d = 80 on the d96 code: V columns 80-95 zero (next_d96n96's P V)
     _shape(200, 130, 130, False),               # d = 200: a panel past d is never stored
     # d96/d128 on 192-row tiles (v29): the last tile's third warpgroup holds 8 or 58 live rows (8200 = 42 x 192 + 136,
     # 8250 = 42 x 192 + 186); causal GQA with s_q < s_k and fp16 too (these five passed on the H200 in session 15)

@@ -138,3 +138,15 @@ def test_a_variant_whose_edit_no_longer_fits_is_refused(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, str(REPO / "kernels/flash_attn_fwd/scripts/variants.py"), "next_q4"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "unknown variant 'next_q4'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_counted_edit_changes_every_place_or_refuses(tmp_path, monkeypatch):
+    """(old, new, count): a text that occurs `count` times changes at every place; another count is refused."""
+    best = tmp_path / "best"
+    best.mkdir()
+    (best / "kernel.cu").write_text("f<Dp>(a);\nf<Dp>(b);\n")
+    monkeypatch.setitem(variants.VARIANTS, "next_dv", ("kernel.cu", "// next_dv\n", [("f<Dp>(", "f<Dv>(", 2)]))
+    assert variants.render("next_dv", best) == "// next_dv\nf<Dv>(a);\nf<Dv>(b);\n"
+    (best / "kernel.cu").write_text("f<Dp>(a);\nf<Dp>(b);\nf<Dp>(c);\n")  # a third place appeared in the base
+    with pytest.raises(variants.VariantError, match="matches 3 times in best/kernel.cu, not 2 times"):
+        variants.render("next_dv", best)

@@ -3,7 +3,7 @@
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
 Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, short128,
-nomask_mid, d64_192, d256c, d256s, or any comma-free scenario id list joined by '+'.
+nomask_mid, d64_192, d256c, d256s, d64causal, causal_gqa, d96, or any comma-free scenario id list joined by '+'.
 
 The files are benched as `ks compare` benches them (its run order and summary, imported): one
 `ks bench --json --seed S --scenarios <all subsets' ids>` run per file and round, the order
@@ -83,6 +83,8 @@ FILTERS = {
     "d256s": lambda p: p["d"] == 256 and p["s_k"] <= 2048,
     # session 13: every d64 causal launch (14; all on 192-row tiles since v28, the functions next_bottom192 changes)
     "d64causal": lambda p: p["d"] == 64 and p["causal"],
+    # session 16: the d96 scenarios (14, both masks): the functions next_d96n96 changes
+    "d96": lambda p: p["d"] == 96,
 }
 
 
