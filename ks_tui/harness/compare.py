@@ -62,23 +62,17 @@ def group_labels(params_by_id: dict[str, dict], by: list[str]) -> dict[str, str]
     return {i: " ".join(f"{k}={p.get(k, '?')}" for k in by) for i, p in params_by_id.items()}
 
 
-def _by_group(candidates: list[Candidate], groups: dict[str, str], common: list[str], rows: dict,
-              time_rows: dict, failed: dict) -> list[dict]:
-    """Per group, over its common scenarios: the speedup and kernel-time rows of the whole table. A group
-    whose code no candidate changed is a control: what it reads is the noise of the others."""
+def _rows_over(candidates: list[Candidate], ids: list[str], rows: dict, time_rows: dict, failed: dict) -> dict:
+    """The summary rows over `ids` (scenarios every sound candidate ran): each candidate's geomean speedup, that
+    over the first candidate's, and the first's kernel time over each one's."""
     first = candidates[0].name
-    out = []
-    for label in dict.fromkeys(groups[i] for i in common if i in groups):
-        ids = [i for i in common if groups.get(i) == label]
-        gm = {c.name: (None if c.name in failed else geomean([rows[i][c.name] for i in ids])) for c in candidates}
-        timed = [i for i in ids if all(time_rows[i][c.name] for c in candidates if c.name not in failed)]
-        out.append({
-            "label": label, "n": len(ids), "geomean": gm,
+    gm = {c.name: (None if c.name in failed else geomean([rows[i][c.name] for i in ids])) for c in candidates}
+    timed = [i for i in ids if all(time_rows[i][c.name] for c in candidates if c.name not in failed)]
+    return {"geomean": gm,
             "vs_first": {c.name: (gm[c.name] / gm[first] if gm[c.name] and gm[first] else None) for c in candidates},
             "time_vs_first": {c.name: (None if c.name in failed or first in failed or not timed else
                                        geomean([time_rows[i][first] / time_rows[i][c.name] for i in timed]))
-                              for c in candidates}})
-    return out
+                              for c in candidates}}
 
 
 def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None) -> dict:
@@ -111,18 +105,15 @@ def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None)
     common = [i for i in ids if all(per[c.name].get(i) for c in candidates if c.name not in failed)]
     rows = {i: {c.name: geomean(per[c.name].get(i, [])) for c in candidates} for i in ids}
     time_rows = {i: {c.name: geomean(times[c.name].get(i, [])) for c in candidates} for i in ids}
-    overall = {c.name: (None if c.name in failed else geomean([rows[i][c.name] for i in common]))
-               for c in candidates}
-    first = candidates[0].name
-    vs_first = {c.name: (overall[c.name] / overall[first] if overall[c.name] and overall[first] else None)
-                for c in candidates}
-    timed = [i for i in common if all(time_rows[i][c.name] for c in candidates if c.name not in failed)]
-    time_vs_first = {c.name: (None if c.name in failed or first in failed or not timed else
-                              geomean([time_rows[i][first] / time_rows[i][c.name] for i in timed]))
-                     for c in candidates}
-    return {"scenarios": ids, "common": common, "rows": rows, "geomean": overall, "vs_first": vs_first,
-            "time_ms": time_rows, "time_vs_first": time_vs_first, "failed": failed,
-            "groups": _by_group(candidates, groups, common, rows, time_rows, failed) if groups else []}
+    # Per group too: a group whose code no candidate changed is a control, and what it reads is the call's noise.
+    labels = dict.fromkeys(groups[i] for i in common if i in groups) if groups else {}
+    by_group = []
+    for label in labels:
+        members = [i for i in common if groups.get(i) == label]
+        by_group.append({"label": label, "n": len(members),
+                         **_rows_over(candidates, members, rows, time_rows, failed)})
+    return {"scenarios": ids, "common": common, "rows": rows, "time_ms": time_rows, "failed": failed,
+            **_rows_over(candidates, common, rows, time_rows, failed), "groups": by_group}
 
 
 def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[int]) -> str:
