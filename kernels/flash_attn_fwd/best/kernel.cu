@@ -1,3 +1,14 @@
+// v31 (ks session 20261203-194412-15bf, attempts 34-35): v30 with d96's P V as m64n96. d96 ran the d128 code (Dp 128)
+// with Q K^T cut to 6 k-steps, but its P V was m64n128 over V's two 64-column panels, the second half zero: 25% of P
+// V's tensor work (12.5% of the tile's) on zero columns, and 64 O accumulators a thread where 48 do. m64n96 needs V's
+// N extent in whole swizzle atoms; in this MN-major operand a 128-byte atom is 64 columns wide, so d96's V moves to the
+// 64-byte swizzle: three 32-column panels (TMA box 32 columns, SWIZZLE_64B; descriptor layout type 2, LBO the panel
+// stride BN x 64, SBO 8 rows x 64 B = 512, a 16-key step 1024 B). Per 160-key block the tensor work drops 14%; the
+// steady loop 976 -> 957 instructions. Every non-d96 function's SASS is v30's (scripts/sass.py diff). Same call, d96
+// subset (14 scenarios), 2 rounds (results/2026-12-04-h200-s17-call1-compare.txt): speedup 1.039 of v30, kernel time
+// 1.046 (unmasked 1.056, causal 1.036; predicted +3..+6%). Full grid 1.1559, 182/182
+// (results/2026-12-04-h200-s17-call2-d96n96-full-bench.json; v30 1.1441 in session 16). The measured file is
+// next_d96n96; here only comments differ (SASS SAME).
 // v30 (ks session 20261203-194412-15bf, attempts 30-31): v29 with the unmasked d96/d128 launches on 192-row tiles by
 // waves, not padding: unmasked tiles all cost the same, so a launch runs ceil(tiles / SMs) tile-times, and 192 rows
 // win where ceil(tiles192 / 132) x 192 is at most 3.5% above ceil(tiles128 / 132) x 128. That moves the 16-head s_q
@@ -242,6 +253,13 @@ constexpr uint32_t kEpilogueBarrier = 4;
 // last P V, before either overwrites the shared V stage with O.
 constexpr uint32_t kD256EpiVBarrier = 8;
 
+// v31: the P V / O width: d96 (Dp 128 with 6 Q K^T steps) runs m64n96 over V in 64-byte swizzle, three
+// 32-column panels; the others as before.
+template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;
+template <int Dp, int Steps> constexpr bool kV64 = kDv<Dp, Steps> == 96;
+template <int Dp, int Steps> constexpr uint32_t kVRowBytes = kV64<Dp, Steps> ? 64 : 128;  // a V panel's row
+template <int Dp, int Steps> constexpr int kVPanels = kV64<Dp, Steps> ? 3 : Dp / 64;
+
 // Head dims whose K and V of a stage are released apart (empty guards K, emptyV guards V):
 // d96/d128 (FA3 loop order) and d256 (one stage: K_{i+1} loads while P_i V_i still reads V_i).
 template <int Dp> constexpr bool kSplitKV = Dp >= 128;
@@ -379,6 +397,11 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint3
          (1ull << 62);
 }
 
+// V's descriptor: the 128-byte swizzle, or the 64-byte one (layout type 2) for d96's 32-column panels.
+__device__ __forceinline__ uint64_t smem_desc_v(uint32_t addr, uint32_t lbo, uint32_t sbo, bool sw64) {
+  return sw64 ? (smem_desc(addr, lbo, sbo) & ~(3ull << 62)) | (2ull << 62) : smem_desc(addr, lbo, sbo);
+}
+
 // The descriptor of `base`'s buffer at a byte offset. The low word holds the start address >> 4 in its low
 // 14 bits (shared memory is < 256 KB: no carry into the stride fields), so a plain 64-bit add is exact, and
 // ptxas emits it as one UIADD3.64 that keeps the high word (v19's 32-bit add needed a move of it too).
@@ -443,6 +466,37 @@ __device__ __forceinline__ void wgmma_rs_n64_bf16(float (&d)[32], const uint32_t
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+// O(64x96) += A(registers) * B(smem, MN-major, 64-byte swizzle): d96's P V (v31)
+__device__ __forceinline__ void wgmma_rs_n96_bf16(float (&d)[48], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+      "}, {%48, %49, %50, %51}, %52, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_rs_n96_f16(float (&d)[48], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+      "}, {%48, %49, %50, %51}, %52, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
@@ -651,6 +705,8 @@ template <typename T, int N>
 __device__ __forceinline__ void mma_pv(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
   if constexpr (N == 256) {
     if constexpr (kIsBf16<T>) wgmma_rs_n256_bf16(d, a, db, 1); else wgmma_rs_n256_f16(d, a, db, 1);
+  } else if constexpr (N == 96) {
+    if constexpr (kIsBf16<T>) wgmma_rs_n96_bf16(d, a, db, 1); else wgmma_rs_n96_f16(d, a, db, 1);
   } else if constexpr (N == 128) {
     if constexpr (kIsBf16<T>) wgmma_rs_n128_bf16(d, a, db, 1); else wgmma_rs_n128_f16(d, a, db, 1);
   } else {
@@ -929,10 +985,12 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
               tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
                        n * BN, w.batch);
             if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);
-            mbar_expect_tx(full_v(stage), kKVBytes);
-#pragma unroll
-            for (int p = 0; p < kPanels; ++p)
-              tma_load(sV + stage * kKVBytes + p * BN * 128, &tm_v, full_v(stage), p * 64, kv_head,
+            mbar_expect_tx(full_v(stage), kVPanels<Dp, kQkSteps> * BN * kVRowBytes<Dp, kQkSteps>);
+            // d96's three boxes in a loop: unrolled, the 32-register producer of the 192-row tiles spilled 4 B
+#pragma unroll(kV64<Dp, kQkSteps> ? 1 : 4)
+            for (int p = 0; p < kVPanels<Dp, kQkSteps>; ++p)
+              tma_load(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),
+                       p * static_cast<int>(kVRowBytes<Dp, kQkSteps> / 2), kv_head,
                        n * BN, w.batch);
             if (++stage == kStages) { stage = 0; phase ^= 1; }
           }
@@ -987,9 +1045,9 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     const int m0 = w.m_block * Cfg::kBlockM;
     const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8
 
-    float o_acc[Dp / 2];
+    float o_acc[kDv<Dp, kQkSteps> / 2];
 #pragma unroll
-    for (int i = 0; i < Dp / 2; ++i) o_acc[i] = 0.f;
+    for (int i = 0; i < kDv<Dp, kQkSteps> / 2; ++i) o_acc[i] = 0.f;
     float row_max[2] = {-INFINITY, -INFINITY};
     float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
 
@@ -1028,11 +1086,11 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         };
         // O += P V for the V tile in stage st (issued and committed, not waited for).
         auto issue_pv = [&](int st) {
-          const uint64_t v_desc = smem_desc(sV + __shfl_sync(0xffffffff, st, 0) * kKVBytes, BN * 128, 1024);
+          const uint64_t v_desc = smem_desc_v(sV + __shfl_sync(0xffffffff, st, 0) * kKVBytes, BN * kVRowBytes<Dp, kQkSteps>, 8 * kVRowBytes<Dp, kQkSteps>, kV64<Dp, kQkSteps>);
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk) {
-            const uint64_t db = smem_desc_at(v_desc, kk * 16 * 128);
-            mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+            const uint64_t db = smem_desc_at(v_desc, kk * 16 * kVRowBytes<Dp, kQkSteps>);
+            mma_pv<T, kDv<Dp, kQkSteps>>(o_acc, p_frag[kk], db);
           }
           wgmma_commit();
         };
@@ -1080,9 +1138,9 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             mbar_wait(full_v(sh), parity_h);
             fence_regs(o_acc);
             wgmma_fence();
-            const uint64_t v_desc = smem_desc(sV + __shfl_sync(0xffffffff, sh, 0) * kKVBytes, BN * 128, 1024);
+            const uint64_t v_desc = smem_desc_v(sV + __shfl_sync(0xffffffff, sh, 0) * kKVBytes, BN * kVRowBytes<Dp, kQkSteps>, 8 * kVRowBytes<Dp, kQkSteps>, kV64<Dp, kQkSteps>);
 #pragma unroll
-            for (int kk = 0; kk < BN / 32; ++kk) mma_pv<T, Dp>(o_acc, p_half[kk], smem_desc_at(v_desc, kk * 16 * 128));
+            for (int kk = 0; kk < BN / 32; ++kk) mma_pv<T, kDv<Dp, kQkSteps>>(o_acc, p_half[kk], smem_desc_at(v_desc, kk * 16 * kVRowBytes<Dp, kQkSteps>));
             wgmma_commit();
             wgmma_wait<0>();
             fence_regs(o_acc);
@@ -1104,7 +1162,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
         mask(n_blocks - 1 - first);
         softmax();
-        if (first && rescaled) rescale_o<Dp>(o_acc, alpha);
+        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);
         to_p();
 
         // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.
@@ -1134,7 +1192,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           fence_regs(o_acc);
           fence_frag(p_frag);
           release(empty_v(prev));  // V of the previous stage: P_{i-1} V_{i-1} has completed
-          if (rescaled) rescale_o<Dp>(o_acc, alpha);
+          if (rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);
           to_p();
         }
         // v8's epilogue: every S = Q K^T of this tile has completed, the producer may load the next
@@ -1248,8 +1306,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < BN / 32; ++kk) {  // V's first 64 key rows
-            const uint64_t db = smem_desc_at_lo(smem_desc(sV + s * kKVBytes, BN * 128, 1024), kk * 16 * 128);
-            mma_pv<T, Dp>(o_acc, p_half[kk], db);
+            const uint64_t db = smem_desc_at_lo(smem_desc_v(sV + s * kKVBytes, BN * kVRowBytes<Dp, kQkSteps>, 8 * kVRowBytes<Dp, kQkSteps>, kV64<Dp, kQkSteps>), kk * 16 * kVRowBytes<Dp, kQkSteps>);
+            mma_pv<T, kDv<Dp, kQkSteps>>(o_acc, p_half[kk], db);
           }
           wgmma_commit();
           wgmma_wait<0>();
@@ -1309,7 +1367,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
 
         mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);
         float alpha[2];
-        if (online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2)) rescale_o<Dp>(o_acc, alpha);
+        if (online_softmax<BN>(s_acc, row_max, row_sum, alpha, scale_log2)) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);
 
         uint32_t p_frag[BN / 16][4];
         pack_p<T, BN>(s_acc, p_frag);
@@ -1320,8 +1378,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-          const uint64_t db = desc_at(smem_desc(sV + s_u * kKVBytes, BN * 128, 1024), kk * 16 * 128);
-          mma_pv<T, Dp>(o_acc, p_frag[kk], db);
+          const uint64_t db = desc_at(smem_desc_v(sV + s_u * kKVBytes, BN * kVRowBytes<Dp, kQkSteps>, 8 * kVRowBytes<Dp, kQkSteps>, kV64<Dp, kQkSteps>), kk * 16 * kVRowBytes<Dp, kQkSteps>);
+          mma_pv<T, kDv<Dp, kQkSteps>>(o_acc, p_frag[kk], db);
         }
         wgmma_commit();
         wgmma_wait<0>();
@@ -1371,7 +1429,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
 #pragma unroll
-            for (int j = 0; j < Dp / 8; ++j)
+            for (int j = 0; j < kDv<Dp, kQkSteps> / 8; ++j)
               st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * BN * 128 + (((j % 8) ^ g) << 4),
                             pack2<T>(o_acc[4 * j + 2 * r] * inv[r], o_acc[4 * j + 2 * r + 1] * inv[r]));
           }
@@ -1403,7 +1461,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             l += __shfl_xor_sync(0xffffffff, l, 2);
             const float inv = l > 0.f ? 1.f / l : 0.f;
 #pragma unroll
-            for (int j = 0; j < Dp / 8; ++j)
+            for (int j = 0; j < kDv<Dp, kQkSteps> / 8; ++j)
               st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * Cfg::kBlockM * 128 + (((j % 8) ^ g) << 4),
                             pack2<T>(o_acc[4 * j + 2 * r] * inv, o_acc[4 * j + 2 * r + 1] * inv));
           }
@@ -1427,7 +1485,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           if (row < s_q) {
             T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
 #pragma unroll
-            for (int j = 0; j < Dp / 8; ++j) {
+            for (int j = 0; j < kDv<Dp, kQkSteps> / 8; ++j) {
               const int col = 8 * j + 2 * t;
               if (col < d) *reinterpret_cast<uint32_t*>(dst + col) = 0u;
             }
@@ -1446,7 +1504,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         if (row < s_q) {
           T* dst = out + ((static_cast<size_t>(w.batch) * s_q + row) * h_q + w.head) * static_cast<size_t>(d);
 #pragma unroll
-          for (int j = 0; j < Dp / 8; ++j) {
+          for (int j = 0; j < kDv<Dp, kQkSteps> / 8; ++j) {
             const int col = 8 * j + 2 * t;
             if (col < d)
               *reinterpret_cast<uint32_t*>(dst + col) =
@@ -1487,14 +1545,15 @@ EncodeTiled encoder() {
 }
 
 // [b, s, h, d] tensor viewed as 4-d (d, h, s, b) with a box of 64 columns x 1 head x rows x 1.
-bool make_map(CUtensorMap* map, const void* ptr, int dtype, int b, int s, int h, int d, int rows) {
+bool make_map(CUtensorMap* map, const void* ptr, int dtype, int b, int s, int h, int d, int rows,
+              bool sw64 = false) {
   const cuuint64_t dims[4] = {cuuint64_t(d), cuuint64_t(h), cuuint64_t(s), cuuint64_t(b)};
   const cuuint64_t strides[3] = {cuuint64_t(d) * 2, cuuint64_t(h) * d * 2, cuuint64_t(s) * h * d * 2};
-  const cuuint32_t box[4] = {64, 1, cuuint32_t(rows), 1};
+  const cuuint32_t box[4] = {sw64 ? 32u : 64u, 1, cuuint32_t(rows), 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   return encoder()(map, dtype == 0 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                    4, const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, sw64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
@@ -1531,7 +1590,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   constexpr int kBlockM = Config<Dp, kM, kN>::kBlockM;
   CUtensorMap tq, tk, tv, to;  // to: O, stored 64 rows x 64 columns at a time (TMA epilogue)
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
-      !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
+      !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN, kV64<Dp, kQkSteps>) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
     return 5;
   constexpr int smem = smem_bytes<Dp, kM, kN>();
   static const cudaError_t attr = cudaFuncSetAttribute(

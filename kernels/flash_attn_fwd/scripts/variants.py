@@ -58,6 +58,8 @@ OUT = BEST / "gen"
 # - session 15's next_r192w, next_r192s, next_r192all (edits of v29: unmasked d96/d128 launches on 192 rows by waves;
 #   next_r192all with next_r192diag too; measured in session 16: next_r192all against v29 in call 1, full grid, the
 #   wave rule's 15 launches +3..+6%; next_r192s's full grid 1.1466 in call 2; next_r192s became v30) from 4043b19.
+# - session 16's next_d96n96 (an edit of v30: d96's P V as m64n96 over V in 64-byte swizzle; measured in session 17:
+#   d96 speedup 1.039 in call 1, full grid 1.1559 in call 2; became v31) from d283365.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -69,8 +71,12 @@ OUT = BEST / "gen"
 # cluster with TMA multicast of K/V would halve.
 _K_LOAD = ("              tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,\n"
            "                       n * BN, w.batch);\n")
-_V_LOAD = ("              tma_load(sV + stage * kKVBytes + p * BN * 128, &tm_v, full_v(stage), p * 64, kv_head,\n"
+_V_LOAD = ("              tma_load(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),\n"
+           "                       p * static_cast<int>(kVRowBytes<Dp, kQkSteps> / 2), kv_head,\n"
            "                       n * BN, w.batch);\n")
+_V_HEAD = ("            mbar_expect_tx(full_v(stage), kVPanels<Dp, kQkSteps> * BN * kVRowBytes<Dp, kQkSteps>);\n"
+           "            // d96's three boxes in a loop: unrolled, the 32-register producer of the 192-row tiles spilled 4 B\n"
+           "#pragma unroll(kV64<Dp, kQkSteps> ? 1 : 4)\n            for (int p = 0; p < kVPanels<Dp, kQkSteps>; ++p)\n")
 SAMEKV_EDITS = [(_K_LOAD, _K_LOAD.replace("n * BN", "0")), (_V_LOAD, _V_LOAD.replace("n * BN", "0"))]
 NOLOAD_EDITS = [
     ("            mbar_expect_tx(full_k(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n" + _K_LOAD,
@@ -78,10 +84,9 @@ NOLOAD_EDITS = [
      "            else {\n"
      "            mbar_expect_tx(full_k(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n" + _K_LOAD +
      "            }\n"),
-    ("            mbar_expect_tx(full_v(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n" + _V_LOAD,
+    (_V_HEAD + _V_LOAD,
      "            if (i >= kStages) mbar_arrive(full_v(stage));\n"
-     "            else {\n"
-     "            mbar_expect_tx(full_v(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n" + _V_LOAD +
+     "            else {\n" + _V_HEAD + _V_LOAD +
      "            }\n"),
 ]
 
@@ -127,96 +132,10 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
-# Session 16 (an edit of v30): d96 runs the d128 code (Dp 128) with Q K^T cut to 6 k-steps, but its P V is m64n128 over
-# V's two 64-column panels, the second half zero: 25% of P V's tensor work (12.5% of the tile's) on zero columns, and
-# 64 O accumulators a thread where 48 do. m64n96 needs V's N extent in whole swizzle atoms, and in this MN-major
-# operand a 128-byte atom is 64 columns wide, so d96's V moves to the 64-byte swizzle: three 32-column panels (TMA
-# box 32 columns, SWIZZLE_64B; descriptor layout type 2, LBO the panel stride BN x 64, SBO 8 rows x 64 B = 512; a
-# 16-key step 1024 B). O is 96 columns wide everywhere after it (the rescale, the epilogues; the TMA epilogue's second
-# 64-column panel of O is half written, and its columns past d are clipped by the store as before). The O width and V
-# layout are namespace-scope templates of (Dp, Q K^T steps), not new locals: new locals in the kernel changed the
-# register allocation of the other head dims before (the kernel's Config comment). Predicted +3..+6% on the 14 d96
-# scenarios, more on the power-capped long ones; every non-d96 function's SASS the same as v30's.
-def _wgmma_rs_n96(ty: str, ptx_ty: str) -> str:
-    outs = ", ".join(f"%{i}" for i in range(48))
-    regs = ",\n          ".join(", ".join(f'"+f"(d[{i}])' for i in range(r, r + 8)) for r in range(0, 48, 8))
-    return (f"__device__ __forceinline__ void wgmma_rs_n96_{ty}(float (&d)[48], const uint32_t (&a)[4], uint64_t db, "
-            "int accumulate) {\n"
-            "  asm volatile(\n"
-            '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %53, 0;\\n"\n'
-            f'      "wgmma.mma_async.sync.aligned.m64n96k16.f32.{ptx_ty}.{ptx_ty} {{"\n'
-            f'      "{outs}"\n'
-            '      "}, {%48, %49, %50, %51}, %52, p, 1, 1, 1;\\n}\\n"\n'
-            f"      : {regs}\n"
-            '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));\n'
-            "}\n\n")
-
-
-D96N96_EDITS = [
-    # the O width and V's layout per instantiation, and a descriptor for either swizzle
-    ("// Head dims whose K and V of a stage are released apart",
-     "// next_d96n96: the P V / O width: d96 (Dp 128 with 6 Q K^T steps) runs m64n96 over V in 64-byte swizzle, three\n"
-     "// 32-column panels; the others as before.\n"
-     "template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;\n"
-     "template <int Dp, int Steps> constexpr bool kV64 = kDv<Dp, Steps> == 96;\n"
-     "template <int Dp, int Steps> constexpr uint32_t kVRowBytes = kV64<Dp, Steps> ? 64 : 128;  // a V panel's row\n"
-     "template <int Dp, int Steps> constexpr int kVPanels = kV64<Dp, Steps> ? 3 : Dp / 64;\n\n"
-     "// Head dims whose K and V of a stage are released apart"),
-    ("// The descriptor of `base`'s buffer at a byte offset.",
-     "// V's descriptor: the 128-byte swizzle, or the 64-byte one (layout type 2) for d96's 32-column panels.\n"
-     "__device__ __forceinline__ uint64_t smem_desc_v(uint32_t addr, uint32_t lbo, uint32_t sbo, bool sw64) {\n"
-     "  return sw64 ? (smem_desc(addr, lbo, sbo) & ~(3ull << 62)) | (2ull << 62) : smem_desc(addr, lbo, sbo);\n"
-     "}\n\n"
-     "// The descriptor of `base`'s buffer at a byte offset."),
-    ("// O(64x128) += A(registers) * B(smem, MN-major: V rows are keys, columns are d)\n"
-     "__device__ __forceinline__ void wgmma_rs_n128_bf16(",
-     "// O(64x96) += A(registers) * B(smem, MN-major, 64-byte swizzle): d96's P V (next_d96n96)\n"
-     + _wgmma_rs_n96("bf16", "bf16") + _wgmma_rs_n96("f16", "f16") +
-     "// O(64x128) += A(registers) * B(smem, MN-major: V rows are keys, columns are d)\n"
-     "__device__ __forceinline__ void wgmma_rs_n128_bf16("),
-    ("  } else if constexpr (N == 128) {\n    if constexpr (kIsBf16<T>) wgmma_rs_n128_bf16(d, a, db, 1);",
-     "  } else if constexpr (N == 96) {\n"
-     "    if constexpr (kIsBf16<T>) wgmma_rs_n96_bf16(d, a, db, 1); else wgmma_rs_n96_f16(d, a, db, 1);\n"
-     "  } else if constexpr (N == 128) {\n    if constexpr (kIsBf16<T>) wgmma_rs_n128_bf16(d, a, db, 1);"),
-    # V's loads: three 32-column boxes of 64-byte rows for d96
-    ("            mbar_expect_tx(full_v(stage), kKVBytes);\n#pragma unroll\n            for (int p = 0; p < kPanels; ++p)\n"
-     "              tma_load(sV + stage * kKVBytes + p * BN * 128, &tm_v, full_v(stage), p * 64, kv_head,\n",
-     "            mbar_expect_tx(full_v(stage), kVPanels<Dp, kQkSteps> * BN * kVRowBytes<Dp, kQkSteps>);\n"
-     "            // d96's three boxes in a loop: unrolled, the 32-register producer of the 192-row tiles spilled 4 B\n"
-     "#pragma unroll(kV64<Dp, kQkSteps> ? 1 : 4)\n            for (int p = 0; p < kVPanels<Dp, kQkSteps>; ++p)\n"
-     "              tma_load(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),\n"
-     "                       p * static_cast<int>(kVRowBytes<Dp, kQkSteps> / 2), kv_head,\n"),
-    # O: kDv columns
-    ("    float o_acc[Dp / 2];\n#pragma unroll\n    for (int i = 0; i < Dp / 2; ++i) o_acc[i] = 0.f;\n",
-     "    float o_acc[kDv<Dp, kQkSteps> / 2];\n#pragma unroll\n    for (int i = 0; i < kDv<Dp, kQkSteps> / 2; ++i) o_acc[i] = 0.f;\n"),
-    ("mma_pv<T, Dp>(", "mma_pv<T, kDv<Dp, kQkSteps>>(", 4),
-    ("rescale_o<Dp>(", "rescale_o<kDv<Dp, kQkSteps>>(", 3),
-    ("smem_desc(sV + ", "smem_desc_v(sV + ", 4),
-    (", BN * 128, 1024)", ", BN * kVRowBytes<Dp, kQkSteps>, 8 * kVRowBytes<Dp, kQkSteps>, kV64<Dp, kQkSteps>)", 4),
-    ("kk * 16 * 128", "kk * 16 * kVRowBytes<Dp, kQkSteps>", 4),
-    ("j < Dp / 8; ++j)", "j < kDv<Dp, kQkSteps> / 8; ++j)", 5),  # the rescale's own loop first: fixed back below
-    ("__device__ __forceinline__ void rescale_o(float (&o_acc)[Dp / 2], const float (&alpha)[2]) {\n#pragma unroll\n"
-     "  for (int j = 0; j < kDv<Dp, kQkSteps> / 8; ++j) {",
-     "__device__ __forceinline__ void rescale_o(float (&o_acc)[Dp / 2], const float (&alpha)[2]) {\n#pragma unroll\n"
-     "  for (int j = 0; j < Dp / 8; ++j) {"),
-    # the host: d96's V map in 32-column boxes with the 64-byte swizzle
-    ("bool make_map(CUtensorMap* map, const void* ptr, int dtype, int b, int s, int h, int d, int rows) {",
-     "bool make_map(CUtensorMap* map, const void* ptr, int dtype, int b, int s, int h, int d, int rows,\n"
-     "              bool sw64 = false) {"),
-    ("  const cuuint32_t box[4] = {64, 1, cuuint32_t(rows), 1};",
-     "  const cuuint32_t box[4] = {sw64 ? 32u : 64u, 1, cuuint32_t(rows), 1};"),
-    ("                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,",
-     "                   CU_TENSOR_MAP_INTERLEAVE_NONE, sw64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,"),
-    ("      !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN) ||",
-     "      !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN, kV64<Dp, kQkSteps>) ||"),
-]
-
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
-    "next_d96n96": ("kernel.cu", "// next_d96n96: v30 with d96's P V as m64n96 over V in 64-byte swizzle (three 32-column panels).\n",
-                    D96N96_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
