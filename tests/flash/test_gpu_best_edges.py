@@ -70,6 +70,16 @@ EDGE_SHAPES = [
     _shape(128, 2000, 2000, False, h_q=4, h_kv=2, b=3),
     _shape(96, 2040, 1800, False, h_q=6, h_kv=2, b=2, dtype="fp16"),
     _shape(128, 8114, 8114, False, h_q=3, h_kv=1, b=1),
+    # A last wave split by keys (next_tailsplit, session 17: unmasked, s_k > 2048, the last wave at most half full
+    # on 132 SMs; s_k off the key-block grid, so the last part masks its first block): d64 with a dead third
+    # warpgroup (138 tiles, 6 split in 8 parts), d96 and fp16 d128 on 128-row tiles with 160-key blocks (170 tiles, 38
+    # split in 3), d128 on 192-row tiles with a dead third warpgroup (184 tiles, 52 split in 2), GQA d256 (138 tiles,
+    # 6 split in 8)
+    _shape(64, 500, 2100, False, h_q=2, h_kv=2, b=23),
+    _shape(96, 600, 2200, False, h_q=2, h_kv=2, b=17),
+    _shape(128, 600, 2300, False, h_q=2, h_kv=2, b=17, dtype="fp16"),
+    _shape(128, 260, 3000, False, h_q=4, h_kv=2, b=23),
+    _shape(256, 300, 2200, False, h_q=2, h_kv=1, b=23),
 ]
 
 

@@ -85,6 +85,9 @@ FILTERS = {
     "d64causal": lambda p: p["d"] == 64 and p["causal"],
     # session 16: the d96 scenarios (14, both masks): the functions next_d96n96 changes
     "d96": lambda p: p["d"] == 96,
+    # session 17: every unmasked launch with s_k > 2048 (52: the register epilogue, every head dim), the launches
+    # next_tailsplit splits where their last wave is at most half full
+    "nomask_reg": lambda p: not p["causal"] and p["s_k"] > 2048,
 }
 
 

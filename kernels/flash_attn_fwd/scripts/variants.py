@@ -132,10 +132,195 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
+# Session 17 (an edit of v31): the last wave of an unmasked long-key launch, split by keys. Unmasked tiles all cost
+# the same, so a launch of T tiles on G CTAs runs ceil(T / G) tile-times, and the grid's launches lose ~3% each to a
+# last wave of r = T % G tiles (4096 / 132 = 31.03 waves, 2816 / 132 = 21.33, 2048 / 132 = 15.52). Here the last r
+# tiles become r x p parts (p = min(G / r, key blocks, 8)) over contiguous key-block ranges; a part writes each warp's
+# unnormalised O, row maxima and per-thread row sums to a workspace (fragment order: every lane its own values, so
+# the warp that merges reads exactly the positions it holds), counts itself in (one counter per tile and warp), and
+# the warp that counts last merges the other parts' records into its registers (weights 2^((m - M) scale)) and runs
+# the usual epilogue. Only functions with the register epilogue (kTmaEpi false: s_k > 2048) and only unmasked
+# launches split: causal tiles differ in cost and the scheduler already hands out the heavy ones first. The tail goes
+# from one tile-time to ~1/p of one plus the merge (p - 1 records of 64 rows x Dv fp32 a warpgroup, from L2).
+# Predicted: +1.5..+2.5% on the ~52 unmasked long-key scenarios, +0.4-0.7% on the grid; every kTmaEpi function
+# unchanged but for its parameter offsets.
+_SPLIT_MERGE = r"""
+// next_tailsplit: a launch's last wave split by keys. A part writes its warp's unnormalised O, row maxima and per-thread
+// row sums to the workspace in fragment order (every lane its own values), then counts itself in; the warp that counts
+// last merges the other parts' records into its registers and goes on to the usual epilogue. Returns whether this warp
+// holds the merged rows (it stores O); the others are done with the tile.
+template <int Dv>
+__device__ __forceinline__ bool split_merge(float (&o_acc)[Dv / 2], const float (&row_max)[2], float (&row_sum)[2],
+                                            float* __restrict__ ws, unsigned int* count, int first, int j, int parts,
+                                            int warps, int warp_id, int lane, float scale_log2) {
+  constexpr int kRec = 32 * (Dv / 2 + 4);  // floats in a warp's record: O as pairs, then (m0, m1, l0, l1) a lane
+  auto rec = [&](int q) { return ws + (static_cast<size_t>(first + q) * warps + warp_id) * kRec; };
+  float* mine = rec(j);
+#pragma unroll
+  for (int k = 0; k < Dv / 4; ++k)
+    __stcg(reinterpret_cast<float2*>(mine) + k * 32 + lane, make_float2(o_acc[2 * k], o_acc[2 * k + 1]));
+  __stcg(reinterpret_cast<float4*>(mine + 32 * (Dv / 2)) + lane,
+         make_float4(row_max[0], row_max[1], row_sum[0], row_sum[1]));
+  __threadfence();  // this lane's record, device-wide, before the count (threadFenceReduction's order)
+  __syncwarp();
+  unsigned int seen = 0;
+  if (lane == 0) seen = atomicAdd(count, 1u);
+  seen = __shfl_sync(0xffffffff, seen, 0);
+  if (seen != static_cast<unsigned int>(parts - 1)) return false;
+  __threadfence();
+  if (lane == 0) *count = 0u;  // zero again for the next launch
+  float mx[2] = {row_max[0], row_max[1]};
+  for (int q = 0; q < parts; ++q) {
+    if (q == j) continue;
+    const float4 ml = __ldcg(reinterpret_cast<const float4*>(rec(q) + 32 * (Dv / 2)) + lane);
+    mx[0] = fmaxf(mx[0], ml.x);
+    mx[1] = fmaxf(mx[1], ml.y);
+  }
+  // A record's weight 2^((m - M) scale); 0 for rows that saw no key (m = -inf: dead warpgroups' rows).
+  auto weight = [&](float m, int r) { return m == -INFINITY ? 0.f : fast_exp2((m - mx[r]) * scale_log2); };
+  const float f0 = weight(row_max[0], 0), f1 = weight(row_max[1], 1);
+  row_sum[0] *= f0;
+  row_sum[1] *= f1;
+#pragma unroll
+  for (int k = 0; k < Dv / 4; ++k) {  // pair k holds o_acc[2k], o_acc[2k + 1]: row (k % 2) of the thread's two
+    o_acc[2 * k] *= k % 2 ? f1 : f0;
+    o_acc[2 * k + 1] *= k % 2 ? f1 : f0;
+  }
+  for (int q = 0; q < parts; ++q) {
+    if (q == j) continue;
+    const float* r = rec(q);
+    const float4 ml = __ldcg(reinterpret_cast<const float4*>(r + 32 * (Dv / 2)) + lane);
+    const float g0 = weight(ml.x, 0), g1 = weight(ml.y, 1);
+    row_sum[0] += ml.z * g0;
+    row_sum[1] += ml.w * g1;
+#pragma unroll
+    for (int k = 0; k < Dv / 4; ++k) {
+      const float2 v = __ldcg(reinterpret_cast<const float2*>(r) + k * 32 + lane);
+      o_acc[2 * k] += v.x * (k % 2 ? g1 : g0);
+      o_acc[2 * k + 1] += v.y * (k % 2 ? g1 : g0);
+    }
+  }
+  return true;
+}
+
+"""
+TAILSPLIT_EDITS = [
+    # the slot carries the part's first key block and its part number
+    ("constexpr int kSlotBytes = 16;  // m_block, head, batch, n_blocks (n_blocks < 0: the sentinel)",
+     "constexpr int kSlotBytes = 32;  // m_block, head, batch, n_blocks (n_blocks < 0: the sentinel); next_tailsplit:\n"
+     "                                // a split tile's part: its first key block, its number (-1: a whole tile)\n"
+     "// next_tailsplit: the slot stride; functions that never split (the TMA epilogue) keep v31's 16 bytes.\n"
+     "template <bool kTmaEpi> constexpr int kSlotStride = kTmaEpi ? 16 : kSlotBytes;"),
+    ("kSlotBytes * slot", "kSlotStride<kTmaEpi> * slot", 8),
+    ("__device__ unsigned int g_tile_counter;\n",
+     "__device__ unsigned int g_tile_counter;\n\n"
+     "// next_tailsplit: per split tile and consumer warp, the parts that have written their record (zero at load; the\n"
+     "// warp that merges sets its counter back to zero).\n"
+     "constexpr int kSplitMaxTiles = 128, kSplitWarps = 12, kSplitMaxParts = 8;\n"
+     "__device__ unsigned int g_split_count[kSplitMaxTiles * kSplitWarps];\n"),
+    ("// ---- work decomposition ----", _SPLIT_MERGE + "// ---- work decomposition ----"),
+    ("                  int num_bh, int sec, int num_tiles) {\n",
+     "                  int num_bh, int sec, int num_tiles, float* __restrict__ split_ws, int split_first,\n"
+     "                  int split_parts) {\n"),
+    # the producer: items past split_first are parts of the last tiles
+    ("        Tile w{0, 0, 0, -1};\n        if (!last)\n"
+     "          w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);\n",
+     "        Tile w{0, 0, 0, -1};\n        int k_lo = 0, part = -1;\n        if (!last) {\n"
+     "          int tt = static_cast<int>(tile);\n"
+     "          if constexpr (!kTmaEpi) {\n"
+     "            if (tt >= split_first) {\n"
+     "              part = tt - split_first;\n"
+     "              tt = split_first + part / split_parts;\n"
+     "            }\n"
+     "          }\n"
+     "          w = decode_tile<BN, Cfg::kBlockM>(tt, num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);\n"
+     "          if constexpr (!kTmaEpi) {\n"
+     "            if (part >= 0) {  // part j of the tile: key blocks [j nb / p, (j + 1) nb / p)\n"
+     "              const int j = part % split_parts;\n"
+     "              k_lo = j * w.n_blocks / split_parts;\n"
+     "              w.n_blocks = (j + 1) * w.n_blocks / split_parts - k_lo;\n"
+     "            }\n"
+     "          }\n"
+     "        }\n"),
+    ("        st_shared_u32(slots + kSlotStride<kTmaEpi> * slot + 12, static_cast<uint32_t>(w.n_blocks));\n",
+     "        st_shared_u32(slots + kSlotStride<kTmaEpi> * slot + 12, static_cast<uint32_t>(w.n_blocks));\n"
+     "        if constexpr (!kTmaEpi) {  // a 32-byte slot\n"
+     "          st_shared_u32(slots + kSlotStride<kTmaEpi> * slot + 16, static_cast<uint32_t>(k_lo));\n"
+     "          st_shared_u32(slots + kSlotStride<kTmaEpi> * slot + 20, static_cast<uint32_t>(part));\n"
+     "        }\n"),
+    ("            const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first\n",
+     "            const int n = k_lo + w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first\n"),
+    # the consumers: the part's key offset for the mask, and the merge before the register epilogue
+    ("    w.n_blocks = static_cast<int>(ld_shared_u32(slots + kSlotStride<kTmaEpi> * slot + 12));\n",
+     "    w.n_blocks = static_cast<int>(ld_shared_u32(slots + kSlotStride<kTmaEpi> * slot + 12));\n"
+     "    int k_lo = 0, part = -1;\n"
+     "    if constexpr (!kTmaEpi) {\n"
+     "      k_lo = static_cast<int>(ld_shared_u32(slots + kSlotStride<kTmaEpi> * slot + 16));\n"
+     "      part = static_cast<int>(ld_shared_u32(slots + kSlotStride<kTmaEpi> * slot + 20));\n"
+     "    }\n"),
+    ("        auto mask = [&](int n) { mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t); };\n",
+     "        auto mask = [&](int n) { mask_scores<BN>(s_acc, (k_lo + n) * BN, s_k, causal, m0, diag, row0, t); };\n"),
+    ("        mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);\n",
+     "        mask_scores<BN>(s_acc, (k_lo + n) * BN, s_k, causal, m0, diag, row0, t);\n"),
+    ("    } else {\n      // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.\n",
+     "    } else {\n"
+     "      if (part >= 0) {  // next_tailsplit: a part of a split tile; the warp that counts last merges and stores\n"
+     "        const int ts = part / split_parts;\n"
+     "        if (!split_merge<kDv<Dp, kQkSteps>>(o_acc, row_max, row_sum, split_ws,\n"
+     "                                            &g_split_count[ts * kSplitWarps + cw * 4 + warp], ts * split_parts,\n"
+     "                                            part - ts * split_parts, split_parts, Cfg::kConsumers * 4,\n"
+     "                                            cw * 4 + warp, lane, scale_log2)) {\n"
+     "          __syncwarp();\n"
+     "          continue;\n"
+     "        }\n"
+     "      }\n"
+     "      // Epilogue: finish the row sums across the quad, normalise, store the rows inside s_q.\n"),
+    # the host: the split, the workspace
+    ("void* tile_counter() {",
+     "// next_tailsplit: the parts' records (grown on demand; cudaFree waits for the device).\n"
+     "float* split_workspace(size_t bytes) {\n"
+     "  static float* p = nullptr;\n"
+     "  static size_t have = 0;\n"
+     "  if (bytes > have) {\n"
+     "    if (p != nullptr) cudaFree(p);\n"
+     "    p = nullptr;\n"
+     "    have = 0;\n"
+     "    if (cudaMalloc(&p, bytes) != cudaSuccess) return nullptr;\n"
+     "    have = bytes;\n"
+     "  }\n"
+     "  return p;\n"
+     "}\n"
+     "void* tile_counter() {"),
+    ("  if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;\n",
+     "  // next_tailsplit: an unmasked launch with the register epilogue whose last wave is at most half full runs its\n"
+     "  // last r tiles as r x p parts over the idle CTAs (p = min(grid / r, key blocks, kSplitMaxParts)).\n"
+     "  int split_first = num_tiles, split_parts = 0, items = num_tiles;\n"
+     "  float* ws = nullptr;\n"
+     "  if (!kTmaEpi && !causal && num_tiles > grid) {\n"
+     "    const int r = num_tiles % grid, nb = (s_k + BN - 1) / BN;\n"
+     "    int p = r > 0 ? grid / r : 0;\n"
+     "    if (p > nb) p = nb;\n"
+     "    if (p > kSplitMaxParts) p = kSplitMaxParts;\n"
+     "    if (p >= 2 && r <= kSplitMaxTiles) {\n"
+     "      constexpr int kDvHost = kDv<Dp, kQkSteps>;\n"
+     "      const size_t bytes = static_cast<size_t>(r) * p * Config<Dp, kM, kN>::kConsumers * 4 * 32 * (kDvHost / 2 + 4) * 4;\n"
+     "      ws = split_workspace(bytes);\n"
+     "      if (ws == nullptr) return 4;\n"
+     "      split_first = num_tiles - r;\n"
+     "      split_parts = p;\n"
+     "      items = split_first + r * p;\n"
+     "    }\n"
+     "  }\n"
+     "  if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;\n"),
+    ("      num_bh, sec, num_tiles);\n", "      num_bh, sec, items, ws, split_first, split_parts);\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
+    "next_tailsplit": ("kernel.cu", "// next_tailsplit: v31 + the last wave of unmasked long-key launches split by keys, merged by the last part.\n",
+                       TAILSPLIT_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
