@@ -315,12 +315,26 @@ TAILSPLIT_EDITS = [
     ("      num_bh, sec, num_tiles);\n", "      num_bh, sec, items, ws, split_first, split_parts);\n"),
 ]
 
+# Session 17: next_tailsplit without d64. In call 3 (nomask_reg, 2 rounds but one of v31) and call 5 (15 scenarios, 3
+# rounds) the d64 launches ran 2.9-3.0% slower in kernel time with the split code compiled in, the six that never
+# split included (its loop +1 instruction); the split d96/d128 s4096 launches +0.7..+2.7%, d256 h16-4 level. Here the
+# d64 functions compile none of it (their slot stays 16 bytes; the host never splits them).
+def _no_d64(text: str) -> str:
+    return (text.replace("if constexpr (!kTmaEpi)", "if constexpr (!kTmaEpi && Dp != 64)")
+                .replace("kSlotStride<kTmaEpi>", "kSlotStride<kTmaEpi || Dp == 64>")
+                .replace("if (!kTmaEpi && !causal", "if (!kTmaEpi && Dp != 64 && !causal"))
+
+
+TAILSPLIT2_EDITS = [(e[0] if i <= 2 else _no_d64(e[0]), _no_d64(e[1]), *e[2:]) for i, e in enumerate(TAILSPLIT_EDITS)]
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
     "next_tailsplit": ("kernel.cu", "// next_tailsplit: v31 + the last wave of unmasked long-key launches split by keys, merged by the last part.\n",
                        TAILSPLIT_EDITS),
+    "next_tailsplit2": ("kernel.cu", "// next_tailsplit2: next_tailsplit without d64 (its functions as v31's).\n",
+                        TAILSPLIT2_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
