@@ -70,8 +70,9 @@ EDGE_SHAPES = [
     _shape(128, 2000, 2000, False, h_q=4, h_kv=2, b=3),
     _shape(96, 2040, 1800, False, h_q=6, h_kv=2, b=2, dtype="fp16"),
     _shape(128, 8114, 8114, False, h_q=3, h_kv=1, b=1),
-    # A last wave split by keys (next_tailsplit, session 17: unmasked, s_k > 2048, the last wave at most half full
-    # on 132 SMs; s_k off the key-block grid, so the last part masks its first block): d64 with a dead third
+    # Long unmasked launches whose last wave is at most half full on 132 SMs, s_k off the key-block grid (session 17,
+    # for next_tailsplit, which split those last waves by keys: dropped, the shapes stay; with v31 they check the
+    # partial last waves and tails of the key loop): d64 with a dead third
     # warpgroup (138 tiles, 6 split in 8 parts), d96 and fp16 d128 on 128-row tiles with 160-key blocks (170 tiles, 38
     # split in 3), d128 on 192-row tiles with a dead third warpgroup (184 tiles, 52 split in 2), GQA d256 (138 tiles,
     # 6 split in 8)
