@@ -127,8 +127,19 @@ def test_runs_that_cannot_finish_are_skipped_and_recorded_as_not_run(work, tmp_p
     p = subprocess.run([sys.executable, str(SCRIPT), IDS, f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'a.cpp'}"],
                        capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.count("needs ~1000s") == 2 and "a: not_run: deadline" in p.stdout
+    assert "skipping round 1 of 1: deadline (needs ~2000s" in p.stdout   # both runs of the round
+    assert "a: not_run: deadline" in p.stdout and "(0 of 1 round(s)" in p.stdout
     assert not list((work / "work").glob("a-r*.json"))      # nothing was benched
+
+
+def test_a_round_starts_only_if_all_its_runs_fit():
+    fits = compare_script.round_fits
+    floor = compare_script.MIN_RUN_SECONDS
+    assert fits(0, 2 * floor, [], None, 2) == (True, 2 * floor)
+    assert fits(0, 2 * floor - 1, [], None, 2) == (False, 2 * floor)   # one run would fit, the round not
+    assert fits(0, 300, [100, 140], None, 2) == (True, 280)              # the longest run so far, per run
+    assert fits(0, 279, [100, 140], None, 2) == (False, 280)
+    assert fits(0, 500, [], 210, 3) == (False, 630)                      # the estimate before any run
 
 
 def test_a_bad_run_estimate_is_one_clear_error(work, tmp_path):

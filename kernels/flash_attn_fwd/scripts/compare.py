@@ -21,7 +21,8 @@ as it ends and the summary per subset to $OUT/work/<KS_TAG>summary.json, so a ca
 keeps what it measured. KS_DEADLINE (epoch seconds) is when the runs must be done: a run starts
 only if it can end by then, judged by the longest run so far in this process, or by KS_RUN_SECONDS
 (an estimate, e.g. ~210 for a full-grid run) before the first; a run cut off by the deadline
-would measure nothing (session 9 lost one that way). The harness kills a run after KS_RUN_TIMEOUT
+would measure nothing (session 9 lost one that way). A round starts only if all its runs can end by
+then, and the summary holds whole rounds only (a round cut short would give one file a run more). The harness kills a run after KS_RUN_TIMEOUT
 seconds (default 300), so a hanging candidate costs one run, not the call.
 
 `compare.py --pick TAG SUBSETS NAME=FILE ...` prints the path of the file whose speedup beat the
@@ -143,6 +144,15 @@ def run_fits(now: float, deadline: float, durations: list[float], estimate: floa
     return deadline - now >= need, need
 
 
+def round_fits(now: float, deadline: float, durations: list[float], estimate: float | None,
+               runs: int) -> tuple[bool, float]:
+    """(whether a round of `runs` runs started now ends by `deadline`, the seconds it is expected to take). A round
+    starts only whole: a round cut short leaves one file with a run more than the other, and the A/B unbalanced
+    (session 17's calls 3 and 6 read "2 rounds" over three runs)."""
+    need = runs * run_fits(now, deadline, durations, estimate)[1]
+    return deadline - now >= need, need
+
+
 def bench(name: str, src: str, ids: list[str], seed: int, k: int) -> dict:
     """One `ks bench` run of one file; its JSON is kept under WORK at once."""
     # A hanging candidate must not eat the whole call: the harness kills a run after this long.
@@ -210,29 +220,45 @@ def main() -> None:
     cands = kc.parse_candidates(sys.argv[2:])
     first_seed = random.randrange(2**31 - rounds)
     order = kc.run_order(len(cands), rounds)
+    n = len(cands)
     durations: list[float] = []
-    for k, i in enumerate(order, 1):
-        fits, need = run_fits(time.time(), DEADLINE, durations, estimate)
+    done = 0  # whole rounds: only they enter the summary
+    for r in range(rounds):
+        fits, need = round_fits(time.time(), DEADLINE, durations, estimate, n)
         if not fits:
-            print(f"skipping run {k} ({cands[i].name}): deadline (needs ~{need:.0f}s, "
+            print(f"skipping round {r + 1} of {rounds}: deadline (needs ~{need:.0f}s, "
                   f"{max(0.0, DEADLINE - time.time()):.0f}s left)", flush=True)
-            continue
-        t0 = time.monotonic()
-        cands[i].runs.append(bench(cands[i].name, str(cands[i].source), union,
-                                   first_seed + (k - 1) // len(cands), k))
-        durations.append(time.monotonic() - t0)
+            break
+        results = []
+        for k, i in enumerate(order[r * n:(r + 1) * n], r * n + 1):
+            fits, need = run_fits(time.time(), DEADLINE, durations, estimate)
+            if not fits:  # the round's runs took longer than the ones before: stop inside it
+                print(f"skipping run {k} ({cands[i].name}): deadline (needs ~{need:.0f}s, "
+                      f"{max(0.0, DEADLINE - time.time()):.0f}s left)", flush=True)
+                break
+            t0 = time.monotonic()
+            results.append((i, bench(cands[i].name, str(cands[i].source), union, first_seed + r, k)))
+            durations.append(time.monotonic() - t0)
+        if len(results) < n:
+            print(f"round {r + 1} left out of the summary: {len(results)} of its {n} runs ran "
+                  f"(their files are kept)", flush=True)
+            break
+        for i, result in results:
+            cands[i].runs.append(result)
+        done += 1
     for c in cands:
         if not c.runs:
             c.runs.append({"status": "not_run", "message": "deadline", "scenarios": []})
     summaries = {}
+    of = "" if done == rounds else f" of {rounds}"
     print(f"\nspeedup vs fastest baseline per scenario; the 'vs' row is the decision "
-          f"({rounds} round(s), seeds from {first_seed})")
+          f"({done}{of} round(s), seeds from {first_seed})")
     for subset, ids in by_subset.items():
         part = [kc.Candidate(c.name, c.source, [only(r, set(ids)) for r in c.runs]) for c in cands]
         summary = kc.summarize(part, groups)
         summaries[label_of(subset)] = summary
         print(f"[{subset[:60]}]")
-        print(kc.render(part, summary, rounds, [first_seed + r for r in range(rounds)]).split("\n", 1)[1])
+        print(kc.render(part, summary, done, [first_seed + r for r in range(done)]).split("\n", 1)[1])
     (WORK / f"{os.environ.get('KS_TAG', '')}summary.json").write_text(json.dumps(summaries, indent=1))
 
 

@@ -8,7 +8,8 @@ Usage (repo root; needs nvcc, and nvdisasm on PATH or from pip's nvidia-cuda-nvd
     python3 kernels/flash_attn_fwd/scripts/sass.py diff A.cu B.cu --strip-b REGEX [--match REGEX]
         the same, for a B whose functions gained a template argument: B's instantiations whose names
         contain REGEX, with it deleted from their names, against A's (session 12: the unmasked d256
-        instantiations of next_d256split against v24's, `--strip-b 'ELb0(?=EEEv)'`)
+        instantiations of next_d256split against v24's, `--strip-b 'ELb0(?=EEEv)'`), or whose kernel
+        gained parameters (session 17: next_tailsplit's float*, int, int, `--strip-b 'Pfii$'`)
     python3 kernels/flash_attn_fwd/scripts/sass.py flow FILE.cu [--match REGEX]
         per instantiation, the order of HGMMA (wgmma), WARPGROUP.DEPBAR (its waits), MUFU.EX2,
         BAR.SYNC, BRA.DIV and the O stores, runs of one kind counted (HGMMAx18)

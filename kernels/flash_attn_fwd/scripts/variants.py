@@ -135,10 +135,24 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
+# Session 17 (an edit of v31; found after the calls, compile-checked only): ptxas rebuilds the shared-memory base
+# ((cvta(smem_raw) + 1023) & ~1023: S2UR SR_CgaCtaId and four uniform instructions) inside the key loops of every d64,
+# d256 and 192-row d128 function, not once per kernel. In d256 it sits at the top of the loop, before the K/V barrier
+# tests; next_tailsplit moved it there in d64 too and d64 ran 3% slower (call 5). Here the base goes through an
+# opaque move (asm volatile), which ptxas cannot recompute, so it keeps the value in a register.
+SMEMBASE_EDITS = [
+    ("  const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;\n",
+     "  // next_smembase: an opaque copy, so ptxas keeps the base in a register rather than rebuild it in the loops\n"
+     "  uint32_t base;\n"
+     "  asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(base) : \"r\"((smem_u32(smem_raw) + 1023) & ~1023u));\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
+    "next_smembase": ("kernel.cu", "// next_smembase: v31 with the shared-memory base computed once (an opaque move).\n",
+                      SMEMBASE_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
