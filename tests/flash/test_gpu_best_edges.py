@@ -70,12 +70,11 @@ EDGE_SHAPES = [
     _shape(128, 2000, 2000, False, h_q=4, h_kv=2, b=3),
     _shape(96, 2040, 1800, False, h_q=6, h_kv=2, b=2, dtype="fp16"),
     _shape(128, 8114, 8114, False, h_q=3, h_kv=1, b=1),
-    # Long unmasked launches whose last wave is at most half full on 132 SMs, s_k off the key-block grid (session 17,
-    # for next_tailsplit, which split those last waves by keys: dropped, the shapes stay; with v31 they check the
-    # partial last waves and tails of the key loop): d64 with a dead third
-    # warpgroup (138 tiles, 6 split in 8 parts), d96 and fp16 d128 on 128-row tiles with 160-key blocks (170 tiles, 38
-    # split in 3), d128 on 192-row tiles with a dead third warpgroup (184 tiles, 52 split in 2), GQA d256 (138 tiles,
-    # 6 split in 8)
+    # Long unmasked launches whose last wave is at most half full on 132 SMs, s_k off the key-block grid. Written in
+    # session 17 for next_tailsplit (dropped), which split such last waves by keys; the parts named below are its.
+    # d64 with a dead third warpgroup (138 tiles, 6 split in 8 parts); d96 and fp16 d128 on 128-row tiles with 160-key
+    # blocks (170 tiles, 38 split in 3); d128 on 192-row tiles with a dead third warpgroup (184 tiles, 52 split in 2);
+    # GQA d256 (138 tiles, 6 split in 8)
     _shape(64, 500, 2100, False, h_q=2, h_kv=2, b=23),
     _shape(96, 600, 2200, False, h_q=2, h_kv=2, b=17),
     _shape(128, 600, 2300, False, h_q=2, h_kv=2, b=17, dtype="fp16"),

@@ -22,8 +22,9 @@ keeps what it measured. KS_DEADLINE (epoch seconds) is when the runs must be don
 only if it can end by then, judged by the longest run so far in this process, or by KS_RUN_SECONDS
 (an estimate, e.g. ~210 for a full-grid run) before the first; a run cut off by the deadline
 would measure nothing (session 9 lost one that way). A round starts only if all its runs can end by
-then, and the summary holds whole rounds only (a round cut short would give one file a run more). The harness kills a run after KS_RUN_TIMEOUT
-seconds (default 300), so a hanging candidate costs one run, not the call.
+then, and the summary holds whole rounds only (a round cut short would give one file a run more).
+The harness kills a run after KS_RUN_TIMEOUT seconds (default 300), so a hanging candidate costs
+one run, not the call.
 
 `compare.py --pick TAG SUBSETS NAME=FILE ...` prints the path of the file whose speedup beat the
 first file's by KS_MIN_GAIN (default 1.01) on the first subset, from the summary a run with
