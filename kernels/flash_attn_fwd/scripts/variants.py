@@ -147,12 +147,26 @@ SMEMBASE_EDITS = [
      "  asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(base) : \"r\"((smem_u32(smem_raw) + 1023) & ~1023u));\n"),
 ]
 
+# Session 18, call 1 (2 rounds, same call): next_smembase gained on d64 (kernel time +1.2%: unmasked +1.5%, causal
+# +0.4%) and lost on d256 (unmasked s <= 2048 -2.0%, causal -0.3%). next_sb192 keeps the opaque base only in the
+# 192-row functions (d64, and d96/d128 on 192-row tiles), whose loop is v6's as d64's is; d256 and the 128-row
+# d96/d128 functions keep v31's code.
+SB192_EDITS = [
+    ("  const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;\n",
+     "  uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;\n"
+     "  // next_sb192: an opaque copy on 192-row tiles, so ptxas keeps the base in a register there rather than rebuild\n"
+     "  // it in the key loop (in d256 the same cost 2% at s <= 2048)\n"
+     "  if constexpr (kM == 192) asm volatile(\"mov.b32 %0, %0;\" : \"+r\"(base));\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
     "next_smembase": ("kernel.cu", "// next_smembase: v31 with the shared-memory base computed once (an opaque move).\n",
                       SMEMBASE_EDITS),
+    "next_sb192": ("kernel.cu", "// next_sb192: v31 with the shared-memory base computed once (an opaque move) on 192-row tiles.\n",
+                   SB192_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
