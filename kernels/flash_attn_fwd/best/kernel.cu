@@ -1,3 +1,12 @@
+// v32 (ks session 20261203-194412-15bf, attempts 40-41): v31 with the shared-memory base kept in a register on 192-row
+// tiles. ptxas rebuilt (cvta(smem) + 1023) & ~1023 (S2UR SR_CgaCtaId and four uniform instructions) inside the key
+// loop of every d64, d256 and 192-row d96/d128 function; an opaque move of the base stops that (d64's loop 784 -> 778
+// instructions). Same call, 2 rounds (results/2026-12-04-h200-s18-call1-compare.txt): d64 kernel time +1.2% (unmasked
+// +1.5%, causal +0.4%); in d256 the same move cost 1.2% (unmasked s <= 2048 -2.0%), so d256 keeps v31's code. The
+// 192-row d96/d128 launches are level (nomask8 0.999, causal_gqa 1.000 kernel time, call 2). Full grid 1.1541, 182/182
+// (results/2026-12-04-h200-s18-call2-sb192-full-bench.json, measured as next_sb192): d64's families +0.4..+2.2% kernel
+// time against both of v31's full grids, every other function's SASS is v31's; the speedup row moved with cuDNN
+// between calls (d128 causal short -2.7% in speedup at level kernel time against session 17's call 2).
 // v31 (ks session 20261203-194412-15bf, attempts 34-35): v30 with d96's P V as m64n96. d96 ran the d128 code (Dp 128)
 // with Q K^T cut to 6 k-steps, but its P V was m64n128 over V's two 64-column panels, the second half zero: 25% of P
 // V's tensor work (12.5% of the tile's) on zero columns, and 64 O accumulators a thread where 48 do. m64n96 needs V's
@@ -895,7 +904,10 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
   constexpr uint32_t kKVBytes = BN * Dp * 2;
 
   extern __shared__ uint8_t smem_raw[];
-  const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+  uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+  // v32: an opaque copy on 192-row tiles, so ptxas keeps the base in a register there rather than rebuild it in the
+  // key loop (in d256 the same cost 2% at s <= 2048)
+  if constexpr (kM == 192) asm volatile("mov.b32 %0, %0;" : "+r"(base));
   const uint32_t sQ = base;                         // buffer b at sQ + b * kQBytes
   const uint32_t sK = sQ + kQBufs * kQBytes;        // stage s at sK + s * kKVBytes
   const uint32_t sV = sK + kStages * kKVBytes;      // stage s at sV + s * kKVBytes

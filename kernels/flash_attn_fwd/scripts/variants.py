@@ -63,6 +63,9 @@ OUT = BEST / "gen"
 # - session 17's next_tailsplit (an edit of v31: the last wave of unmasked long-key launches split by keys, the last
 #   part's warp merging; lost: nomask_reg speedup 0.993, d64 kernel time -3% with the code compiled in) and
 #   next_tailsplit2 (the same without d64; level: kernel time 0.998) from d90ceeb.
+# - session 17's next_smembase (an edit of v31: the shared-memory base through an opaque move in every function;
+#   measured in session 18's call 1: d64 kernel time +1.2%, d256 -1.2%) and session 18's next_sb192 (the same on
+#   192-row tiles only; became v32) from 5acf034.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -135,38 +138,23 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
-# Session 17 (an edit of v31; found after the calls, compile-checked only): ptxas rebuilds the shared-memory base
-# ((cvta(smem_raw) + 1023) & ~1023: S2UR SR_CgaCtaId and four uniform instructions) inside the key loops of every d64,
-# d256 and 192-row d128 function, not once per kernel. In d256 it sits at the top of the loop, before the K/V barrier
-# tests; next_tailsplit moved it there in d64 too and d64 ran 3% slower (call 5). Here the base goes through an
-# opaque move (asm volatile), which ptxas cannot recompute, so it keeps the value in a register.
-SMEMBASE_EDITS = [
-    ("  const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;\n",
-     "  // next_smembase: an opaque copy, so ptxas keeps the base in a register rather than rebuild it in the loops\n"
-     "  uint32_t base;\n"
-     "  asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(base) : \"r\"((smem_u32(smem_raw) + 1023) & ~1023u));\n"),
-]
-
-# Session 18, call 1 (2 rounds, same call): next_smembase gained on d64 (kernel time +1.2%: unmasked +1.5%, causal
-# +0.4%) and lost on d256 (unmasked s <= 2048 -2.0%, causal -0.3%). next_sb192 keeps the opaque base only in the
-# 192-row functions (d64, and d96/d128 on 192-row tiles), whose loop is v6's as d64's is; d256 and the 128-row
-# d96/d128 functions keep v31's code.
-SB192_EDITS = [
-    ("  const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;\n",
-     "  uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;\n"
-     "  // next_sb192: an opaque copy on 192-row tiles, so ptxas keeps the base in a register there rather than rebuild\n"
-     "  // it in the key loop (in d256 the same cost 2% at s <= 2048)\n"
-     "  if constexpr (kM == 192) asm volatile(\"mov.b32 %0, %0;\" : \"+r\"(base));\n"),
+# Session 18: next_nocausal (an edit of v32): every launch of an instantiation without the half-width diagonal block
+# (kHalfDiag false: unmasked d64, unmasked d256, the short unmasked 192-row d96/d128 tiles) is unmasked, so there the
+# run-time `causal` becomes a compile-time 0. In d64's key loop that drops the causal half of the per-block mask test
+# (two constant loads, four integer instructions); the mask code left is the s_k tail's.
+NOCAUSAL_EDITS = [
+    ("  if constexpr (kM == 192) asm volatile(\"mov.b32 %0, %0;\" : \"+r\"(base));\n",
+     "  if constexpr (kM == 192) asm volatile(\"mov.b32 %0, %0;\" : \"+r\"(base));\n"
+     "  // next_nocausal: the dispatch runs these instantiations for unmasked launches only\n"
+     "  if constexpr (!kHalfDiag) causal = 0;\n"),
 ]
 
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
                       R192DIAG_EDITS),
-    "next_smembase": ("kernel.cu", "// next_smembase: v31 with the shared-memory base computed once (an opaque move).\n",
-                      SMEMBASE_EDITS),
-    "next_sb192": ("kernel.cu", "// next_sb192: v31 with the shared-memory base computed once (an opaque move) on 192-row tiles.\n",
-                   SB192_EDITS),
+    "next_nocausal": ("kernel.cu", "// next_nocausal: v32 with causal = 0 at compile time in the unmasked-only instantiations.\n",
+                      NOCAUSAL_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
