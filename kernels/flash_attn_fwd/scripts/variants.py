@@ -6,15 +6,24 @@ writes best/gen/NAME.cu (git-ignored) for the named candidates, or for all of th
 must match its base exactly once; otherwise nothing is written and the exit code is 2, so a
 change to the base cannot silently produce a different candidate. The output is the same bytes
 for the same base, so a result's kernel_sha256 identifies it.
+
+`variants.py --at COMMIT NAME [NAME ...]` writes best/gen/NAME-SHORTSHA.cu: the candidate as COMMIT's
+variants.py rendered it from COMMIT's best/ files (the same bytes that were measured then), or, for
+NAME `kernel`, COMMIT's best/kernel.cu itself. That is how a candidate that left this file, or an
+earlier best for a same-call A/B, comes back; it needs git and this repository's history.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 BEST = Path(__file__).resolve().parents[1] / "best"
 OUT = BEST / "gen"
+REPO = Path(__file__).resolve().parents[3]
 
 # Measured candidates leave this file; each is rebuilt byte for byte from a commit whose best/kernel.cu was its base:
 # - session 7's (next_deadu, next_wait2, next_wait2w, next_w3, next_v6try, edits of v16; next_v6try became v17)
@@ -188,17 +197,71 @@ def render(name: str, best: Path = BEST) -> str:
     return header + text
 
 
+def _git(repo: Path, *args: str) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise VariantError(f"git {' '.join(args)}: {e}") from None
+    if out.returncode != 0:
+        raise VariantError(f"git {' '.join(args)}: {(out.stderr.strip().splitlines() or ['failed'])[-1]}")
+    return out.stdout
+
+
+def short_sha(commit: str, repo: Path = REPO) -> str:
+    """COMMIT's abbreviated hash; VariantError if the repository has no such commit."""
+    return _git(repo, "rev-parse", "--short=7", "--verify", f"{commit}^{{commit}}").strip()
+
+
+def render_at(commit: str, name: str, repo: Path = REPO) -> str:
+    """NAME as COMMIT's variants.py rendered it from COMMIT's best/ files ('kernel': COMMIT's best/kernel.cu)."""
+    best_rel = BEST.relative_to(REPO).as_posix()
+    short_sha(commit, repo)
+    if name == "kernel":
+        return _git(repo, "show", f"{commit}:{best_rel}/kernel.cu")
+    with tempfile.TemporaryDirectory() as tmp:
+        # The old module finds its base files beside itself, as it did in the repository: scripts/ and best/.
+        (Path(tmp) / "scripts").mkdir()
+        (Path(tmp) / "best").mkdir()
+        script = Path(tmp) / "scripts" / "variants.py"
+        script.write_text(_git(repo, "show", f"{commit}:{Path(__file__).relative_to(REPO).as_posix()}"))
+        for path in _git(repo, "ls-tree", "--name-only", f"{commit}:{best_rel}").split():
+            if path.endswith(".cu"):
+                (Path(tmp) / "best" / path).write_text(_git(repo, "show", f"{commit}:{best_rel}/{path}"))
+        spec = importlib.util.spec_from_file_location(f"variants_at_{commit}", script)
+        old = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(old)
+            if name not in old.VARIANTS:
+                raise VariantError(f"no variant {name!r} at {commit} (there: {', '.join(old.VARIANTS) or 'none'})")
+            return old.render(name)
+        except VariantError:
+            raise
+        except Exception as e:  # the old module's own VariantError, or a file that no longer loads
+            raise VariantError(f"{name} at {commit}: {e}") from None
+
+
 def main(argv: list[str]) -> int:
+    at = None
+    if argv[:1] == ["--at"]:
+        if len(argv) < 3:
+            print("variants.py: --at COMMIT NAME [NAME ...] (NAME 'kernel': that commit's best/kernel.cu)",
+                  file=sys.stderr)
+            return 2
+        at, argv = argv[1], argv[2:]
     names = argv or list(VARIANTS)
     try:
-        texts = {name: render(name) for name in names}  # all or nothing
+        if at is None:
+            texts = {f"{name}.cu": render(name) for name in names}  # all or nothing
+        else:
+            sha = short_sha(at)
+            texts = {f"{name}-{sha}.cu": render_at(at, name) for name in names}
     except VariantError as e:
         print(f"variants.py: {e}", file=sys.stderr)
         return 2
     OUT.mkdir(exist_ok=True)
-    for name, text in texts.items():
-        (OUT / f"{name}.cu").write_text(text)
-        print(OUT / f"{name}.cu")
+    for file_name, text in texts.items():
+        (OUT / file_name).write_text(text)
+        print(OUT / file_name)
     return 0
 
 
