@@ -10,7 +10,8 @@ for the same base, so a result's kernel_sha256 identifies it.
 `variants.py --at COMMIT NAME [NAME ...]` writes best/gen/NAME-SHORTSHA.cu: the candidate as COMMIT's
 variants.py rendered it from COMMIT's best/ files (the same bytes that were measured then), or, for
 NAME `kernel`, COMMIT's best/kernel.cu itself. That is how a candidate that left this file, or an
-earlier best for a same-call A/B, comes back; it needs git and this repository's history.
+earlier best for a same-call A/B, comes back; it needs git and this repository's history, so run it
+here and name the file in the device tool's `carry` (best/gen/ is git-ignored and the device has no git).
 """
 
 from __future__ import annotations
