@@ -163,6 +163,10 @@ class Variant:
     # next_cluster2d: the leader takes each next tile pair and posts it to a one-slot mailbox in the follower
     # (pair_full there, pair_empty in the leader), instead of both stepping round-robin.
     mailbox: bool = False
+    # next_d256ostage (session 18, d256 TMA epilogue): O staged in a region of its own per warpgroup, in two rounds
+    # (each waits for the previous store's read, the first the last tile's second round); every V stage, the last
+    # key block's too, released after its P V.
+    ostage: bool = False
     runs: int = 0           # at least this many random schedules (a rare race needs more than the default)
 
 
@@ -200,6 +204,7 @@ class Machine:
         self.pair_full, self.pair_empty = MBar(f"{c}pairFull", 1), MBar(f"{c}pairEmpty", 1)
         self.mailbox = Region(f"{c}mailbox")
         self.epi_v_barrier = NamedBarrier(consumers)
+        self.o_stage = [Region(f"{c}O.{h}") for h in range(consumers)]  # next_d256ostage
         self.events: list[tuple[str, Callable[[], None]]] = []
         self.stored: dict[tuple[int, int], int] = {}   # (tile, warpgroup) -> times stored
 
@@ -379,14 +384,16 @@ class Consumer:
             self.m.q_empty[self.staged_q].arrive()
         self.staged_q = None
 
-    def tma_store(self, region: Region, t: int) -> None:
-        region.begin_read(self.name + " store", ("O", t, self.wg))
+    def tma_store(self, region: Region, t: int, part: object = None) -> None:
+        """A bulk store of the warpgroup's O (or of part `part` of it: a tile counts as stored at its last part)."""
+        region.begin_read(self.name + " store", ("O", t, self.wg, part) if part is not None else ("O", t, self.wg))
         self.store_reading = region
 
         def read_done() -> None:
             region.end_read(self.name + " store")
             self.store_reading = None
-            self.m.store_done(t, self.wg)
+            if part in (None, "last"):
+                self.m.store_done(t, self.wg)
         self.m.post(f"{self.name} store read", read_done)
 
     def store_o(self, t: int, b: int) -> None:
@@ -601,11 +608,19 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
             if not self.split_kv:
                 self.empty[s].arrive(4 * releases)  # K and V of the stage together
                 yield READY  # the warpgroup may be slow here
-            elif not (v.tma_epi and v.dp == 256 and i == n - 1):
+            elif not (v.tma_epi and v.dp == 256 and i == n - 1 and not v.ostage):
                 self.empty_v[s].arrive(4)
                 yield READY  # the warpgroup may be slow here
         if v.dp == 64:
             c.store_o(t, b)
+        elif v.tma_epi and v.ostage:
+            region = self.o_stage[wg]
+            for part in ("first", "last"):
+                if not (v.bug == "ostage_no_wait" and part == "last"):
+                    yield lambda: c.store_reading is None  # wait_group.read 0: the region's last store has read it
+                region.write_now(c.name + " O", ("O", t, wg, part))
+                c.tma_store(region, t, part)
+                yield READY  # the warpgroup may be slow here
         elif v.tma_epi:
             if v.bug != "no_epi_barrier":
                 gen = self.epi_v_barrier.arrive()
@@ -774,6 +789,8 @@ VARIANTS = [
     # (a half-width block has the protocol of a whole one), releasing K and V apart.
     Variant("next_r192diag d96/d128 192-row, first block skipped by warpgroups that see none of it, register epilogue",
             256, False, consumers=3, stages=2, qbufs=2, skip_first=True, runs=3000),
+    Variant("next_d256ostage: d256 TMA epilogue, O in a region of its own in two rounds, V released in the loop", 256,
+            True, ostage=True),
     Variant("next_cluster2: two CTAs share each K/V copy (multicast halves), register epilogue", 128, False,
             cluster=True),
     Variant("next_cluster2d: next_cluster2 with the tile pairs through the leader's mailbox", 128, False,
@@ -790,6 +807,8 @@ CONTROLS = [
     Variant("control: xtile without the boundary release_staged", 128, True, cross_tile=True,
             bug="no_boundary_release"),
     Variant("control: d256 epilogue without the two-warpgroup barrier", 256, True, bug="no_epi_barrier"),
+    Variant("control: next_d256ostage's second round written before the first round's store has read it", 256, True,
+            ostage=True, bug="ostage_no_wait"),
     Variant("control: tile-start tests of the wrong parity (a stale phase taken as full)", 128, True,
             early_tests=True, bug="stale_test"),
     Variant("control: v6 loop's early V test of the wrong parity", 256, False, bug="stale_test"),

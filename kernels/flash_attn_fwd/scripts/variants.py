@@ -168,7 +168,8 @@ NOCAUSAL_EDITS = [
 # the loop as every other block's is. Build: 0 spills; only the 4 d256 TMA-epilogue functions differ from v32. ptxas
 # also took the shared-memory base rebuild (S2UR) out of the unmasked one's key loop (922 -> 906 instructions), as
 # next_smembase did, which cost unmasked d256 2% there: the A/B reads both. Predicted: d256s +1..+4% (the most at
-# s512, 4 blocks a tile). Command: `KS_ROUNDS=2 KS_BY=d,causal bash $S/device_run.sh groups "d256s v32=$K/kernel.cu
+# s512, 4 blocks a tile). scripts/protocol_model.py plays it (3 x 1500 schedules, no hazard) and catches the control
+# whose second round skips the wait for the first round's read. Command: `KS_ROUNDS=2 KS_BY=d,causal bash $S/device_run.sh groups "d256s v32=$K/kernel.cu
 # ostage=$K/gen/next_d256ostage.cu"`, and the edge shapes with KS_EDGE_SOURCES=$K/gen/next_d256ostage.cu.
 D256OSTAGE_EDITS = [
     ('constexpr uint32_t kD256EpiVBarrier = 8;\n',
