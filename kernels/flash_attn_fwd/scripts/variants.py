@@ -231,7 +231,7 @@ def render(name: str, best: Path = BEST) -> str:
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, encoding="utf-8", timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise VariantError(f"git {' '.join(args)}: {e}") from None
     if out.returncode != 0:
