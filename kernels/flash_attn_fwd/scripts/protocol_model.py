@@ -167,6 +167,9 @@ class Variant:
     # (each waits for the previous store's read, the first the last tile's second round); every V stage, the last
     # key block's too, released after its P V.
     ostage: bool = False
+    # next_qk1early (session 18, d128 FA3 order, tiles of two or more blocks): S_0 and S_1 issued together, K_0 released
+    # once S_0 has completed, P_0 V_0 issued, K_1 released once S_1 has, V_0 once P_0 V_0 has; the loop from block 2.
+    qk1early: bool = False
     runs: int = 0           # at least this many random schedules (a rare race needs more than the default)
 
 
@@ -423,10 +426,43 @@ def fa3_first_block(c: Consumer, b: int, t: int, n: int) -> Iterator:
     return s, p
 
 
-def fa3_steady(c: Consumer, b: int, t: int, n: int, s: int, p: int, *, release_at_first: bool) -> Iterator:
-    """Blocks 1..n-1: S_i with P_{i-1} V_{i-1}, wait for S_i, release K_i, then for P V, release V."""
+def fa3_first_two(c: Consumer, b: int, t: int, n: int) -> Iterator:
+    """next_qk1early: S_0 and S_1 together, then P_0 V_0; returns the stage of block 1 (its P V still to come)."""
     m = c.m
-    for i in range(1, n):
+    s0, p0 = c.next_stage()
+    s1, p1 = c.next_stage()
+    yield lambda: m.full_k[s0].done(p0)
+    yield lambda: m.full_k[s1].done(p1)
+    c.qk(b, t, s0, n - 1)
+    yield READY
+    c.qk(b, t, s1, n - 2)
+    yield READY
+    c.wait_groups(1)  # S_0
+    m.release(m.empty, s0)
+    yield READY
+    if m.v.tma_epi:
+        yield from c.release_staged()
+    yield lambda: m.full_v[s0].done(p0)
+    c.pv(s0, t, n - 1)
+    yield READY
+    if m.v.bug == "qk1_early_v0_release":  # V_0 released while P_0 V_0 may still read it
+        m.release(m.empty_v, s0)
+        yield READY
+    c.wait_groups(1)  # S_1 (committed before P_0 V_0)
+    m.release(m.empty, s1)
+    yield READY
+    c.wait_groups(0)
+    if m.v.bug != "qk1_early_v0_release":
+        m.release(m.empty_v, s0)
+        yield READY
+    return s1, p1
+
+
+def fa3_steady(c: Consumer, b: int, t: int, n: int, s: int, p: int, *, release_at_first: bool,
+               start: int = 1) -> Iterator:
+    """Blocks start..n-1: S_i with P_{i-1} V_{i-1}, wait for S_i, release K_i, then for P V, release V."""
+    m = c.m
+    for i in range(start, n):
         prev, pprev = s, p
         s, p = c.next_stage()
         yield lambda s=s, p=p: m.full_k[s].done(p)
@@ -452,8 +488,12 @@ def consumer_fa3(self: Machine, wg: int) -> Iterator:
     while (t := (yield from c.next_work())) is not None:
         n = self.tiles[t]
         b = yield from c.wait_q()
-        s, p = yield from fa3_first_block(c, b, t, n)
-        s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False)
+        if v.qk1early and n > 1:
+            s, p = yield from fa3_first_two(c, b, t, n)
+            s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False, start=2)
+        else:
+            s, p = yield from fa3_first_block(c, b, t, n)
+            s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False)
         if not v.tma_epi:
             self.q_empty[b].arrive(4)
             yield READY  # the warpgroup may be slow here
@@ -791,6 +831,7 @@ VARIANTS = [
             256, False, consumers=3, stages=2, qbufs=2, skip_first=True, runs=3000),
     Variant("next_d256ostage: d256 TMA epilogue, O in a region of its own in two rounds, V released in the loop", 256,
             True, ostage=True),
+    Variant("next_qk1early: d128 FA3 order, S_0 and S_1 issued together, TMA epilogue", 128, True, qk1early=True),
     Variant("next_cluster2: two CTAs share each K/V copy (multicast halves), register epilogue", 128, False,
             cluster=True),
     Variant("next_cluster2d: next_cluster2 with the tile pairs through the leader's mailbox", 128, False,
@@ -809,6 +850,8 @@ CONTROLS = [
     Variant("control: d256 epilogue without the two-warpgroup barrier", 256, True, bug="no_epi_barrier"),
     Variant("control: next_d256ostage's second round written before the first round's store has read it", 256, True,
             ostage=True, bug="ostage_no_wait"),
+    Variant("control: next_qk1early releasing V_0 before P_0 V_0 has completed", 128, True, qk1early=True,
+            bug="qk1_early_v0_release"),
     Variant("control: tile-start tests of the wrong parity (a stale phase taken as full)", 128, True,
             early_tests=True, bug="stale_test"),
     Variant("control: v6 loop's early V test of the wrong parity", 256, False, bug="stale_test"),

@@ -188,6 +188,67 @@ D256OSTAGE_EDITS = [
      '  constexpr int smem = smem_bytes<Dp, kM, kN>() + kOStageBytes<Dp, kTmaEpi>;\n'),
 ]
 
+# Session 18 (compile-checked, not run): next_qk1early (an edit of v32). Fitted over v32's unmasked launches, a 128-row
+# d96/d128 tile at s_k <= 1024 costs 1.0-1.4 block-times besides its blocks (1.5 us a 128-key block, 1.6-2.1 us a tile):
+# 20-26% of an s512 tile. One part: the FA3 order's first softmax runs with nothing of its warpgroup on the tensor
+# cores, and both warpgroups reach it together. O is not live then if P_0 V_0's first k-step writes it (scale-d 0,
+# output-only operands: _rs_first_wrappers), so a second S accumulator fits: S_0 and S_1 are issued together, softmax 0
+# runs under Q K^T 1, then P_0 V_0 under softmax 1, and the loop goes on from block 2. Only the unmasked d128 launches
+# at s_k <= 2048 on 128-row tiles take it, on 2 new instantiations (kHalfDiag false, so causal is a compile-time 0
+# there; a tile with one key block keeps the old first block, in a branch whose wgmmas are waited for inside it). The
+# 36 other functions' SASS is v32's; 0 spills, no serialised wgmma (d96 spilled 16 bytes and serialised its wgmmas
+# this way, so it is left out; a copy of S_1 into the loop's accumulator serialised d128 too). protocol_model.py plays
+# it and catches a control that releases V_0 before P_0 V_0 completes. next_qk1ctl is the control: the same new
+# instantiations without the early S_1 (the compile-time causal alone, as next_nocausal, which was level elsewhere).
+# Predicted: unmasked d128 s <= 1024 +3..+6% kernel time, s2048 +1..+2%. Command: `KS_ROUNDS=2 KS_BY=d,causal bash
+# $S/device_run.sh groups "short128 v32=$K/kernel.cu qk1ctl=$K/gen/next_qk1ctl.cu qk1early=$K/gen/next_qk1early.cu"`
+# and the edge shapes with KS_EDGE_SOURCES=$K/gen/next_qk1early.cu.
+def _rs_first_wrappers() -> str:
+    """next_qk1early: P V's first k-step with O as output only (scale-d 0), for m64n96 / m64n128, bf16 / f16, so O
+    is not live (and holds no zeros) while the prologue's two S accumulators are."""
+    out = []
+    for n in (96, 128):
+        for ty in ("bf16", "f16"):
+            regs = n // 2
+            dl = ", ".join(f"%{i}" for i in range(regs))
+            outs = ", ".join(f'"=f"(d[{i}])' for i in range(regs))
+            out.append(
+                f"__device__ __forceinline__ void wgmma_rs_n{n}_{ty}_first(float (&d)[{regs}], const uint32_t (&a)[4], uint64_t db) {{\n"
+                f"  asm volatile(\n"
+                f"      \"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 5}, 0;\\n\"\n"
+                f"      \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{\"\n"
+                f"      \"{dl}\"\n"
+                f"      \"}}, {{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}, %{regs + 4}, p, 1, 1, 1;\\n}}\\n\"\n"
+                f"      : {outs}\n"
+                f"      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"r\"(0));\n"
+                f"}}\n")
+    out.append(
+        "// O(64 x N) = P V's first k-step: O's old values are not read (scale-d 0), so it needs no zeros before.\n"
+        "template <typename T, int N>\n"
+        "__device__ __forceinline__ void mma_pv_first(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {\n"
+        "  static_assert(N == 96 || N == 128);\n"
+        "  if constexpr (N == 96) {\n"
+        "    if constexpr (kIsBf16<T>) wgmma_rs_n96_bf16_first(d, a, db); else wgmma_rs_n96_f16_first(d, a, db);\n"
+        "  } else {\n"
+        "    if constexpr (kIsBf16<T>) wgmma_rs_n128_bf16_first(d, a, db); else wgmma_rs_n128_f16_first(d, a, db);\n"
+        "  }\n"
+        "}\n\n")
+    return "".join(out)
+
+
+QK1EARLY_EDITS = [
+    ('__device__ __forceinline__ float fast_exp2(float x) {\n',
+     _rs_first_wrappers() + '__device__ __forceinline__ float fast_exp2(float x) {\n'),
+    ('  if constexpr (kM == 192) asm volatile("mov.b32 %0, %0;" : "+r"(base));\n',
+     '  if constexpr (kM == 192) asm volatile("mov.b32 %0, %0;" : "+r"(base));\n  if constexpr (!kHalfDiag && Dp == 128 && kM == 128) causal = 0;  // next_qk1early: its instantiations run unmasked only\n'),
+    ("        // First key block of the FA3 order (the diagonal / tail one, or the one after a half-width diagonal\n        // block): scores, softmax, P. O is zero (no rescale), or holds the diagonal block's P V (rescaled here).\n        int s = stage;\n        uint32_t parity = phase;\n        if (++stage == kStages) { stage = 0; phase ^= 1; }\n        mbar_wait(full_k(s), parity);\n        wgmma_fence();\n        issue_qk(s);\n        wgmma_wait<0>();\n        fence_regs(s_acc);\n        release(empty(s));  // K of this stage: its Q K^T has completed\n        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n        mask(n_blocks - 1 - first);\n        softmax();\n        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n",
+     "        // First key block of the FA3 order (the diagonal / tail one, or the one after a half-width diagonal\n        // block): scores, softmax, P. O is zero (no rescale), or holds the diagonal block's P V (rescaled here).\n        int s = stage;\n        uint32_t parity = phase;\n        if (++stage == kStages) { stage = 0; phase ^= 1; }\n        if constexpr (!kHalfDiag && kQkSteps == 8 && BN == 128) {\n          // next_qk1early (unmasked d128 at s_k <= 2048 on 128-row tiles): with two or more key blocks S_0 and S_1\n          // are issued together, the softmax of block 0 runs while S_1 is on the tensor cores (O is not live yet:\n          // P_0 V_0's first k-step writes it, so two S accumulators fit), then P_0 V_0 runs under the softmax of\n          // block 1 and the loop goes on from block 2. S_0 goes into a second accumulator and S_1 into the loop's,\n          // so nothing is copied. Every wgmma of the branch is waited for inside it. (d96 spills 16 bytes this way.)\n          if (n_blocks > 1) {\n            first = 1;\n            const int s0 = s;\n            const uint32_t parity0 = parity;\n            s = stage;\n            parity = phase;\n            if (++stage == kStages) { stage = 0; phase ^= 1; }\n            float s_acc0[BN / 2];\n            mbar_wait(full_k(s0), parity0);\n            mbar_wait(full_k(s), parity);\n            wgmma_fence();\n            {\n              const uint64_t k_desc = smem_desc(sK + __shfl_sync(0xffffffff, s0, 0) * kKVBytes, 16, 1024);\n#pragma unroll\n              for (int kk = 0; kk < kQkSteps; ++kk) {\n                const uint32_t off = (kk % 4) * 32;\n                const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);\n                const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n                mma_qk<T, BN>(s_acc0, da, db, kk > 0);\n              }\n              wgmma_commit();\n            }\n            issue_qk(s);\n            wgmma_wait<1>();  // S_0 has completed; S_1 may still run\n            fence_regs(s_acc0);\n            release(empty(s0));  // K_0: its Q K^T has completed\n            if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n            mask_scores<BN>(s_acc0, (n_blocks - 1) * BN, s_k, causal, m0, diag, row0, t);\n            online_softmax<BN>(s_acc0, row_max, row_sum, alpha, scale_log2);  // O is not live: no rescale\n            pack_p<T, BN>(s_acc0, p_frag);\n            mbar_wait(full_v(s0), parity0);\n            wgmma_fence();\n            {  // P_0 V_0: its first k-step writes O (scale-d 0)\n              const uint64_t v_desc = smem_desc_v(sV + __shfl_sync(0xffffffff, s0, 0) * kKVBytes, BN * kVRowBytes<Dp, kQkSteps>, 8 * kVRowBytes<Dp, kQkSteps>, kV64<Dp, kQkSteps>);\n              mma_pv_first<T, kDv<Dp, kQkSteps>>(o_acc, p_frag[0], v_desc);\n#pragma unroll\n              for (int kk = 1; kk < BN / 16; ++kk)\n                mma_pv<T, kDv<Dp, kQkSteps>>(o_acc, p_frag[kk], smem_desc_at(v_desc, kk * 16 * kVRowBytes<Dp, kQkSteps>));\n              wgmma_commit();\n            }\n            wgmma_wait<1>();  // S_1 has completed (committed before P_0 V_0); P_0 V_0 may still run\n            fence_regs(s_acc);\n            release(empty(s));  // K_1\n            mask(n_blocks - 2);\n            softmax();\n            named_sync(after_softmax_barrier_id(row_sum, 1 + cw), 128);  // the softmax stays ahead of the wait\n            wgmma_wait<0>();\n            fence_regs(o_acc);\n            fence_frag(p_frag);\n            release(empty_v(s0));  // V_0: P_0 V_0 has completed\n            if (rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n            to_p();\n          } else {\n            mbar_wait(full_k(s), parity);\n            wgmma_fence();\n            issue_qk(s);\n            wgmma_wait<0>();\n            fence_regs(s_acc);\n            release(empty(s));  // K of this stage: its Q K^T has completed\n            if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n            mask(n_blocks - 1 - first);\n            softmax();\n            if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n            to_p();\n          }\n        } else {\n          mbar_wait(full_k(s), parity);\n          wgmma_fence();\n          issue_qk(s);\n          wgmma_wait<0>();\n          fence_regs(s_acc);\n          release(empty(s));  // K of this stage: its Q K^T has completed\n          if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n          mask(n_blocks - 1 - first);\n          softmax();\n          if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n          to_p();\n        }\n"),
+    ('  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n  if (d <= 128) return KS_LAUNCH(128, 128, 8);\n',
+     '  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n  // next_qk1early: short unmasked d128 launches on 128-row tiles run their own instantiations (S_0 and S_1 together)\n  if (d <= 128 && tma && !causal)\n    return launch<T, 128, 128, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n  if (d <= 128) return KS_LAUNCH(128, 128, 8);\n'),
+]
+
+QK1CTL_EDITS = [QK1EARLY_EDITS[1], QK1EARLY_EDITS[3]]
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
@@ -196,6 +257,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                       NOCAUSAL_EDITS),
     "next_d256ostage": ("kernel.cu", "// next_d256ostage: v32 with d256's TMA epilogue staging O in 32 KB of its own (V released in the loop).\n",
                         D256OSTAGE_EDITS),
+    "next_qk1early": ("kernel.cu", "// next_qk1early: v32 with the unmasked short 128-row d128 tiles issuing S_0 and S_1 together.\n",
+                      QK1EARLY_EDITS),
+    "next_qk1ctl": ("kernel.cu", "// next_qk1ctl: v32 with the unmasked short 128-row d128 tiles on their own instantiations (causal 0).\n",
+                    QK1CTL_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -205,7 +270,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_r192diag": 40}
+INSTANTIATIONS: dict[str, int] = {"next_r192diag": 40, "next_qk1early": 38, "next_qk1ctl": 38}
 
 
 class VariantError(Exception):
