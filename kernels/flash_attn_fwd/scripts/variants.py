@@ -255,6 +255,42 @@ QK1EARLY_EDITS = [
 
 QK1CTL_EDITS = [QK1_CAUSAL0_EDIT, QK1_DISPATCH_EDIT]
 
+# next_unmasked: next_qk1ctl's +1.7% (session 19, call 1) came from compiling causal = 0 into the unmasked short d128
+# 128-row launch, which shared its function with the causal ones. Here every unmasked d96/d128 launch runs a function
+# of its own (kHalfDiag false: causal 0 at compile time, as next_nocausal did for d64/d256), the long ones too; the never-called
+# non-TMA 128-key 128-row d96/d128 functions go; and d256 takes next_d256ostage (+3.3% kernel time in the same call).
+UNMASKED_DISPATCH_EDITS = [
+    ("    if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "    return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
+     "    if (d <= 96)\n"
+     "      return causal ? launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                    : launch<T, 128, 192, 6, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "    return causal ? launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                  : launch<T, 128, 192, 8, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+    ("    if (d <= 96) return launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "    return launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
+     "    if (d <= 96)\n"
+     "      return causal ? launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                    : launch<T, 128, 128, 6, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "    return causal ? launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                  : launch<T, 128, 128, 8, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+    ("  if (d <= 96) return KS_LAUNCH(128, 128, 6);\n  if (d <= 128) return KS_LAUNCH(128, 128, 8);\n",
+     "  // Only short keys reach here for d96/d128 (the TMA epilogue); unmasked launches run their own functions.\n"
+     "  if (d <= 96)\n"
+     "    return causal ? launch<T, 128, 128, 6, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                  : launch<T, 128, 128, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "  if (d <= 128)\n"
+     "    return causal ? launch<T, 128, 128, 8, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                  : launch<T, 128, 128, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+]
+UNMASKED_EDITS = [
+    ("  if constexpr (kM == 192) asm volatile(\"mov.b32 %0, %0;\" : \"+r\"(base));\n",
+     "  if constexpr (kM == 192) asm volatile(\"mov.b32 %0, %0;\" : \"+r\"(base));\n"
+     "  // next_unmasked: the dispatch runs the d96/d128 instantiations without kHalfDiag for unmasked launches only\n"
+     "  // (d64 and d256 keep v32's code: next_nocausal measured them level)\n"
+     "  if constexpr (!kHalfDiag && Dp == 128) causal = 0;\n"),
+] + UNMASKED_DISPATCH_EDITS + D256OSTAGE_EDITS
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_r192diag": ("kernel.cu", "// next_r192diag: v30 + causal 192-row d96/d128 tiles skip / halve their diagonal block per warpgroup.\n",
@@ -267,6 +303,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                       QK1EARLY_EDITS),
     "next_qk1ctl": ("kernel.cu", "// next_qk1ctl: v32 with the unmasked short 128-row d128 tiles on their own instantiations (causal 0).\n",
                     QK1CTL_EDITS),
+    "next_unmasked": ("kernel.cu", "// next_unmasked: v32 with every unmasked d96/d128 launch on a function of its own (causal 0) + next_d256ostage.\n",
+                      UNMASKED_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -276,7 +314,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_r192diag": 40, "next_qk1early": 38, "next_qk1ctl": 38}
+INSTANTIATIONS: dict[str, int] = {"next_r192diag": 40, "next_qk1early": 38, "next_qk1ctl": 38, "next_unmasked": 44}
 
 
 class VariantError(Exception):
