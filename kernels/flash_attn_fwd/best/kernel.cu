@@ -1,3 +1,19 @@
+// v33 (ks session 20261203-194412-15bf, attempts 45-47): v32 with two changes measured apart in one call
+// (results/2026-12-04-h200-s19-call1-compare.txt, 2 rounds, interleaved).
+// (1) d256's TMA epilogue (s_k <= 2048) stages O in 32 KB of shared memory of its own (Q 64 + K/V 128 + O 32 of 227
+// KB), two rounds of 64 x 128 per warpgroup, each after a bulk read-wait, and V is released inside the key loop. v25-v32
+// staged O in the last key block's V stage, so the next tile's first V load waited for both warpgroups' last P V, O's
+// writes and the store's read: about 1.3 block-times of fixed cost per d256 tile (t = a + b x blocks fitted over v32's
+// launches: a = 3.8-4.1 us, b = 2.9 us). d256s (18 scenarios) kernel time +3.3% (unmasked +2.8%, causal +3.8%;
+// speedup +4.2%; predicted +1..+4%). Measured as next_d256ostage.
+// (2) every unmasked d96/d128 launch runs a function of its own with causal = 0 at compile time (kHalfDiag false).
+// The short unmasked 128-row d128 launch shared its function with the causal ones; on its own (next_qk1ctl, the
+// control of an early-Q K^T form that lost, 0.991) the 21 unmasked d128 s_k <= 2048 scenarios gained +1.7% kernel
+// time. The long unmasked launches (s_k > 2048, their own functions here too) are level: nomask_long kernel time 0.997
+// (call 2, 1 round). next_nocausal's d64 and d256 functions measured level in session 18, so they keep v32's code.
+// The non-TMA 128-key 128-row d96/d128 functions, compiled by a macro but never launched, are gone: 44 functions.
+// Full grid 1.1575, 182/182 (results/2026-12-04-h200-s19-call2-unmasked-full-bench.json, measured as next_unmasked;
+// v32 1.1538-1.1541 in session 18). 0 spills; here only comments differ (SASS SAME).
 // v32 (ks session 20261203-194412-15bf, attempts 40-41): v31 with the shared-memory base kept in a register on 192-row
 // tiles. ptxas rebuilt (cvta(smem) + 1023) & ~1023 (S2UR SR_CgaCtaId and four uniform instructions) inside the key
 // loop of every d64, d256 and 192-row d96/d128 function; an opaque move of the base stops that (d64's loop 784 -> 778
@@ -261,6 +277,8 @@ constexpr uint32_t kEpilogueBarrier = 4;
 // d256 TMA epilogue: named barrier over both consumer warpgroups (256 threads), after each one's
 // last P V, before either overwrites the shared V stage with O.
 constexpr uint32_t kD256EpiVBarrier = 8;
+// v33: d256's TMA epilogue stages O in 32 KB of its own (after the K/V stages, before the barriers).
+template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 && kTmaEpi ? 32768u : 0u;
 
 // v31: the P V / O width: d96 (Dp 128 with 6 Q K^T steps) runs m64n96 over V in 64-byte swizzle, three
 // 32-column panels; the others as before.
@@ -287,7 +305,7 @@ template <int Dp, int M = kDefaultRows<Dp>, int N = 128> constexpr int smem_byte
   return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 1024;
 }
 static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
-                  smem_bytes<256>() <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024 &&
+                  smem_bytes<256>() + 32768 <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024 &&
                   smem_bytes<128, 192>() <= 227 * 1024,
               "shared memory per CTA");
 
@@ -908,10 +926,13 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
   // v32: an opaque copy on 192-row tiles, so ptxas keeps the base in a register there rather than rebuild it in the
   // key loop (in d256 the same cost 2% at s <= 2048)
   if constexpr (kM == 192) asm volatile("mov.b32 %0, %0;" : "+r"(base));
+  // v33: the dispatch runs the d96/d128 instantiations without kHalfDiag for unmasked launches only
+  // (d64 and d256 keep v32's code: next_nocausal measured them level)
+  if constexpr (!kHalfDiag && Dp == 128) causal = 0;
   const uint32_t sQ = base;                         // buffer b at sQ + b * kQBytes
   const uint32_t sK = sQ + kQBufs * kQBytes;        // stage s at sK + s * kKVBytes
   const uint32_t sV = sK + kStages * kKVBytes;      // stage s at sV + s * kKVBytes
-  const uint32_t bars = sV + kStages * kKVBytes;    // see num_barriers()
+  const uint32_t bars = sV + kStages * kKVBytes + kOStageBytes<Dp, kTmaEpi>;  // see num_barriers()
   auto full_k = [&](int s) { return bars + 8 * s; };
   auto full_v = [&](int s) { return bars + 8 * (kStages + s); };
   auto empty = [&](int s) { return bars + 8 * (2 * kStages + s); };
@@ -1328,7 +1349,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           if constexpr (Dp == 256) {
             // V of the stage; with the TMA epilogue a tile's only key block's V stage holds O for the store, and
             // the epilogue releases it (as in the loop).
-            if (lane == 0 && (!kTmaEpi || n_blocks > 1)) mbar_arrive(empty_v(s));
+            if (lane == 0) mbar_arrive(empty_v(s));  // v33: O has its own staging area
           } else {
             mbar_arrive_if(empty(s), lane == 0);  // K and V of the stage (one mbarrier), one arrival per warp
           }
@@ -1397,15 +1418,9 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         wgmma_wait<0>();
         fence_regs(o_acc);
         __syncwarp();
-        if constexpr (Dp == 256 && kTmaEpi) {
-          // The last key block's V stage holds O for the TMA store: the epilogue releases it
-          // (4 arrivals per warpgroup, once the store has read it).
-          if (lane == 0 && i < n_blocks - 1) mbar_arrive(empty_v(s));
-        } else {
-          if (lane == 0) {  // V (and K unless split)
-            if constexpr (Dp == 64) mbar_arrive_count(empty(s), releases);
-            else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));
-          }
+        if (lane == 0) {  // V (and K unless split); v33: d256's last V stage too
+          if constexpr (Dp == 64) mbar_arrive_count(empty(s), releases);
+          else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));
         }
       }
 
@@ -1414,20 +1429,12 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {
       if (n_blocks > 0) {
         if constexpr (Dp == 256) {
-          // d256 epilogue through shared memory, staged in the V stage of the tile's last key
-          // block, not in the Q buffer: there is only one Q buffer, and staging O there would hold
-          // back the next tile's Q load until the store had read it. The last V stage is free once
-          // BOTH warpgroups' last P V have completed (each P V reads all 128 key rows of V, so
-          // neither warpgroup may overwrite any of it before the other is done): a barrier over the
-          // 256 consumer threads. The V tile is 128 rows x 4 panels of 64 columns, the same layout
-          // as a 128-row O tile, so warpgroup cw writes its 64 rows at + cw * 64 * 128 of each panel
-          // (128-byte swizzle, as below for d <= 128). One thread stores the 4 panels, waits until
-          // the store has read them and releases the V stage for its warpgroup's 4 warps (the loop
-          // skipped their per-warp arrive for this block): the producer's next V load into this
-          // stage waits only for the store's read.
-          static_assert(BN == Cfg::kBlockM, "O (kBlockM rows) staged in a V stage (BN rows)");
-          const int s_last = (stage + kStages - 1) % kStages;  // the loop advanced past it
-          const uint32_t o_half = sV + s_last * kKVBytes + cw * 64 * 128;
+          // v33: d256's epilogue through 32 KB of shared memory of its own, beside the one Q buffer and
+          // the one K/V stage: warpgroup cw stages its 64 rows x 128 columns (two 64-column panels, 8 KB each, in
+          // the TMA's 128-byte swizzle) at + cw * 16 KB, stores them, waits for the store to read them and stages
+          // the other 128 columns. The last key block's V stage went back to the producer in the loop, so the next
+          // tile's first V no longer waits for this store.
+          const uint32_t o_half = bars - kOStageBytes<Dp, kTmaEpi> + cw * 16384;
           float inv[2];
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
@@ -1436,26 +1443,33 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             l += __shfl_xor_sync(0xffffffff, l, 2);
             inv[r] = l > 0.f ? 1.f / l : 0.f;
           }
-          named_sync(kD256EpiVBarrier, 256);  // both warpgroups' last P V have completed
           const uint32_t row_addr = o_half + (warp * 16 + g) * 128 + 4 * t;
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
+          for (int h = 0; h < 2; ++h) {
+            // The region is free once this warpgroup's previous store (the last tile's second half, or this
+            // tile's first) has read it.
+            if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
+            named_sync(kEpilogueBarrier + cw, 128);
 #pragma unroll
-            for (int j = 0; j < kDv<Dp, kQkSteps> / 8; ++j)
-              st_shared_u32(row_addr + r * 8 * 128 + (j / 8) * BN * 128 + (((j % 8) ^ g) << 4),
-                            pack2<T>(o_acc[4 * j + 2 * r] * inv[r], o_acc[4 * j + 2 * r + 1] * inv[r]));
-          }
-          fence_proxy_async_shared();              // these writes, before the TMA reads them
-          named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
-          if (threadIdx.x % 128 == 0) {
-            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing (still releases V)
+            for (int r = 0; r < 2; ++r) {
 #pragma unroll
-              for (int p = 0; p < kPanels; ++p)  // a panel wholly past d (136 <= d <= 192) stores nothing
-                if (p * 64 < d) tma_store(&tm_o, o_half + p * BN * 128, p * 64, w.head, m0 + cw * 64, w.batch);
+              for (int jj = 0; jj < 16; ++jj) {
+                const int j = 16 * h + jj;
+                st_shared_u32(row_addr + r * 8 * 128 + (jj / 8) * 64 * 128 + (((jj % 8) ^ g) << 4),
+                              pack2<T>(o_acc[4 * j + 2 * r] * inv[r], o_acc[4 * j + 2 * r + 1] * inv[r]));
+              }
             }
-            bulk_commit();
-            bulk_wait_read<0>();                     // the store has read the V stage
-            mbar_arrive_count(empty_v(s_last), 4);   // for this warpgroup's 4 warps
+            fence_proxy_async_shared();              // these writes, before the TMA reads them
+            named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
+            if (threadIdx.x % 128 == 0) {
+              if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing
+#pragma unroll
+                for (int pp = 0; pp < 2; ++pp)  // a panel wholly past d (136 <= d <= 192) stores nothing
+                  if ((2 * h + pp) * 64 < d)
+                    tma_store(&tm_o, o_half + pp * 64 * 128, (2 * h + pp) * 64, w.head, m0 + cw * 64, w.batch);
+              }
+              bulk_commit();
+            }
           }
         } else {
           // Epilogue through shared memory: finish the row sums across the quad, normalise, pack
@@ -1604,7 +1618,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   if (!make_map(&tq, q, dtype, b, s_q, h_q, d, kBlockM) || !make_map(&tk, k, dtype, b, s_k, h_kv, d, BN) ||
       !make_map(&tv, v, dtype, b, s_k, h_kv, d, BN, kV64<Dp, kQkSteps>) || !make_map(&to, o, dtype, b, s_q, h_q, d, 64))
     return 5;
-  constexpr int smem = smem_bytes<Dp, kM, kN>();
+  constexpr int smem = smem_bytes<Dp, kM, kN>() + kOStageBytes<Dp, kTmaEpi>;
   static const cudaError_t attr = cudaFuncSetAttribute(
       attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
@@ -1666,20 +1680,31 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
                               : waves192 * 1000 <= waves128 * 1035;
   // Long keys (s_k > 2048): register epilogue; 128-row tiles there run 160-key blocks.
   if (d <= 128 && !tma && rows192) {
-    if (d <= 96) return launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-    return launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    if (d <= 96)
+      return causal ? launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                    : launch<T, 128, 192, 6, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return causal ? launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                  : launch<T, 128, 192, 8, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
   if (d <= 128 && !tma) {
-    if (d <= 96) return launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-    return launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    if (d <= 96)
+      return causal ? launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                    : launch<T, 128, 128, 6, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return causal ? launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                  : launch<T, 128, 128, 8, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
   // Short keys, unmasked, by the wave rule (v30): TMA epilogue with O staged in the Q buffer, as d64's 192-row tiles.
   if (d <= 128 && !causal && rows192) {
     if (d <= 96) return launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
     return launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
-  if (d <= 96) return KS_LAUNCH(128, 128, 6);
-  if (d <= 128) return KS_LAUNCH(128, 128, 8);
+  // Only short keys reach here for d96/d128 (the TMA epilogue); unmasked launches run their own functions.
+  if (d <= 96)
+    return causal ? launch<T, 128, 128, 6, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                  : launch<T, 128, 128, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  if (d <= 128)
+    return causal ? launch<T, 128, 128, 8, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                  : launch<T, 128, 128, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   if (causal) return KS_LAUNCH(256, 128, 16);
   // unmasked d256: the instantiations without the half-width diagonal block
   return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
