@@ -1,0 +1,107 @@
+"""families.py: per-family tables and the per-tile cost fit, on result files written the harness's way."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "kernels/flash_attn_fwd/scripts/families.py"
+_spec = importlib.util.spec_from_file_location("flash_families", SCRIPT)
+families = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(families)
+
+
+def scenario(d, causal, s_q, s_k, b, h, time_ms, speedup, ok=True):
+    sid = f"d{d}-h{h}-{h}-q{s_q}-k{s_k}" + ("-causal" if causal else "")
+    shape = {"d": d, "h_q": h, "h_kv": h, "dtype": "bf16", "causal": causal, "b": b, "s_q": s_q, "s_k": s_k}
+    return {"id": sid, "shape": shape, "ok": ok, "time_ms": time_ms, "speedup": speedup}
+
+
+def write(tmp_path: Path, name: str, scenarios: list[dict]) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({"schema": 1, "status": "ok", "scenarios": scenarios}))
+    return str(path)
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_family_table_geomeans_and_kernel_time_ratio(tmp_path):
+    a = [scenario(256, False, 512, 512, 64, 8, 0.2, 1.0), scenario(256, False, 1024, 1024, 32, 8, 0.4, 1.21),
+         scenario(128, True, 4096, 4096, 8, 16, 1.0, 1.3)]
+    # B: the d256 short ones twice as fast, the causal one unchanged; speedups to match
+    b = [dict(s, time_ms=s["time_ms"] / (2 if s["shape"]["d"] == 256 else 1),
+              speedup=s["speedup"] * (2 if s["shape"]["d"] == 256 else 1)) for s in a]
+    out = run(write(tmp_path, "a.json", a), write(tmp_path, "b.json", b))
+    assert out.returncode == 0, out.stderr
+    # name | n, speedup[0], speedup[1], kt0/kt1, lowest id, its speedup
+    rows = {line[:28].strip(): line[28:].split() for line in out.stdout.splitlines()[1:]}
+    n, sp0, sp1, kt, low, low_sp = rows["d256 unmasked s_k <= 2048"]
+    assert n == "2" and float(sp0) == pytest.approx(1.1, abs=1e-4) and float(sp1) == pytest.approx(2.2, abs=1e-4)
+    assert float(kt) == pytest.approx(2.0) and low == "d256-h8-8-q512-k512" and float(low_sp) == pytest.approx(2.0)
+    assert float(rows["d96/d128 causal s_k > 2048"][3]) == pytest.approx(1.0)  # the unchanged family
+    assert rows["all"][0] == "3"
+
+
+def test_fit_recovers_the_per_tile_and_per_block_costs(tmp_path):
+    # d256 tiles: 128 rows; 132 tiles a wave. t per wave = 2.5 us + 3.0 us x blocks, at 1, 2 and 4 waves.
+    scenarios = []
+    for s, b in ((512, 66), (1024, 33), (2048, 33)):
+        tiles = b * 8 * (s // 128)
+        waves = -(-tiles // 132)
+        scenarios.append(scenario(256, False, s, s, b, 8, waves * (2.5 + 3.0 * s / 128) / 1000, 1.05))
+    scenarios.append(scenario(256, True, 512, 512, 66, 8, 1.0, 1.1))  # causal: left out of the fit
+    out = run("--fit", write(tmp_path, "r.json", scenarios))
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if "d256 128x128 short" in x)
+    n, a, b, ratio, resid = line.split()[-5:]
+    assert (n, float(a), float(b), float(ratio), resid) == ("3", 2.5, 3.0, pytest.approx(0.83, abs=0.01), "0.0%")
+
+
+def test_tile_kind_follows_the_dispatch_rules():
+    shape = lambda d, s_q, s_k, b, h: {"d": d, "s_q": s_q, "s_k": s_k, "b": b, "h_q": h}
+    assert families.tile_kind(shape(64, 512, 512, 64, 32)) == (192, 128)
+    assert families.tile_kind(shape(256, 8192, 8192, 2, 8)) == (128, 128)
+    # d128 h16 s512 b64: 4096 tiles of 128 rows (32 waves x 128) against 3072 of 192 (24 x 192): 128 rows
+    assert families.tile_kind(shape(128, 512, 512, 64, 16)) == (128, 128)
+    # q1024-k4096 b4 h16: 3 waves of 192 rows (576) against 4 of 128 (512): 128 rows, 160-key blocks
+    assert families.tile_kind(shape(128, 1024, 4096, 4, 16)) == (128, 160)
+    assert families.tile_kind(shape(128, 1024, 2048, 4, 16)) == (128, 128)
+    # s4096 b8 h16: 22 waves of 192 rows (4224) against 32 of 128 (4096): within 3.5%, 192 rows
+    assert families.tile_kind(shape(128, 4096, 4096, 8, 16)) == (192, 128)
+
+
+def test_one_key_length_gives_no_fit_line(tmp_path):
+    scenarios = [scenario(256, False, 512, 512, 64, 8, 0.2, 1.0), scenario(256, False, 512, 512, 32, 8, 0.1, 1.0)]
+    out = run("--fit", write(tmp_path, "r.json", scenarios))
+    assert out.returncode == 0 and "(one key length: no fit)" in out.stdout
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"),
+    ("{not json", "not a result JSON"),
+    ('{"scenarios": 3}', "no scenario list"),
+    ('{"scenarios": [{"id": "x", "ok": false, "shape": {}}]}', "no correct, timed scenario"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_text(content)
+    out = run(str(path))
+    assert out.returncode == 2
+    assert message in out.stderr and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_committed_full_benches_read(tmp_path):
+    results = sorted((REPO / "kernels/flash_attn_fwd/results").glob("*-v33-full-bench.json"))
+    assert results, "v33's committed full bench is missing"
+    out = run(str(results[0]))
+    assert out.returncode == 0 and out.stdout.splitlines()[-1].split()[1] == "182"
