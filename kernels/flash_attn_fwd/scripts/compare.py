@@ -90,6 +90,9 @@ FILTERS = {
     # session 17: every unmasked launch with s_k > 2048 (52: the register epilogue, every head dim), the launches
     # next_tailsplit splits where their last wave is at most half full
     "nomask_reg": lambda p: not p["causal"] and p["s_k"] > 2048,
+    # session 19: d256 with s_k > 2048 (24, both masks): the register-epilogue launches next_d256tma moves to v33's
+    # TMA epilogue
+    "d256l": lambda p: p["d"] == 256 and p["s_k"] > 2048,
 }
 
 
