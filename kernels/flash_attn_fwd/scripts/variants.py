@@ -189,11 +189,51 @@ LOOPMASK2_EDITS = LOOPMASK_EDITS + [
      "      }\n\n    }\n"),
 ]
 
+# next_l2pf (session 19, an edit of v33): the producer prefetches K/V into L2 two key blocks ahead of its loads
+# (cp.async.bulk.prefetch.tensor: the TMA unit fetches the box into L2, nothing lands in shared memory). With two
+# K/V stages the producer requests a block about one block-time before it is used, and at a tile's start the first
+# block's request waits for a stage the previous tile still reads. Where K/V come from HBM that exposes its latency:
+# the prefill shapes with one or two tiles per head run a tile-wave in 11.6 us (q128-k512) and 16.2 us
+# (q256-k1024) where the square shapes' tiles, which share each head's blocks through L2, take 7.5 and 13.5 us
+# (families.py data, v33's grid); and every short launch starts its tiles on blocks no tile has read yet.
+# Here the producer prefetches a tile's first two blocks as soon as it has loaded the tile's Q, and block i + 2 when
+# it loads block i. Predicted: q128-k512 / q256-k1024 +3..+10%, short launches 0..+2%, long ones level (their
+# blocks are L2 hits: the prefetch is a few TMA instructions a block on an idle thread).
+L2PF_EDITS = [
+    ("// 4-d tiled copy shared -> global (bulk-group completion)",
+     "// next_l2pf: a 4-d box of a tensor into L2 only (no shared memory, no mbarrier): a hint the loads then hit.\n"
+     "__device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap* map, int c0, int c1, int c2, int c3) {\n"
+     "  asm volatile(\"cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\\n\" ::\n"
+     "                   \"l\"(reinterpret_cast<uint64_t>(map)), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3)\n"
+     "               : \"memory\");\n}\n\n"
+     "// 4-d tiled copy shared -> global (bulk-group completion)"),
+    ("          ring = (ring & 3u) | ((ring + 4) & 12u);\n          for (int i = 0; i < w.n_blocks; ++i) {\n"
+     "            const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first\n",
+     "          ring = (ring & 3u) | ((ring + 4) & 12u);\n"
+     "          // next_l2pf: key block i (in load order) into L2, kL2Ahead blocks before its load\n"
+     "          constexpr int kL2Ahead = 2;\n"
+     "          auto prefetch = [&](int i) {\n"
+     "            const int n = w.n_blocks - 1 - i;\n"
+     "#pragma unroll\n"
+     "            for (int p = 0; p < kPanels; ++p) tma_prefetch_l2(&tm_k, p * 64, kv_head, n * BN, w.batch);\n"
+     "#pragma unroll(kV64<Dp, kQkSteps> ? 1 : 4)\n"
+     "            for (int p = 0; p < kVPanels<Dp, kQkSteps>; ++p)\n"
+     "              tma_prefetch_l2(&tm_v, p * static_cast<int>(kVRowBytes<Dp, kQkSteps> / 2), kv_head, n * BN, w.batch);\n"
+     "          };\n"
+     "          for (int i = 0; i < kL2Ahead && i < w.n_blocks; ++i) prefetch(i);\n"
+     "          for (int i = 0; i < w.n_blocks; ++i) {\n"
+     "            const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first\n"),
+    ("                       n * BN, w.batch);\n            if (++stage == kStages) { stage = 0; phase ^= 1; }\n          }\n",
+     "                       n * BN, w.batch);\n            if (i + kL2Ahead < w.n_blocks) prefetch(i + kL2Ahead);\n"
+     "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n          }\n"),
+]
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d256tma": ("kernel.cu", "// next_d256tma: v33 with d256 on the TMA epilogue at every s_k.\n", D256TMA_EDITS),
     "next_loopmask": ("kernel.cu", "// next_loopmask: v33 with the d96/d128 key loop in a masked and a mask-free copy.\n", LOOPMASK_EDITS),
     "next_loopmask2": ("kernel.cu", "// next_loopmask2: next_loopmask + v6's key loop (d256, 192-row d96/d128) in two copies.\n", LOOPMASK2_EDITS),
+    "next_l2pf": ("kernel.cu", "// next_l2pf: v33 with the producer prefetching K/V into L2 two key blocks ahead of its loads.\n", L2PF_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
