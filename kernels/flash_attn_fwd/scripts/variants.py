@@ -234,6 +234,9 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_loopmask": ("kernel.cu", "// next_loopmask: v33 with the d96/d128 key loop in a masked and a mask-free copy.\n", LOOPMASK_EDITS),
     "next_loopmask2": ("kernel.cu", "// next_loopmask2: next_loopmask + v6's key loop (d256, 192-row d96/d128) in two copies.\n", LOOPMASK2_EDITS),
     "next_l2pf": ("kernel.cu", "// next_l2pf: v33 with the producer prefetching K/V into L2 two key blocks ahead of its loads.\n", L2PF_EDITS),
+    # all three of session 19's prepared candidates at once: for a full grid if each wins its A/B
+    "next_v34all": ("kernel.cu", "// next_v34all: v33 + next_loopmask2 + next_d256tma + next_l2pf.\n",
+                    LOOPMASK2_EDITS + D256TMA_EDITS + L2PF_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -243,7 +246,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_d256tma": 40}
+INSTANTIATIONS: dict[str, int] = {"next_d256tma": 40, "next_v34all": 40}
 
 
 class VariantError(Exception):
