@@ -170,7 +170,8 @@ LOOPMASK_EDITS = [
 
 # next_loopmask2: next_loopmask + the same split of v6's loop (d256, the 192-row d96/d128 tiles; d64 keeps one masked
 # copy: its loop's mask code is 12 instructions, and d64 has moved with smaller changes). The causal 192-row d128
-# loop is 811 instructions against the unmasked one's 610, d256's 918 against 906.
+# loop is 811 instructions against the unmasked one's 610, d256's 918 against 906. The step as a lambda still moved
+# d64's SASS a little (its loop 778 -> 780 instructions): the A/B reads d64 too.
 LOOPMASK2_EDITS = LOOPMASK_EDITS + [
     ("      for (int i = first_block; i < live_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n",
      "      // next_loopmask2: two copies of the step, with and without the mask code (d64: the masked one only)\n"
