@@ -50,6 +50,7 @@ def summarize_result(result: dict, attempt: dict | None = None, note: str = "") 
     for k in comp.get("kernels") or []:
         lines.append(f"  kernel {k.get('name')}: {k.get('registers')} registers, {k.get('spills_bytes', 0)} B spills, "
                      f"{k.get('smem_bytes', 0)} B shared")
+        lines += [f"    ptxas: {note}" for note in k.get("perf_warnings") or []]
     if comp.get("sass"):
         lines.append("  SASS: " + ", ".join(f"{k} {v}" for k, v in comp["sass"].items()))
 

@@ -70,6 +70,7 @@ def result_text(result: dict) -> str:
     for k in comp.get("kernels") or []:
         lines.append(f"  kernel {k.get('name')}: {k.get('registers')} registers, {k.get('spills_bytes')} B spills, "
                      f"{k.get('smem_bytes')} B smem")
+        lines += [f"    ptxas: {note}" for note in k.get("perf_warnings") or []]
     scen = result.get("scenarios") or []
     if scen:
         lines.append(f"{'scenario':<36} {'ok':<4} {'max err':>10} {'bound':>10} {'ms':>10} {'TFLOP/s':>8} "

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ks_tui.harness.compiler_output import forbidden_includes, parse_errors, parse_ptxas, summarize_sass
 
-CACHE_VERSION = 1  # bump when the cached record's shape changes
+CACHE_VERSION = 2  # bump when the cached record's shape changes (2: kernels' perf_warnings)
 DEFAULT_MAX_ENTRIES = 2000  # a few hundred MB of CUDA libraries at most; KS_CACHE_MAX_ENTRIES
 
 

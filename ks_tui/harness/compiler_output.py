@@ -56,18 +56,30 @@ _ENTRY = re.compile(r"ptxas info\s*: (?:Compiling entry function|Function proper
 _FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<stores>\d+) bytes spill stores, (?P<loads>\d+) bytes spill loads")
 _USED = re.compile(r"ptxas info\s*: Used (?P<regs>\d+) registers(?P<rest>.*)")
 _SMEM = re.compile(r"(\d+) bytes smem")
+# ptxas for sm_90a, when it had to give up the asynchronous wgmma pipeline (C7510-C7515 and kin):
+#   ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to
+#   insufficient register resources for the wgmma pipeline in the function '_Z1kPfmmi'
+# Printed as "info", so a list of warnings never shows it, though every wgmma then waits for the last.
+_PERF = re.compile(r"ptxas info\s*: \((?P<code>C\d+)\) Potential Performance Loss: (?P<what>.*?)"
+                   r"(?: in the function '(?P<name>[^']+)')?\s*$")
 
 
 def parse_ptxas(log: str) -> list[dict]:
-    """Per-kernel registers, spills, shared memory and stack from `-Xptxas -v` output."""
+    """Per-kernel registers, spills, shared memory, stack and ptxas's performance-loss notes (`perf_warnings`,
+    e.g. serialised wgmma) from `-Xptxas -v` output."""
     kernels: dict[str, dict] = {}
+    perf: dict[str | None, list[str]] = {}
     current = None
     for line in log.splitlines():
+        m = _PERF.search(line)
+        if m:
+            perf.setdefault(m.group("name"), []).append(f"{m.group('code')}: {m.group('what').strip()}")
+            continue
         m = _ENTRY.search(line)
         if m:
             current = m.group("name")
             kernels.setdefault(current, {"name": current, "registers": None, "spills_bytes": 0,
-                                         "smem_bytes": 0, "stack_bytes": 0})
+                                         "smem_bytes": 0, "stack_bytes": 0, "perf_warnings": []})
             continue
         if current is None:
             continue
@@ -81,7 +93,12 @@ def parse_ptxas(log: str) -> list[dict]:
             k["registers"] = int(m.group("regs"))
             s = _SMEM.search(m.group("rest"))
             k["smem_bytes"] = int(s.group(1)) if s else 0
-    return [k for k in kernels.values() if k["registers"] is not None]
+    found = [k for k in kernels.values() if k["registers"] is not None]
+    for k in found:
+        k["perf_warnings"] = perf.get(k["name"], [])
+    if None in perf and found:  # a note that names no function: the build's, shown with the first kernel
+        found[0]["perf_warnings"] = perf[None] + found[0]["perf_warnings"]
+    return found
 
 
 # Opcodes worth a headline: tensor cores, local memory (spills), barriers, memory traffic.

@@ -30,6 +30,7 @@ def build_context(history: Sequence[AttemptView], result: dict[str, Any] | None 
         "beats_baseline": best is not None and best > 1,
         "below_baseline": best is not None and best < 1,
         "has_spills": any((k.get("spills_bytes") or 0) > 0 for k in compile_info.get("kernels") or []),
+        "has_serialized_wgmma": any(k.get("perf_warnings") for k in compile_info.get("kernels") or []),
         "has_sass": bool(compile_info.get("sass")),
         "has_rollbacks": any(a.rollback_of is not None for a in history),
     }

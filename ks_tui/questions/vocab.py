@@ -41,6 +41,7 @@ REQUIREMENTS: dict[str, str] = {
     "beats_baseline": "the best correct attempt is faster than the best baseline overall",
     "below_baseline": "the best correct attempt is slower than the best baseline overall",
     "has_spills": "the latest CUDA build spills registers to local memory",
+    "has_serialized_wgmma": "ptxas reported a performance loss (a serialised wgmma pipeline) in the latest build",
     "has_sass": "the latest build reported a SASS instruction summary",
     "has_rollbacks": "the session has rolled back at least once",
 }

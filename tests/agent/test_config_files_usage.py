@@ -126,6 +126,11 @@ def test_summary_names_failures_compile_errors_and_extremes():
     s = summarize_result(result, {"number": 7, "sha": "abcdef1234567"})
     assert s.startswith("status: incorrect, correct 1/2") and "attempt 7" in s
     assert "b, FAIL" in s and "at [0,3,1,7]" in s and "128 registers, 8 B spills" in s
+    assert "ptxas" not in s  # no performance note, no line
+    noted = dict(result, compile={"ok": True, "errors": [], "kernels": [
+        {"name": "k", "registers": 168, "spills_bytes": 0, "smem_bytes": 0,
+         "perf_warnings": ["C7511: wgmma.mma_async instructions are serialized due to insufficient register resources"]}]})
+    assert "    ptxas: C7511: wgmma.mma_async instructions are serialized" in summarize_result(noted, {"number": 8})
     assert "a, ok, 1.000 ms, sdpa 2.000 ms, 2.00x" in s
     failed = summarize_result({"status": "compile_error", "compile": {"ok": False, "errors": [
         {"file": "kernel.cpp", "line": 12, "column": 3, "message": "expected ';'"}]}})

@@ -41,6 +41,22 @@ async def test_compile_panel_shows_resources_and_errors_first():
         assert app.main_screen.query_one("#bench-table").row_count == 0
 
 
+async def test_compile_panel_shows_serialised_wgmma_in_red():
+    # The seed's recorded build with the note ptxas 13 prints (as "info") for a serialised wgmma pipeline added
+    # to its first kernel, as the harness now records it (tests/harness/test_build.py makes one for real).
+    gpu = load("h200_seed_bench_first6.json")
+    first = gpu["compile"]["kernels"][0]
+    first["perf_warnings"] = ["C7511: wgmma.mma_async instructions are serialized due to insufficient register "
+                              "resources for the wgmma pipeline"]
+    app = KernelSeekApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.post_engine_event(ev.AttemptRecorded({"number": 1, "status": "correct", "correct": gpu["correct"],
+                                                  "speedup": None, "best": False, "author": "agent"}, gpu))
+        await wait_for(pilot, lambda: "serialized" in shown(app, "#compile"), "the ptxas note")
+        report = shown(app, "#compile")
+        assert "C7511" in report and report.count("serialized") == 1  # only the kernel that has it
+
+
 async def test_progress_shows_while_the_harness_runs_and_text_streams_whole():
     app = KernelSeekApp()
     async with app.run_test(size=(120, 36)) as pilot:

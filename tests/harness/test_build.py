@@ -35,6 +35,24 @@ extern "C" int launch(float* x, int n, void* stream) {
 }
 """
 
+# A wgmma whose accumulator a plain instruction rewrites while the pipeline runs: ptxas (sm_90a) serialises the
+# wgmmas and says so as "info" (C7511), which the build record must not lose.
+SERIAL_CU = r"""
+#include <cstdint>
+__global__ void serial(float* out, uint64_t da, uint64_t db, int c) {
+    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    for (int i = 0; i < c; ++i) {
+        asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;\n"
+                     : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(da), "l"(db));
+        d0 *= 0.5f;
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    out[threadIdx.x] = d0 + d1 + d2 + d3;
+}
+"""
+
 
 def test_compile_error_is_parsed_to_kernel_file_and_line(cpu_task, tmp_path):
     src = tmp_path / "somewhere" / "my_try.cpp"
@@ -78,18 +96,24 @@ def test_unchanged_source_is_not_recompiled(cpu_task, planted_dir, tmp_path):
     assert third["compile"]["cached"] is False and third["compile"]["key"] != first["compile"]["key"]
 
 
+def nvcc_build(tmp_path, name: str, text: str, flags: tuple[str, ...] = ("-std=c++17",)):
+    """A real nvcc build for sm_90a of `text`, shown to the user as kernel.cu."""
+    src = tmp_path / name
+    src.write_text(text)
+    return build(src, language="cuda", compiler="nvcc", flags=list(flags), arch="sm_90a",
+                 shown_name="kernel.cu", timeout=300)
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_nvcc_builds_for_sm90a_and_ptxas_is_parsed(tmp_path):
-    src = tmp_path / "tiny.cu"
-    src.write_text(TINY_CU)
-    record, lib = build(src, language="cuda", compiler="nvcc", flags=["-std=c++17"], arch="sm_90a",
-                        shown_name="kernel.cu", timeout=300)
+    record, lib = nvcc_build(tmp_path, "tiny.cu", TINY_CU)
     assert record["ok"], record["log"]
     assert "-gencode=arch=compute_90a,code=sm_90a" in record["command"]
     assert lib is not None and lib.is_file()
     (k,) = record["kernels"]
     assert "twice" in k["demangled"]
     assert k["registers"] > 0 and k["smem_bytes"] == 256 * 4 and k["spills_bytes"] == 0
+    assert k["perf_warnings"] == []
     if shutil.which("cuobjdump") is None:
         assert record["sass"] is None and "cuobjdump" in record["sass_reason"]
     else:
@@ -97,11 +121,17 @@ def test_nvcc_builds_for_sm90a_and_ptxas_is_parsed(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_serialised_wgmma_is_recorded_with_its_kernel(tmp_path):
+    record, _ = nvcc_build(tmp_path, "serial.cu", SERIAL_CU)
+    assert record["ok"], record["log"]
+    (k,) = record["kernels"]
+    assert "serial" in k["demangled"]
+    assert any(note.startswith("C75") and "serialized" in note for note in k["perf_warnings"]), k
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_nvcc_errors_are_parsed(tmp_path):
-    src = tmp_path / "bad.cu"
-    src.write_text("__global__ void f(float* x) {\n  x[0] = missing;\n}\n")
-    record, lib = build(src, language="cuda", compiler="nvcc", flags=[], arch="sm_90a",
-                        shown_name="kernel.cu", timeout=300)
+    record, lib = nvcc_build(tmp_path, "bad.cu", "__global__ void f(float* x) {\n  x[0] = missing;\n}\n", flags=())
     assert lib is None and not record["ok"]
     assert record["errors"][0]["file"] == "kernel.cu" and record["errors"][0]["line"] == 2
     assert "missing" in record["errors"][0]["message"]
@@ -114,7 +144,14 @@ def test_ptxas_and_sass_parsers_on_recorded_text():
            "    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
            "ptxas info    : Used 168 registers, used 1 barriers, 99328 bytes smem, 400 bytes cmem[0]\n")
     assert parse_ptxas(log) == [{"name": "_Z3fwdv", "registers": 168, "spills_bytes": 20,
-                                 "smem_bytes": 99328, "stack_bytes": 16}]
+                                 "smem_bytes": 99328, "stack_bytes": 16, "perf_warnings": []}]
+    # ptxas 13's note for a serialised wgmma pipeline comes before the function's properties, and names it
+    note = ("ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+            "insufficient register resources for the wgmma pipeline in the function '_Z3fwdv'\n")
+    (k,) = parse_ptxas(log.replace("ptxas info    : Function properties", note + "ptxas info    : Function properties"))
+    assert k["perf_warnings"] == ["C7511: wgmma.mma_async instructions are serialized due to insufficient register "
+                                  "resources for the wgmma pipeline"]
+    assert k["registers"] == 168
     sass = ("        /*0080*/                   HGMMA.64x128x16.F32.BF16 gdesc[UR4], RZ, !UPT ;\n"
             "        /*0090*/              @!P0 BAR.SYNC.DEFER_BLOCKING 0x0 ;\n"
             "        /*00a0*/                   STL.64 [R1], R2 ;\n"

@@ -10,7 +10,8 @@ from .builders import fail, ok
 
 CUDA_RESULT = {
     "status": "correct", "device": "NVIDIA H200", "kernel_sha256": "f00d", "geomean_speedup": 1.2,
-    "compile": {"ok": True, "kernels": [{"name": "k", "registers": 255, "spills_bytes": 64}],
+    "compile": {"ok": True, "kernels": [{"name": "k", "registers": 255, "spills_bytes": 64,
+                                         "perf_warnings": ["C7511: wgmma.mma_async instructions are serialized"]}],
                 "sass": {"HGMMA": 96, "LDL": 4}},
     "scenarios": [{"id": "a", "ok": True, "tflops": 512.5, "speedup": 1.5},
                   {"id": "b", "ok": True, "tflops": 301.0, "speedup": 0.9},
@@ -40,7 +41,7 @@ def test_context_from_a_cuda_result_covers_every_condition():
     ctx = build_context(history, CUDA_RESULT)
     assert set(ctx) == set(REQUIREMENTS)
     expected_true = {"is_cuda", "has_correct_attempt", "has_failures", "has_losing_scenarios", "beats_baseline",
-                     "has_spills", "has_sass", "has_rollbacks"}
+                     "has_spills", "has_serialized_wgmma", "has_sass", "has_rollbacks"}
     assert {k for k, v in ctx.items() if v} == expected_true
 
 

@@ -118,3 +118,10 @@ def test_every_point_has_questions_in_the_shipped_bank():
         assert len({q.category for q in top}) >= 2, point
     # the CPU task too: questions needing CUDA facts drop out, others remain
     assert select(bank, "plateau", [], None, {"is_cpu": True}, k=3)
+
+
+def test_the_serialised_wgmma_question_needs_ptxas_to_have_said_so():
+    bank = load_bank(default_bank_path(None))
+    said = {"is_cuda": True, "has_serialized_wgmma": True}
+    assert "measure-serialized-wgmma" in ids(rank(bank, "plateau", [], None, said))
+    assert "measure-serialized-wgmma" not in ids(rank(bank, "plateau", [], None, {"is_cuda": True}))

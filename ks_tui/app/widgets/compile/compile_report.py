@@ -66,6 +66,11 @@ def compile_report(result: dict[str, Any]):
                 f"{k.get('stack_bytes', 0)} B",
             )
         parts.append(table)
+        # ptxas's "Potential Performance Loss" notes (serialised wgmma): printed as info, so easy to miss
+        notes = [f"{kernel_label(k)}: {note}" for k in kernels for note in k.get("perf_warnings") or []]
+        if notes:
+            parts.append(Text("\n".join(notes[:6] + ([f"... {len(notes) - 6} more"] if len(notes) > 6 else [])),
+                              "bold red"))
 
     sass = {k: v for k, v in (comp.get("sass") or {}).items() if isinstance(v, int)}
     if sass:
