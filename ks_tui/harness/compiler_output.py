@@ -95,9 +95,9 @@ def parse_ptxas(log: str) -> list[dict]:
             k["smem_bytes"] = int(s.group(1)) if s else 0
     found = [k for k in kernels.values() if k["registers"] is not None]
     for k in found:
-        k["perf_warnings"] = perf.get(k["name"], [])
-    if None in perf and found:  # a note that names no function: the build's, shown with the first kernel
-        found[0]["perf_warnings"] = perf[None] + found[0]["perf_warnings"]
+        k["perf_warnings"] = perf.pop(k["name"], [])
+    if found:  # a note naming no kernel of the report (or none at all) is not dropped: it goes with the first
+        found[0]["perf_warnings"] = [n for notes in perf.values() for n in notes] + found[0]["perf_warnings"]
     return found
 
 

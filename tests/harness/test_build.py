@@ -152,6 +152,8 @@ def test_ptxas_and_sass_parsers_on_recorded_text():
     assert k["perf_warnings"] == ["C7511: wgmma.mma_async instructions are serialized due to insufficient register "
                                   "resources for the wgmma pipeline"]
     assert k["registers"] == 168
+    (k,) = parse_ptxas(note.replace("_Z3fwdv", "_Z5otherv") + log)  # names no kernel of the report: still shown
+    assert len(k["perf_warnings"]) == 1 and k["name"] == "_Z3fwdv"
     sass = ("        /*0080*/                   HGMMA.64x128x16.F32.BF16 gdesc[UR4], RZ, !UPT ;\n"
             "        /*0090*/              @!P0 BAR.SYNC.DEFER_BLOCKING 0x0 ;\n"
             "        /*00a0*/                   STL.64 [R1], R2 ;\n"
