@@ -229,11 +229,32 @@ L2PF_EDITS = [
      "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n          }\n"),
 ]
 
+# next_l2pf1 (session 20, an edit of v33): next_l2pf gated to launches with one query tile per (batch, head).
+# Session 20, call 1 (1 round, results/2026-12-04-h200-s20-call1-compare.txt): next_l2pf ran q128-k512 +17%,
+# q128-k512-causal +46%, q256-k1024 +10%, but every launch whose tiles share a head's key blocks through L2 lost
+# 5-25% (short128 0.893). A prefetch of a box that L2 already holds still costs the TMA unit's time. With one tile
+# per head (s_q <= kBlockM) each key block is read once, from HBM: there the prefetch hides HBM's latency.
+# Predicted: q128-k512 +15%, its causal form +40%, every other scenario level (the gate is one uniform test in the
+# producer; the consumers' SASS is unchanged).
+L2PF1_EDITS = [e if i != 1 else (e[0], e[1].replace(
+    "          auto prefetch = [&](int i) {\n",
+    "          auto prefetch = [&](int i) {\n"
+    "            // next_l2pf1: only where each key block comes from HBM once (never with 192-row tiles: their\n"
+    "            // 32-register producer spilled 4 B with the test)\n"
+    "            if (Cfg::kBlockM != 128 || num_m_blocks != 1) return;\n"))
+    for i, e in enumerate(L2PF_EDITS)]
+assert L2PF1_EDITS[1] != L2PF_EDITS[1]
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d256tma": ("kernel.cu", "// next_d256tma: v33 with d256 on the TMA epilogue at every s_k.\n", D256TMA_EDITS),
     "next_loopmask": ("kernel.cu", "// next_loopmask: v33 with the d96/d128 key loop in a masked and a mask-free copy.\n", LOOPMASK_EDITS),
     "next_loopmask2": ("kernel.cu", "// next_loopmask2: next_loopmask + v6's key loop (d256, 192-row d96/d128) in two copies.\n", LOOPMASK2_EDITS),
+    "next_l2pf1": ("kernel.cu", "// next_l2pf1: next_l2pf only in launches with one query tile per (batch, head).\n", L2PF1_EDITS),
+    "next_v34a": ("kernel.cu", "// next_v34a: v33 + next_l2pf1.\n", L2PF1_EDITS),
+    "next_v34b": ("kernel.cu", "// next_v34b: v33 + next_l2pf1 + next_d256tma.\n", D256TMA_EDITS + L2PF1_EDITS),
+    "next_v34c": ("kernel.cu", "// next_v34c: v33 + next_l2pf1 + next_d256tma + next_loopmask2.\n",
+                  LOOPMASK2_EDITS + D256TMA_EDITS + L2PF1_EDITS),
     "next_l2pf": ("kernel.cu", "// next_l2pf: v33 with the producer prefetching K/V into L2 two key blocks ahead of its loads.\n", L2PF_EDITS),
     # all three of session 19's prepared candidates at once: for a full grid if each wins its A/B
     "next_v34all": ("kernel.cu", "// next_v34all: v33 + next_loopmask2 + next_d256tma + next_l2pf.\n",
