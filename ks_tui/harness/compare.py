@@ -75,6 +75,32 @@ def _rows_over(candidates: list[Candidate], ids: list[str], rows: dict, time_row
                               for c in candidates}}
 
 
+# How far one candidate's baseline timing of a scenario may sit from that scenario's median over every run
+# before its speedup cell is flagged. The baselines are the same library calls in every run, so a reading
+# this far off is the baseline's noise, not the candidate's doing (session 20: one run timed cuDNN 38% and
+# 73% slow on two short scenarios, and a kernel 18% slower there read 17% and 46% faster).
+BASELINE_OFF = 0.10
+
+
+def _baseline_outliers(bases: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+    """Scenario id -> {candidate: its baseline time over the scenario's median baseline time over all runs},
+    only for cells more than BASELINE_OFF away from 1. Needs three timings of the scenario (a median of
+    two is no reference)."""
+    out: dict[str, dict[str, float]] = {}
+    for sid in dict.fromkeys(i for by_id in bases.values() for i in by_id):
+        every = sorted(t for by_id in bases.values() for t in by_id.get(sid, []))
+        if len(every) < 3:
+            continue
+        mid = len(every) // 2
+        median = every[mid] if len(every) % 2 else (every[mid - 1] + every[mid]) / 2
+        for name, by_id in bases.items():
+            if by_id.get(sid):
+                ratio = geomean(by_id[sid]) / median
+                if abs(ratio - 1) > BASELINE_OFF:
+                    out.setdefault(sid, {})[name] = ratio
+    return out
+
+
 def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None) -> dict:
     """Per candidate: its status over the rounds, per-scenario speedup (geomean over rounds) and
     the geomean over the scenarios every candidate ran correctly (so the rows compare).
@@ -88,10 +114,11 @@ def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None)
     `groups` (scenario id -> label, from group_labels) adds the same rows per group."""
     per: dict[str, dict[str, list[float]]] = {}
     times: dict[str, dict[str, list[float]]] = {}
+    bases: dict[str, dict[str, list[float]]] = {}
     failed: dict[str, str] = {}
     ids: list[str] = []
     for c in candidates:
-        per[c.name], times[c.name] = {}, {}
+        per[c.name], times[c.name], bases[c.name] = {}, {}, {}
         for r in c.runs:
             if r.get("status") != "correct":
                 failed.setdefault(c.name, _failure(r))
@@ -102,6 +129,9 @@ def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None)
                     per[c.name].setdefault(s["id"], []).append(float(s["speedup"]))
                 if s.get("ok") and isinstance(s.get("time_ms"), (int, float)) and s["time_ms"] > 0:
                     times[c.name].setdefault(s["id"], []).append(float(s["time_ms"]))
+                base = (s.get("baseline") or {}).get("time_ms") if s.get("ok") else None
+                if isinstance(base, (int, float)) and base > 0:
+                    bases[c.name].setdefault(s["id"], []).append(float(base))
     common = [i for i in ids if all(per[c.name].get(i) for c in candidates if c.name not in failed)]
     rows = {i: {c.name: geomean(per[c.name].get(i, [])) for c in candidates} for i in ids}
     time_rows = {i: {c.name: geomean(times[c.name].get(i, [])) for c in candidates} for i in ids}
@@ -113,6 +143,7 @@ def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None)
         by_group.append({"label": label, "n": len(members),
                          **_rows_over(candidates, members, rows, time_rows, failed)})
     return {"scenarios": ids, "common": common, "rows": rows, "time_ms": time_rows, "failed": failed,
+            "baseline_off": _baseline_outliers(bases),
             **_rows_over(candidates, common, rows, time_rows, failed), "groups": by_group}
 
 
@@ -122,18 +153,21 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[
                 + [len("geomean (common scenarios)"), len(f"kernel time: {names[0]} / this")])
     cell = max(10, *(len(n) for n in names))
 
-    def fmt(v) -> str:
-        return f"{v:>{cell}.3f}" if isinstance(v, float) else f"{'-':>{cell}}"
+    def fmt(v, flagged: bool = False) -> str:  # a cell and its mark column ('!': see the note below the table)
+        return (f"{v:>{cell}.3f}" if isinstance(v, float) else f"{'-':>{cell}}") + ("!" if flagged else " ")
+
+    def row(label: str, cells) -> str:
+        return f"{label:<{width}}  " + " ".join(cells).rstrip()
 
     lines = [f"speedup vs the fastest baseline, per scenario (geomean over {rounds} round(s), "
              f"seeds {', '.join(map(str, seeds))})",
-             " " * width + "  " + " ".join(f"{n:>{cell}}" for n in names)]
+             row("", (f"{n:>{cell}} " for n in names))]
+    off = summary.get("baseline_off") or {}
     for sid in summary["scenarios"]:
-        lines.append(f"{sid:<{width}}  " + " ".join(fmt(summary["rows"][sid][n]) for n in names))
-    lines.append(f"{'geomean (common scenarios)':<{width}}  " + " ".join(fmt(summary["geomean"][n]) for n in names))
-    lines.append(f"{'vs ' + names[0]:<{width}}  " + " ".join(fmt(summary["vs_first"][n]) for n in names))
-    lines.append(f"{'kernel time: ' + names[0] + ' / this':<{width}}  "
-                 + " ".join(fmt(summary["time_vs_first"][n]) for n in names))
+        lines.append(row(sid, (fmt(summary["rows"][sid][n], n in off.get(sid, {})) for n in names)))
+    lines.append(row("geomean (common scenarios)", (fmt(summary["geomean"][n]) for n in names)))
+    lines.append(row("vs " + names[0], (fmt(summary["vs_first"][n]) for n in names)))
+    lines.append(row(f"kernel time: {names[0]} / this", (fmt(summary["time_vs_first"][n]) for n in names)))
     groups = summary.get("groups") or []
     if groups:
         labels = [f"{g['label']} ({g['n']})" for g in groups]
@@ -142,7 +176,17 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[
         for key, title in blocks:
             lines.append(f"{title + ', by group (scenarios)':<{gw}}")
             for label, g in zip(labels, groups):
-                lines.append(f"{label:<{gw}}  " + " ".join(fmt(g[key][n]) for n in names))
+                lines.append(f"{label:<{gw}}  " + " ".join(fmt(g[key][n]) for n in names).rstrip())
+    if off:
+        lines.append(f"! that run timed the baseline more than {BASELINE_OFF:.0%} off its median over all runs of the"
+                     " scenario:\n  the cell reads the baseline's noise. The kernel time there (us), against the first file's:")
+        for sid, cells in off.items():
+            for n, ratio in cells.items():
+                t = summary["time_ms"].get(sid, {})
+                mine, first = t.get(n), t.get(names[0])
+                ktime = (f"kernel {mine * 1000:.1f} vs {first * 1000:.1f}" if mine and first and n != names[0]
+                         else f"kernel {mine * 1000:.1f}" if mine else "no kernel time")
+                lines.append(f"  {sid} {n}: baseline x{ratio:.2f}; {ktime}")
     for name, why in summary["failed"].items():
         lines.append(f"{name}: {why}")
     return "\n".join(lines)

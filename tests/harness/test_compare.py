@@ -134,3 +134,26 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
     out = run_ks("compare", "attention_cpu", *args, cwd=tmp_path)
     assert out.returncode == 2
     assert needle in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_cell_whose_baseline_timing_is_off_is_flagged_with_the_kernel_times():
+    """One run timed the baseline 40% slow on s1: its speedup there reads a gain the kernel time does
+    not have. The cell is marked and the note gives both kernel times; s2 (baselines alike) is not."""
+    def result(t1, base1):
+        return {"status": "correct", "scenarios": [
+            {"id": "s1", "ok": True, "time_ms": t1, "speedup": base1 / t1, "baseline": {"time_ms": base1}},
+            {"id": "s2", "ok": True, "time_ms": 2.0, "speedup": 1.0, "baseline": {"time_ms": 2.0}}]}
+
+    a = compare.Candidate("a", None, [result(1.0, 1.0)])
+    b = compare.Candidate("b", None, [result(1.0, 1.02)])
+    c = compare.Candidate("c", None, [result(1.2, 1.4)])     # 20% slower, but its baseline ran 40% slow
+    s = compare.summarize([a, b, c])
+    assert s["rows"]["s1"]["c"] > s["rows"]["s1"]["a"]         # the speedup alone says c won on s1
+    assert set(s["baseline_off"]) == {"s1"} and set(s["baseline_off"]["s1"]) == {"c"}
+    assert s["baseline_off"]["s1"]["c"] == pytest.approx(1.4 / 1.02)
+    text = compare.render([a, b, c], s, 1, [7])
+    row = next(line for line in text.splitlines() if line.startswith("s1 "))
+    assert row.endswith("!") and row.count("!") == 1
+    assert "s1 c: baseline x1.37; kernel 1200.0 vs 1000.0" in text
+    # two timings of a scenario give no median to judge by: nothing is flagged
+    assert compare.summarize([a, c])["baseline_off"] == {}

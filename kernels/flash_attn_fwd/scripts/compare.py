@@ -12,7 +12,10 @@ rounds (default 1). The decision is the speedup row ('vs' the first file): each 
 baselines are timed right beside the kernel, at the same clock. Session 8 measured why that
 matters: under sustained load the H200's clocks drop, and the same kernel ran its long d128
 scenarios ~10% faster in the first run of a call than in the eighth, so kernel times of
-different runs do not compare (the kernel-time row is printed as information).
+different runs do not compare (the kernel-time row is printed as information). A cell marked '!' is
+one whose run timed the baseline >10% off its median over the call's runs (`ks compare`'s table):
+read the kernel times the note under the table gives (session 20's next_l2pf read +46% there, and
+was 18% slower).
 KS_BY=d,causal adds the summary rows per group of scenarios with equal values of those task parameters
 (`ks compare --by`): groups a candidate leaves alone read the noise of the others. KS_CACHED_BASELINES=1
 reuses the first run's baseline timings (faster; the speedup row then
