@@ -142,11 +142,15 @@ def instrument(src: str) -> tuple[str, dict[int, tuple[str, str]]]:
 
 
 def build(task: Task, source: Path) -> ctypes.CDLL:
-    """The harness's build of `source` (the task's compiler, flags and arch; cached)."""
+    """The harness's build of `source` (the task's compiler, flags and arch; cached).
+
+    Built under the task's kernel name, as the bench builds it: the name is part of the compile command and
+    so of the cache key, and under its own name a file prebuilt here missed the cache when `ks bench` or
+    compare.py came to it (session 20: each candidate compiled twice, ~50 s of device time each)."""
     from ks_tui.harness.build import build as harness_build
 
     record, lib = harness_build(source, language=task.language, compiler=task.build.compiler,
-                                flags=task.build.flags, arch=task.build.arch, shown_name=source.name, timeout=900)
+                                flags=task.build.flags, arch=task.build.arch, shown_name=task.kernel.name, timeout=900)
     if not record["ok"] or lib is None:
         raise ProfileError(f"{source} does not compile:\n{record['log'][-3000:]}")
     return ctypes.CDLL(str(lib))
