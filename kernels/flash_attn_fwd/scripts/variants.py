@@ -80,6 +80,10 @@ REPO = Path(__file__).resolve().parents[3]
 #   next_nocausal (d64/d256 level), next_d256ostage, next_qk1early (lost: short128 kernel time 0.991), its control
 #   next_qk1ctl and session 19's next_unmasked (both edits of v32, measured in session 19; next_unmasked, which
 #   holds next_d256ostage and next_qk1ctl, became v33) from a608729.
+# - session 19's next_loopmask, next_loopmask2 (key loops in a masked and a mask-free copy), next_l2pf (L2 prefetch
+#   of K/V) and next_v34all, and session 20's next_v34a-c (compositions), all edits of v33, from 8c15831. Measured in
+#   session 20: next_loopmask2 lost (kernel time d256 0.965, d64 0.976 / 0.969, short128 0.998), next_l2pf lost
+#   (short128 0.879; q128-k512 itself 18% slower). next_l2pf's edits stay below: next_l2pf1 is made from them.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -131,63 +135,6 @@ D256TMA_EDITS = [
      "  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
      "  // unmasked d256: the instantiations without the half-width diagonal block\n"
      "  return launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
-]
-
-# next_loopmask (session 19, an edit of v33): the d96/d128 FA3-order key loop in two copies, one with the mask code
-# and one without. Session 19's unmasked-only functions (causal 0 at compile time) gained 1.7% on the 128-row d128
-# tiles, and their key loop is 620 instructions against the shared function's 825 (`sass.py loops`), though both
-# skip the mask at run time on every block of the loop: the per-block cost fell (b 1.60 -> 1.55 us). Here a block
-# runs the masked copy only while it needs a mask (the test is mask_scores', and it holds for a prefix of the loop:
-# the loop walks the keys downwards); in the grid's shapes the peeled first block is the only masked one, so every
-# loop block runs the mask-free copy. Predicted: causal d96/d128 +1..+3% kernel time if the loop's size is what
-# cost the 1.7% (the unmasked ones less: their loop has only the s_k tail's mask code); level if it was not.
-LOOPMASK_EDITS = [
-    # mask_scores' own test, apart (mask_scores calling it changed d64's loop: 778 -> 775 instructions)
-    ("// Online softmax of one key block:",
-     "// next_loopmask: mask_scores' test of whether key block col0.. needs its mask (the same expression).\n"
-     "template <int BN>\n__device__ __forceinline__ bool block_needs_mask(int col0, int s_k, int causal, int m0, int diag) {\n"
-     "  return (col0 + BN > s_k) || (causal && col0 + BN - 1 > m0 + diag);\n}\n\n"
-     "// Online softmax of one key block:"),
-    ("        // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.\n"
-     "        for (int i = 1 + first; i < n_blocks; ++i) {\n",
-     "        // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.\n"
-     "        // next_loopmask: two copies of the step, with and without the mask code; the blocks that need a mask\n"
-     "        // come first (the loop walks the keys downwards), so the masked copy runs a prefix of the loop.\n"
-     "        auto step = [&](int i, auto masked) {\n"),
-    ("          fence_regs(s_acc);\n          release(empty(s));  // K of this stage: its Q K^T has completed\n          mask(n);\n          softmax();\n"
-     "          // ptxas hoists",
-     "          fence_regs(s_acc);\n          release(empty(s));  // K of this stage: its Q K^T has completed\n          if constexpr (decltype(masked)::value) mask(n);\n          softmax();\n"
-     "          // ptxas hoists"),
-    ("          if (rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n          to_p();\n        }\n"
-     "        // v8's epilogue:",
-     "          if (rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n          to_p();\n        };\n"
-     "        int i = 1 + first;\n"
-     "        for (; i < n_blocks && block_needs_mask<BN>((n_blocks - 1 - i) * BN, s_k, causal, m0, diag); ++i)\n"
-     "          step(i, std::true_type{});\n"
-     "        for (; i < n_blocks; ++i) step(i, std::false_type{});\n"
-     "        // v8's epilogue:"),
-]
-
-# next_loopmask2: next_loopmask + the same split of v6's loop (d256, the 192-row d96/d128 tiles; d64 keeps one masked
-# copy: its loop's mask code is 12 instructions, and d64 has moved with smaller changes). The causal 192-row d128
-# loop is 811 instructions against the unmasked one's 610, d256's 918 against 906. The step as a lambda still moved
-# d64's SASS a little (its loop 778 -> 780 instructions): the A/B reads d64 too.
-LOOPMASK2_EDITS = LOOPMASK_EDITS + [
-    ("      for (int i = first_block; i < live_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n",
-     "      // next_loopmask2: two copies of the step, with and without the mask code (d64: the masked one only)\n"
-     "      auto step6 = [&](int i, auto masked) {\n        const int n = n_blocks - 1 - i;\n"),
-    ("        mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);\n        float alpha[2];\n",
-     "        if constexpr (decltype(masked)::value) mask_scores<BN>(s_acc, n * BN, s_k, causal, m0, diag, row0, t);\n        float alpha[2];\n"),
-    ("          else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));\n        }\n      }\n\n    }\n",
-     "          else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));\n        }\n      };\n"
-     "      if constexpr (Dp == 64) {\n"
-     "        for (int i = first_block; i < live_blocks; ++i) step6(i, std::true_type{});\n"
-     "      } else {\n"
-     "        int i = first_block;\n"
-     "        for (; i < live_blocks && block_needs_mask<BN>((n_blocks - 1 - i) * BN, s_k, causal, m0, diag); ++i)\n"
-     "          step6(i, std::true_type{});\n"
-     "        for (; i < live_blocks; ++i) step6(i, std::false_type{});\n"
-     "      }\n\n    }\n"),
 ]
 
 # next_l2pf (session 19, an edit of v33): the producer prefetches K/V into L2 two key blocks ahead of its loads
@@ -248,17 +195,7 @@ assert L2PF1_EDITS[1] != L2PF_EDITS[1]
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d256tma": ("kernel.cu", "// next_d256tma: v33 with d256 on the TMA epilogue at every s_k.\n", D256TMA_EDITS),
-    "next_loopmask": ("kernel.cu", "// next_loopmask: v33 with the d96/d128 key loop in a masked and a mask-free copy.\n", LOOPMASK_EDITS),
-    "next_loopmask2": ("kernel.cu", "// next_loopmask2: next_loopmask + v6's key loop (d256, 192-row d96/d128) in two copies.\n", LOOPMASK2_EDITS),
     "next_l2pf1": ("kernel.cu", "// next_l2pf1: next_l2pf only in launches with one query tile per (batch, head).\n", L2PF1_EDITS),
-    "next_v34a": ("kernel.cu", "// next_v34a: v33 + next_l2pf1.\n", L2PF1_EDITS),
-    "next_v34b": ("kernel.cu", "// next_v34b: v33 + next_l2pf1 + next_d256tma.\n", D256TMA_EDITS + L2PF1_EDITS),
-    "next_v34c": ("kernel.cu", "// next_v34c: v33 + next_l2pf1 + next_d256tma + next_loopmask2.\n",
-                  LOOPMASK2_EDITS + D256TMA_EDITS + L2PF1_EDITS),
-    "next_l2pf": ("kernel.cu", "// next_l2pf: v33 with the producer prefetching K/V into L2 two key blocks ahead of its loads.\n", L2PF_EDITS),
-    # all three of session 19's prepared candidates at once: for a full grid if each wins its A/B
-    "next_v34all": ("kernel.cu", "// next_v34all: v33 + next_loopmask2 + next_d256tma + next_l2pf.\n",
-                    LOOPMASK2_EDITS + D256TMA_EDITS + L2PF_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -268,7 +205,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_d256tma": 40, "next_v34all": 40, "next_v34b": 40, "next_v34c": 40}
+INSTANTIATIONS: dict[str, int] = {"next_d256tma": 40}
 
 
 class VariantError(Exception):
