@@ -137,6 +137,17 @@ D256TMA_EDITS = [
      "  return launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
 ]
 
+# next_d256tmac (session 20, an edit of v33): next_d256tma for the causal d256 launches only. Session 20 measured
+# next_d256tma on d256l twice (call 2, 1 round; call 3, 2 rounds, results/2026-12-04-h200-s20-call3-compare.txt):
+# kernel time causal 1.022 / 1.018 (s4096-s8192 +0.1..+7.5%, s >= 16384 level), unmasked 0.986 / 0.977 (s >= 8192
+# -1.5..-4.1%). Unmasked long d256 keeps the register epilogue; the 2 causal non-TMA d256 functions go (42).
+# Predicted: causal d256 s_k > 2048 +1..+2% kernel time, every other launch SASS SAME.
+D256TMAC_EDITS = [
+    ("  if (causal) return KS_LAUNCH(256, 128, 16);\n",
+     "  // next_d256tmac: causal d256 on the TMA epilogue (O staged in its own 32 KB) at every s_k\n"
+     "  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+]
+
 # next_l2pf (session 19, an edit of v33): the producer prefetches K/V into L2 two key blocks ahead of its loads
 # (cp.async.bulk.prefetch.tensor: the TMA unit fetches the box into L2, nothing lands in shared memory). With two
 # K/V stages the producer requests a block about one block-time before it is used, and at a tile's start the first
@@ -195,6 +206,7 @@ assert L2PF1_EDITS[1] != L2PF_EDITS[1]
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d256tma": ("kernel.cu", "// next_d256tma: v33 with d256 on the TMA epilogue at every s_k.\n", D256TMA_EDITS),
+    "next_d256tmac": ("kernel.cu", "// next_d256tmac: v33 with causal d256 on the TMA epilogue at every s_k.\n", D256TMAC_EDITS),
     "next_l2pf1": ("kernel.cu", "// next_l2pf1: next_l2pf only in launches with one query tile per (batch, head).\n", L2PF1_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
@@ -205,7 +217,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_d256tma": 40}
+INSTANTIATIONS: dict[str, int] = {"next_d256tma": 40, "next_d256tmac": 42}
 
 
 class VariantError(Exception):
