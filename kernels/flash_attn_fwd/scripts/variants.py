@@ -148,6 +148,18 @@ D256TMAC_EDITS = [
      "  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
 ]
 
+# probe_d256smem (session 20, an edit of v33; a probe, correct output): the register-epilogue d256 functions
+# allocate the TMA epilogue's 32 KB O region too, and leave it unused. next_d256tma's unmasked long launches ran
+# 2.3% slower on the TMA epilogue (s >= 8192: -1.5..-4.1%) although its key loop is smaller (906 against 920
+# instructions), and a per-block loss at 64-256 blocks a tile is not in the epilogue. The 32 KB leave the SM about
+# 32 KB less L1 (d256 then holds ~224 of 228 KB as shared memory). If this probe costs the unmasked long launches
+# what the TMA epilogue cost them, the carveout is the cause; if it is level, the cause is in the TMA function's code.
+D256SMEM_EDITS = [
+    ("template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 && kTmaEpi ? 32768u : 0u;",
+     "// probe_d256smem: every d256 function allocates the 32 KB O region (the register epilogue leaves it unused)\n"
+     "template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 ? 32768u : 0u;"),
+]
+
 # next_l2pf (session 19, an edit of v33): the producer prefetches K/V into L2 two key blocks ahead of its loads
 # (cp.async.bulk.prefetch.tensor: the TMA unit fetches the box into L2, nothing lands in shared memory). With two
 # K/V stages the producer requests a block about one block-time before it is used, and at a tile's start the first
@@ -207,6 +219,8 @@ assert L2PF1_EDITS[1] != L2PF_EDITS[1]
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d256tma": ("kernel.cu", "// next_d256tma: v33 with d256 on the TMA epilogue at every s_k.\n", D256TMA_EDITS),
     "next_d256tmac": ("kernel.cu", "// next_d256tmac: v33 with causal d256 on the TMA epilogue at every s_k.\n", D256TMAC_EDITS),
+    "probe_d256smem": ("kernel.cu", "// probe_d256smem: v33 with the register-epilogue d256 functions allocating the 32 KB O region.\n",
+                       D256SMEM_EDITS),
     "next_l2pf1": ("kernel.cu", "// next_l2pf1: next_l2pf only in launches with one query tile per (batch, head).\n", L2PF1_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
