@@ -179,7 +179,8 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[
                 lines.append(f"{label:<{gw}}  " + " ".join(fmt(g[key][n]) for n in names).rstrip())
     if off:
         lines.append(f"! that run timed the baseline more than {BASELINE_OFF:.0%} off its median over all runs of the"
-                     " scenario:\n  the cell reads the baseline's noise. The kernel time there (us), against the first file's:")
+                     " scenario:\n  the cell reads the baseline's noise. The kernel time there (us), against the"
+                     " first file's:")
         for sid, cells in off.items():
             for n, ratio in cells.items():
                 t = summary["time_ms"].get(sid, {})

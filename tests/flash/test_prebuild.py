@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +32,6 @@ def test_no_files_is_a_usage_error():
 def test_a_prebuilt_file_is_found_in_the_cache_by_the_bench_build(tmp_path, monkeypatch):
     """The bench builds a candidate under the task's kernel name; prebuild must fill that very cache entry,
     whatever the file is called (session 20: under its own name each candidate compiled twice on the device)."""
-    import os
-
     from ks_tui.harness.build import build
     from ks_tui.task import load_task
 
