@@ -200,12 +200,11 @@ L2PF_EDITS = [
 ]
 
 # next_l2pf1 (session 20, an edit of v33): next_l2pf gated to launches with one query tile per (batch, head).
-# Session 20, call 1 (1 round, results/2026-12-04-h200-s20-call1-compare.txt): next_l2pf ran q128-k512 +17%,
-# q128-k512-causal +46%, q256-k1024 +10%, but every launch whose tiles share a head's key blocks through L2 lost
-# 5-25% (short128 0.893). A prefetch of a box that L2 already holds still costs the TMA unit's time. With one tile
-# per head (s_q <= kBlockM) each key block is read once, from HBM: there the prefetch hides HBM's latency.
-# Predicted: q128-k512 +15%, its causal form +40%, every other scenario level (the gate is one uniform test in the
-# producer; the consumers' SASS is unchanged).
+# Written from a misreading: call 1's speedup column showed next_l2pf +17% / +46% on q128-k512 and its causal form,
+# but that run had timed cuDNN 38% / 73% slow there; the kernel itself was 18% slower (93.5 -> 110.4 us). The gate
+# was to keep the prefetch where each key block is read once, from HBM. Measured in call 2 (1 round): q128-k512
+# 93.1 -> 109.4 us, and the 40 d128 launches where the gate is off 0.973 kernel time (their consumers' key loops
+# are the same instructions). Lost; kept here for the 2-round re-read of that gate-off cost (NOTES, session 20).
 L2PF1_EDITS = [e if i != 1 else (e[0], e[1].replace(
     "          auto prefetch = [&](int i) {\n",
     "          auto prefetch = [&](int i) {\n"
