@@ -9,6 +9,7 @@ arithmetic lives here; the runs go through `client.run_harness`.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,11 +89,10 @@ def _baseline_outliers(bases: dict[str, dict[str, list[float]]]) -> dict[str, di
     two is no reference)."""
     out: dict[str, dict[str, float]] = {}
     for sid in dict.fromkeys(i for by_id in bases.values() for i in by_id):
-        every = sorted(t for by_id in bases.values() for t in by_id.get(sid, []))
+        every = [t for by_id in bases.values() for t in by_id.get(sid, [])]
         if len(every) < 3:
             continue
-        mid = len(every) // 2
-        median = every[mid] if len(every) % 2 else (every[mid - 1] + every[mid]) / 2
+        median = statistics.median(every)
         for name, by_id in bases.items():
             if by_id.get(sid):
                 ratio = geomean(by_id[sid]) / median
