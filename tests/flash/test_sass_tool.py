@@ -1,6 +1,6 @@
 """scripts/sass.py: SASS compared per kernel instantiation, with the real nvcc and nvdisasm (sm_90a).
 
-Small kernels keep it quick; the same code compares the flash kernels (NOTES, sessions 6-7).
+Small kernels keep it quick; the same code compares the flash kernels (JOURNAL.md, sessions 6-7).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[3]
 # - session 8's (next_exp2fma, next_tree, next_tilestart, next_lazyrs, edits of v17; next_lazyrs became v18)
 #   from 1cb84c9;
 # - session 9's (next_n160tn, next_cheapmask, next_descinc, next_maskdesc, edits of v18; next_descinc became v19,
-#   the others lost: NOTES.md, "Session 9") from 697c249:
+#   the others lost: JOURNAL.md, "Session 9") from 697c249:
 #   git worktree add /tmp/ks-s9 697c249 && python3 /tmp/ks-s9/kernels/flash_attn_fwd/scripts/variants.py NAME
 # - session 9's next_tcsum (an edit of v19: next_stageu + the d96/d128 row sums on the tensor cores; lost) from
 #   cdc0ba9.
@@ -204,7 +204,7 @@ L2PF_EDITS = [
 # but that run had timed cuDNN 38% / 73% slow there; the kernel itself was 18% slower (93.5 -> 110.4 us). The gate
 # was to keep the prefetch where each key block is read once, from HBM. Measured in call 2 (1 round): q128-k512
 # 93.1 -> 109.4 us, and the 40 d128 launches where the gate is off 0.973 kernel time (their consumers' key loops
-# are the same instructions). Lost; kept here for the 2-round re-read of that gate-off cost (NOTES, session 20).
+# are the same instructions). Lost; kept here for the 2-round re-read of that gate-off cost (JOURNAL.md, session 20).
 L2PF1_EDITS = [e if i != 1 else (e[0], e[1].replace(
     "          auto prefetch = [&](int i) {\n",
     "          auto prefetch = [&](int i) {\n"
