@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ class Attempt:
     rollback_of: int | None
     best: bool = False
     mode: str = ""           # check | bench, alone or with -quick / -subset ("" if unknown)
+    # words added later (ks remark): [{time, author, text}], oldest first; see attempts/remarks.py
+    remarks: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def short(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ks_tui.attempts.model import Attempt, SessionSummary, since_best
+from ks_tui.attempts.remarks import remark_text
 
 
 def _speed(x: float | None) -> str:
@@ -20,10 +21,17 @@ def attempt_line(a: Attempt) -> str:
         extra.append(f"q:{a.question}")
     if a.rollback_of is not None:
         extra.append(f"rollback of {a.rollback_of}")
+    if a.remarks:
+        extra.append(f"{len(a.remarks)} remark{'' if len(a.remarks) == 1 else 's'}")
     tail = f" [{', '.join(extra)}]" if extra else ""
     when = a.time.astimezone().strftime("%m-%d %H:%M")
     return (f"{mark}{a.number:>4}  {a.short}  {when}  {a.author:<5}  {a.status:<13}  "
             f"{a.correct or '-':>7}  {_speed(a.speedup):>8}  {a.mode or '-':<11}  {a.summary}{tail}")
+
+
+def remarks_text(a: Attempt) -> str:
+    """An attempt's remarks, a line each ("" when it has none)."""
+    return "\n".join(f"remark {remark_text(r)}" for r in a.remarks)
 
 
 def _fit(line: str, width: int | None) -> str:
@@ -37,6 +45,8 @@ def log_table(attempts: list[Attempt], width: int | None = None) -> str:
     best, after = since_best(attempts)
     if best is not None:
         lines.append(f"(* best correct attempt: #{best}; {after} attempt{'' if after == 1 else 's'} since)")
+    if any(a.remarks for a in attempts):
+        lines.append("(an attempt's remarks: ks show N)")
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ Layout in the workspace's git repository:
   branch   ks/<task>/<id>                 one per session, started from HEAD
   worktree sessions/<id>/worktree/        the session's own checkout and index
   notes    refs/notes/ks                  the full harness JSON of each attempt commit
+           refs/notes/ks-remarks          remarks added later (`ks remark`), a line each
   files    sessions/<id>/session.json     id, task, branch, base commit
            sessions/<id>/trace.jsonl      the event trace (ks_tui.session.Trace)
            sessions/<id>/.lock            one writer per session
@@ -29,6 +30,7 @@ from typing import Any
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.locks import check_git_locks, session_lock
 from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary
+from ks_tui.attempts.remarks import REMARKS_REF, remark_line
 from ks_tui.errors import InputFileError, KsError
 from ks_tui.paths import main_workspace
 from ks_tui.session import Trace
@@ -283,7 +285,8 @@ class AttemptStore:
         return self._attempts(self.session(sid))
 
     def _attempts(self, info: SessionInfo) -> list[Attempt]:
-        out = self._run(self.repo, "log", "-z", "--reverse", f"--format={tr.LOG_FORMAT}", self._range(info), "--",
+        out = self._run(self.repo, "log", "-z", "--reverse", "--no-notes", f"--notes={REMARKS_REF}",
+                        f"--format={tr.LOG_FORMAT_REMARKS}", self._range(info), "--",
                         what=f"reading the history of session {info.id}", strip_newline_in_stdout=False)
         return mark_best(tr.parse_log(out, info.id))
 
@@ -449,21 +452,48 @@ class AttemptStore:
         return mark_best([*attempts, new])[-1]
 
     def _write_note(self, sha: str, result: dict) -> None:
-        # Sessions share refs/notes/ks: serialize writers across processes, retry a lost race.
+        self._notes(NOTES_REF, "add", "-f", sha, text=json.dumps(result, indent=1, sort_keys=True, default=str),
+                    what="storing the result as a git note")
+
+    def _notes(self, ref: str, action: str, *args: str, text: str, what: str) -> None:
+        """`git notes --ref=REF ACTION ARGS -F <text>`. Sessions share the notes refs: writers are
+        serialized across processes, and a lost race is retried."""
         guard = self.common_dir / "ks-notes.lock"
-        with open(guard, "a+") as g, tempfile.NamedTemporaryFile("w", suffix=".json") as note:
-            json.dump(result, note, indent=1, sort_keys=True, default=str)
+        with open(guard, "a+") as g, tempfile.NamedTemporaryFile("w", suffix=".txt") as note:
+            note.write(text)
             note.flush()
             fcntl.flock(g.fileno(), fcntl.LOCK_EX)
             for tries in range(5):
                 try:
-                    self._run(self.repo, "notes", f"--ref={NOTES_REF}", "add", "-f", "-F", note.name, sha,
-                              what="storing the result as a git note")
+                    self._run(self.repo, "notes", f"--ref={ref}", action, "-F", note.name, *args, what=what)
                     return
                 except KsError:
                     if tries == 4:
                         raise
                     time.sleep(0.1 * (tries + 1))
+
+    def remark(self, sid: str, ref: str | int, text: str, author: str = "human") -> Attempt:
+        """Append a remark to an attempt (its commit and summary stay as they are); the attempt
+        with its remarks. Also a `remark` line in the session trace."""
+        info = self.session(sid)
+        target = resolve_in(self._attempts(info), info.id, ref)
+        line = remark_line(text, author)
+        self._notes(REMARKS_REF, "append", target.sha, text=line, what="storing the remark as a git note")
+        Trace(self.trace_path(info.id)).append("remark", {"attempt": target.number, "sha": target.sha,
+                                                          "author": author, "text": line.split("\t", 2)[2]})
+        return resolve_in(self._attempts(info), info.id, target.number)
+
+    def remark_notes(self, sid: str) -> dict[str, str]:
+        """{commit sha: the raw remarks note} for the session's attempts that have remarks (for export)."""
+        out = self._run(self.repo, "log", "-z", "--no-notes", f"--notes={REMARKS_REF}", f"--format=%H{tr.FIELD}%N",
+                        self._range(self.session(sid)), "--", what="reading the remarks",
+                        strip_newline_in_stdout=False)
+        notes = (r.strip("\n").partition(tr.FIELD)[::2] for r in out.split("\0") if tr.FIELD in r)
+        return {sha: note.strip("\n") + "\n" for sha, note in notes if note.strip()}
+
+    def restore_remarks(self, sha: str, note: str) -> None:
+        """Write a remarks note as exported (for import); replaces any note on that commit."""
+        self._notes(REMARKS_REF, "add", "-f", sha, text=note, what="storing the remarks as a git note")
 
     def _trailers(self, info, number, author, status, result, question, rollback_of=None) -> dict:
         mode = result.get("mode")

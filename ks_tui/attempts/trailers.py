@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ks_tui.attempts.model import Attempt
+from ks_tui.attempts.remarks import parse_remarks
 
 # Order in which trailers are written (and shown by `git log`).
 KEYS = ("KS-Session", "KS-Attempt", "KS-Author", "KS-Status", "KS-Correct", "KS-Speedup",
@@ -22,6 +23,8 @@ NONE = "n/a"
 FIELD = "\x1f"
 TRAILER = "\x1d"
 LOG_FORMAT = f"%H{FIELD}%cI{FIELD}%s{FIELD}%(trailers:only,unfold,separator=%x1d)"
+# The same with the commit's note last: git log --no-notes --notes=<remarks ref> fills %N.
+LOG_FORMAT_REMARKS = f"{LOG_FORMAT}{FIELD}%N"
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -72,7 +75,8 @@ def _int(value: str | None) -> int | None:
 
 
 def parse_log(output: str, session: str) -> list[Attempt]:
-    """Attempts of `session` from `git log -z --format=LOG_FORMAT` output, in log order.
+    """Attempts of `session` from `git log -z --format=LOG_FORMAT` (or LOG_FORMAT_REMARKS) output,
+    in log order.
 
     Commits without our trailers (someone committed by hand on the branch) are not attempts.
     """
@@ -81,10 +85,10 @@ def parse_log(output: str, session: str) -> list[Attempt]:
         record = record.strip("\n")
         if not record:
             continue
-        parts = record.split(FIELD, 3)
+        parts = record.split(FIELD, 4)
         if len(parts) < 4:
             continue
-        sha, when, subject, block = parts
+        sha, when, subject, block = parts[:4]
         t = parse_trailers(block)
         number = _int(t.get("KS-Attempt"))
         if t.get("KS-Session") != session or number is None:
@@ -96,5 +100,6 @@ def parse_log(output: str, session: str) -> list[Attempt]:
             baseline=_opt(t.get("KS-Baseline")), question=_opt(t.get("KS-Question")),
             summary=subject, rollback_of=_int(t.get("KS-Rollback-Of")),
             mode=_opt(t.get("KS-Mode")) or "",
+            remarks=parse_remarks(parts[4]) if len(parts) > 4 else [],
         ))
     return attempts

@@ -8,6 +8,7 @@ which a clone of main brings along; a fresh checkout would lose the history. The
                   repository must already have the base (it is a commit of the branch the session
                   started from)
   results.json    {commit sha: result} for every attempt that has a stored result (the notes)
+  remarks.json    {commit sha: remarks note} for every attempt with remarks (`ks remark`)
   trace.jsonl     the session trace (questions, agent events), when there is one
   efficacy.jsonl  the session's records in the question bank's efficacy file (asks and outcomes)
 Import fetches the branch from the bundle, makes the worktree, and writes the notes and files back.
@@ -27,7 +28,7 @@ from ks_tui.attempts.model import SessionInfo
 from ks_tui.errors import InputFileError, KsError
 from ks_tui.questions.efficacy import EfficacyStore
 
-_MEMBERS = ("session.json", "session.bundle", "results.json", "trace.jsonl", "efficacy.jsonl")
+_MEMBERS = ("session.json", "session.bundle", "results.json", "remarks.json", "trace.jsonl", "efficacy.jsonl")
 _MAX_MEMBER_BYTES = 512 * 1024 * 1024
 
 
@@ -40,6 +41,7 @@ def export_session(store, sid: str, dest: Path) -> tuple[SessionInfo, int]:
     base = info.base or store._run(store.repo, "rev-parse", f"{attempts[0].sha}~1", what="finding the session's base")
     stored = store.results(info.id)
     results = {a.sha: stored[a.number] for a in attempts if stored.get(a.number)}
+    remarks = store.remark_notes(info.id)
     meta = {**info.to_dict(), "base": base}
     meta.pop("worktree")
     dest = Path(dest)
@@ -54,6 +56,8 @@ def export_session(store, sid: str, dest: Path) -> tuple[SessionInfo, int]:
                 _add_bytes(tar, "session.json", json.dumps(meta, indent=2).encode() + b"\n")
                 tar.add(bundle, arcname="session.bundle")
                 _add_bytes(tar, "results.json", json.dumps(results, indent=1, sort_keys=True, default=str).encode())
+                if remarks:
+                    _add_bytes(tar, "remarks.json", json.dumps(remarks, indent=1, sort_keys=True).encode())
                 if trace.is_file():
                     tar.add(trace, arcname="trace.jsonl")
                 asks = EfficacyStore(store.workspace).session_records(info.id)
@@ -75,12 +79,8 @@ def import_session(store, src: Path) -> tuple[SessionInfo, int]:
     if any(ref == branch for ref, _ in store._session_refs()) or store._session_dir(sid).exists():
         raise KsError(f"session {sid} already exists in {store.workspace}",
                       hint=f"its attempts: `ks log -s {sid}`; remove sessions/{sid} and branch {branch} to import again")
-    try:
-        results = json.loads(parts.get("results.json", b"{}"))
-        if not isinstance(results, dict):
-            raise ValueError("not an object")
-    except ValueError as e:
-        raise InputFileError(src, f"results.json is not a JSON object of results ({e})") from None
+    results = _json_member(src, parts, "results.json", "results")
+    remarks = _json_member(src, parts, "remarks.json", "remarks")  # absent in exports made before remarks
     with tempfile.TemporaryDirectory() as tmp:
         bundle = Path(tmp) / "session.bundle"
         bundle.write_bytes(parts["session.bundle"])
@@ -114,7 +114,21 @@ def import_session(store, src: Path) -> tuple[SessionInfo, int]:
     for sha, result in results.items():
         if sha in known and isinstance(result, dict):
             store._write_note(sha, result)
+    for sha, note in remarks.items():
+        if sha in known and isinstance(note, str) and note.strip():
+            store.restore_remarks(sha, note)
     return info, len(known)
+
+
+def _json_member(src: Path, parts: dict[str, bytes], name: str, what: str) -> dict:
+    """A JSON-object member of the export ({} when absent); InputFileError when it is not one."""
+    try:
+        data = json.loads(parts.get(name, b"{}"))
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+    except ValueError as e:  # UnicodeDecodeError is a ValueError too
+        raise InputFileError(src, f"{name} is not a JSON object of {what} ({e})") from None
+    return data
 
 
 def _undo_import(store, sdir: Path, worktree: Path, branch: str) -> None:

@@ -1,4 +1,5 @@
-"""`ks init`, `ks session new|export|import`, `ks sessions`, `ks try`, `ks log`, `ks show`, `ks rollback`.
+"""`ks init`, `ks session new|export|import`, `ks sessions`, `ks try`, `ks log`, `ks show`, `ks remark`,
+`ks rollback`.
 
 Thin: parse, call ks_tui.attempts.AttemptStore (and the harness client for `ks try`), print.
 git and the harness are imported inside the handlers so `ks --help` stays fast.
@@ -77,6 +78,15 @@ def register(sub) -> None:
                    help="diff against this attempt (default: the previous one)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("remark", help="add a remark to an attempt (a correction or what was learned later); "
+                                      "its commit and summary stay as they are")
+    p.add_argument("attempt", metavar="ATTEMPT", help="number, hash prefix, best or latest")
+    p.add_argument("text", metavar="TEXT", nargs="+", help="the remark (one line; words are joined by spaces)")
+    _session_arg(p)
+    p.add_argument("--author", choices=("human", "agent"), default="human", help="who says it (default: human)")
+    p.add_argument("--json", action="store_true", help="print the attempt with its remarks as one JSON document")
+    p.set_defaults(func=cmd_remark)
 
     p = sub.add_parser("rollback", help="new commit whose kernel equals ATTEMPT's (history is kept)")
     p.add_argument("attempt", metavar="ATTEMPT", help="number, hash prefix or best")
@@ -358,7 +368,7 @@ def cmd_log(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from ks_tui.attempts.render import attempt_line, result_text
+    from ks_tui.attempts.render import attempt_line, remarks_text, result_text
     from ks_tui.attempts.speed_diff import compare_results, comparison_text
 
     store = _store(args)
@@ -374,6 +384,8 @@ def cmd_show(args) -> int:
         return EXIT_OK
     print(attempt_line(attempt).strip())
     print(f"commit {attempt.sha}  {attempt.time.astimezone().isoformat(timespec='seconds')}  session {info.id}")
+    if attempt.remarks:
+        print(remarks_text(attempt))
     print()
     print(diff if diff.strip() else f"(kernel identical to {'the previous attempt' if against == 'previous' else against})")
     print()
@@ -381,6 +393,20 @@ def cmd_show(args) -> int:
     if other is not None and speed is not None:
         print()
         print(comparison_text(speed, f"attempt {other.number}"))
+    return EXIT_OK
+
+
+def cmd_remark(args) -> int:
+    from ks_tui.attempts.render import attempt_line, remarks_text
+
+    store = _store(args)
+    info, attempt = _find_attempt(store, args)
+    attempt = store.remark(info.id, attempt.number, " ".join(args.text), author=args.author)
+    if args.json:
+        _dump({"session": info.id, "attempt": attempt.to_dict()})
+    else:
+        print(attempt_line(attempt).strip())
+        print(remarks_text(attempt))
     return EXIT_OK
 
 

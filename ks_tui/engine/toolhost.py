@@ -9,6 +9,7 @@ import time
 from ks_tui import events as ev
 from ks_tui.agent.files import ToolRefused
 from ks_tui.agent.summary import summarize_result
+from ks_tui.attempts.remarks import remark_text
 from ks_tui.attempts.speed_diff import compare_results, comparison_text
 from ks_tui.errors import KsError
 
@@ -57,12 +58,15 @@ class ToolHostMixin:
             extra = f", rollback of {a.rollback_of}" if a.rollback_of else ""
             lines.append(f"{a.number}{' (best)' if a.best else ''}: {a.status} {a.correct or ''} {sp} "
                          f"by {a.author}{extra} - {a.summary}")
+            # a remark corrects or adds to the summary after the fact: the agent reads both
+            lines += [f"    remark {remark_text(r)}" for r in a.remarks]
         return "\n".join(lines)
 
     def tool_show_attempt(self, ref) -> str:
         a = self._resolve(ref)
         result = self.store.result(self.id, a.number)
         out = [summarize_result(result, a.to_dict())]
+        out += [f"remark {remark_text(r)}" for r in a.remarks]
         prev = self.store.previous(self.id, a.number)
         if prev and result:  # its speed against the previous attempt's, and whether the machine moved between
             speed = compare_results(result, self.store.result(self.id, prev.number))

@@ -243,3 +243,23 @@ def test_show_attempt_gives_the_agent_its_speed_against_the_previous_attempt(wor
     assert "speed against attempt 1 (" in shown[0].output and "kernel time attempt 1 / this" in shown[0].output
     assert "speed against" not in shown[1].output  # the first attempt has no previous one
     assert len(api.requests) == 5
+
+
+def test_a_remark_the_engineer_adds_mid_run_reaches_the_agent(workspace, fake_api):
+    from ks_tui.attempts import AttemptStore
+
+    api = fake_api([reply(tool_use("run_harness", {"mode": "check", "quick": True})),
+                   reply(tool_use("list_attempts", {}), tool_use("show_attempt", {"attempt": 1})),
+                   reply(text("Done."))])
+    session, seen = start(workspace, max_turns=3)
+
+    def engineer(event) -> None:  # `ks remark` typed in another pane once attempt 1 exists
+        if isinstance(event, ev.ToolResult) and event.name == "run_harness":
+            AttemptStore(workspace).remark(session.id, 1, "that run shared the box with a compile job")
+
+    session.subscribe(engineer)
+    session.run_forever()
+    out = {e.name: e.output for e in seen if isinstance(e, ev.ToolResult)}
+    assert "remark" in out["list_attempts"] and "human: that run shared the box with a compile job" in out["list_attempts"]
+    assert "human: that run shared the box with a compile job" in out["show_attempt"]
+    assert len(api.requests) == 3

@@ -85,3 +85,27 @@ async def test_history_from_the_command_palette_and_a_declined_rollback(workspac
         await pilot.press("n")
         await wait_for(pilot, lambda: app.screen is history, "back on the history screen")
         assert len(store.attempts(sid)) == 3
+
+
+async def test_history_shows_an_attempts_remarks(workspace):
+    store, sid = seed_session(workspace)
+    store.remark(sid, 1, "its speedup was a noisy baseline; re-measured 0.98x")
+    opener = SessionOpener(workspace, load_config(workspace), "attention_cpu")
+    app = KernelSeekApp(opener=opener, session_id=sid)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.agent_state == "human", "the session to open in human mode")
+        await pilot.press("h")
+        history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
+        table = history.query_one("#attempts", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 3, "three attempts listed")
+        summaries = [str(table.get_row_at(i)[-1]) for i in range(3)]
+        assert summaries[0].startswith("✎ ") and not any(s.startswith("✎") for s in summaries[1:])
+        remarks = history.query_one("#history-remarks")
+        await wait_for(pilot, lambda: "#3 vs previous" in str(history.query_one("#history-diff-panel").border_title),
+                       "attempt 3 shown")
+        assert not remarks.display  # attempt 3 has none: no line taken from the results
+        await pilot.press("up", "up")
+        await wait_for(pilot, lambda: remarks.display and "re-measured 0.98x" in shown(app, "#history-remarks"),
+                       "attempt 1's remark")
+        assert "human: its speedup was a noisy baseline" in shown(app, "#history-remarks")
+        await pilot.press("q")

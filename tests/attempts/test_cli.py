@@ -322,7 +322,9 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
         res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
         assert ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}", "--question", "layer-overlap",
                   cwd=ws).returncode == 0
+    assert ks("remark", "1", "-s", sid, "the 1.2x was a noisy baseline", cwd=ws).returncode == 0
     before = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
+    assert before[0]["remarks"][0]["text"] == "the 1.2x was a noisy baseline"
     trace = (ws / "sessions" / sid / "trace.jsonl").read_bytes()
     stats = ks("questions", "stats", "--json", cwd=ws).stdout
     assert json.loads(stats)["questions"]["layer-overlap"]["asked"] == 2

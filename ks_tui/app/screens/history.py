@@ -1,8 +1,8 @@
 """The history screen: every attempt of the session, its diff and per-scenario results.
 
-Enter or moving the cursor shows an attempt; `r` rolls back to it after a confirmation
-(a new attempt, history kept); `c` marks one attempt and, pressed again on another, shows
-the diff between the two; `d` switches the diff base between previous and best.
+Enter or moving the cursor shows an attempt and its remarks (`ks remark`); `r` rolls back to
+it after a confirmation (a new attempt, history kept); `c` marks one attempt and, pressed again
+on another, shows the diff between the two; `d` switches the diff base between previous and best.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ks_tui.app.widgets.bench.bench_panel import headline
 from ks_tui.app.widgets.bench.bench_table import BenchTable
 from ks_tui.app.widgets.diff.diff_view import DiffView
 from ks_tui.app.widgets.tables import fill_table
+from ks_tui.attempts.remarks import remark_text
 
 NARROW_WIDTH = 100
 
@@ -61,8 +62,18 @@ def attempt_cells(a: dict[str, Any]) -> list[Text]:
         Text(fmt.speedup(sp), justify="right",
              style="bold magenta" if best else ("red" if sp is not None and sp < 1 else "")),
         Text(question or "—", style="dim" if not question else ""),
-        Text(fmt.one_line(a.get("summary", "") or "", 60), style="dim"),
+        Text(("✎ " if a.get("remarks") else "") + fmt.one_line(a.get("summary", "") or "", 60), style="dim"),
     ]
+
+
+def remarks_view(attempt: dict[str, Any] | None) -> Text:
+    """The remarks added to an attempt after the fact (`ks remark`), one line each."""
+    text = Text(overflow="fold")
+    for i, r in enumerate((attempt or {}).get("remarks") or []):
+        text.append("\n" if i else "")
+        text.append("✎ ", "yellow")
+        text.append(remark_text(r))
+    return text
 
 
 class HistoryScreen(Screen):
@@ -93,6 +104,7 @@ class HistoryScreen(Screen):
                 yield DiffView("Select an attempt.", id="history-diff")
             with Vertical(id="history-results-panel", classes="panel"):
                 yield Static("", id="history-headline")
+                yield Static("", id="history-remarks")
                 yield BenchTable(id="history-results")
         yield Footer(compact=True)
 
@@ -178,6 +190,10 @@ class HistoryScreen(Screen):
         result = message.result or {}
         self.query_one("#history-results-panel").border_title = f"Results · #{message.number}"
         self.query_one("#history-headline", Static).update(headline(result) if result else "")
+        remarks = remarks_view(next((a for a in self.attempts if a.get("number") == message.number), None))
+        shown = self.query_one("#history-remarks", Static)
+        shown.update(remarks)
+        shown.display = bool(remarks.plain)
         self.query_one("#history-results", BenchTable).show_scenarios(result.get("scenarios") or [])
 
     # ---- actions -----------------------------------------------------------------------

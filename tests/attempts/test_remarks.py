@@ -1,0 +1,114 @@
+"""Remarks on attempts (`ks remark`): words added after the fact, in git notes, never by
+rewriting the attempt's commit. Real git repositories and real `ks` child processes."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+from ks_tui.attempts.remarks import REMARKS_REF, parse_remarks, remark_line
+from tests.attempts.conftest import git, result_for
+from tests.attempts.test_cli import bad_input, ks, toy_session  # noqa: F401 (the fixture)
+
+
+def _attempt(ws, sid, kernel, tmp_path, n: int, speedup: float) -> None:
+    kernel.write_text(kernel.read_text() + f"// version {n}\n")
+    res = tmp_path / f"r{n}.json"
+    res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
+    out = ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}: +17% on q128", cwd=ws)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_remark_is_added_without_touching_the_attempt_and_shows_everywhere(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    _attempt(ws, sid, kernel, tmp_path, 1, 1.17)
+    _attempt(ws, sid, kernel, tmp_path, 2, 1.05)
+    branch = f"ks/toy/{sid}"
+    tip, first = git(ws, "rev-parse", branch).strip(), git(ws, "rev-parse", f"{branch}~1").strip()
+
+    out = ks("remark", "1", "-s", sid, "the +17%", "was cuDNN timed slow; the kernel was 18% slower", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert "human: the +17% was cuDNN timed slow; the kernel was 18% slower" in out.stdout
+    assert ks("remark", first[:8], "re-measured in call 2: 0.85", "--author", "agent", cwd=ws).returncode == 0
+
+    # The commits, the summary and the stored result are as they were.
+    assert git(ws, "rev-parse", branch).strip() == tip
+    log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
+    assert log[0]["summary"] == "v1: +17% on q128" and log[0]["sha"] == first
+    assert [(r["author"], r["text"]) for r in log[0]["remarks"]] == [
+        ("human", "the +17% was cuDNN timed slow; the kernel was 18% slower"),
+        ("agent", "re-measured in call 2: 0.85")]
+    assert log[1]["remarks"] == []
+    assert json.loads(ks("show", "1", "-s", sid, "--json", cwd=ws).stdout)["result"]["geomean_speedup"] == 1.17
+
+    table = ks("log", "-s", sid, cwd=ws).stdout
+    assert "v1: +17% on q128 [2 remarks]" in table and "(an attempt's remarks: ks show N)" in table
+    shown = ks("show", "1", "-s", sid, cwd=ws).stdout
+    assert "human: the +17% was cuDNN timed slow" in shown and "agent: re-measured in call 2: 0.85" in shown
+    assert "remark" not in ks("show", "2", "-s", sid, cwd=ws).stdout
+
+    trace = [json.loads(line) for line in (ws / "sessions" / sid / "trace.jsonl").read_text().splitlines()]
+    remarks = [t["payload"] for t in trace if t["kind"] == "remark"]
+    assert [(r["attempt"], r["author"]) for r in remarks] == [(1, "human"), (1, "agent")]
+
+
+def test_bad_remarks_are_one_line_errors_and_write_nothing(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    _attempt(ws, sid, kernel, tmp_path, 1, 1.1)
+    bad_input(ks("remark", "1", "-s", sid, "   ", cwd=ws), "needs some text")
+    bad_input(ks("remark", "7", "-s", sid, "no such attempt", cwd=ws), "no attempt 7")
+    bad_input(ks("remark", "1", "-s", "nosuchsession", "x", cwd=ws), "nosuchsession")
+    assert git(ws, "notes", f"--ref={REMARKS_REF}", "list", check=False).strip() == ""
+    assert json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"][0]["remarks"] == []
+
+
+def test_a_remark_is_one_line_and_a_hand_written_note_is_read_as_text(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    _attempt(ws, sid, kernel, tmp_path, 1, 1.1)
+    line = remark_line("two\nlines\tand a tab", "human")
+    assert line.count("\t") == 2 and "\n" not in line and line.endswith("two lines and a tab")
+    sha = git(ws, "rev-parse", f"ks/toy/{sid}").strip()
+    git(ws, "notes", f"--ref={REMARKS_REF}", "add", "-m", "written with git notes by hand", sha)
+    assert ks("remark", "1", "-s", sid, "and one by ks", cwd=ws).returncode == 0
+    remarks = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"][0]["remarks"]
+    assert remarks[0] == {"time": "", "author": "", "text": "written with git notes by hand"}
+    assert remarks[1]["text"] == "and one by ks"
+    assert parse_remarks("\n\nnot\ta time\tx\n") == [{"time": "", "author": "", "text": "not\ta time\tx"}]
+
+
+def test_an_export_carries_remarks_and_an_older_export_without_them_imports(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    _attempt(ws, sid, kernel, tmp_path, 1, 1.1)
+    assert ks("remark", "1", "-s", sid, "kept across checkouts", cwd=ws).returncode == 0
+    export = tmp_path / "s.tgz"
+    assert ks("session", "export", sid, str(export), cwd=ws).returncode == 0
+
+    # An export made before remarks existed (no remarks.json), and one whose remarks.json is broken.
+    with tarfile.open(export) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
+    assert "remarks.json" in members
+
+    def write(path, parts):
+        with tarfile.open(path, "w:gz") as tar:
+            for name, data in parts.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+
+    old, broken = tmp_path / "old.tgz", tmp_path / "broken.tgz"
+    write(old, {k: v for k, v in members.items() if k != "remarks.json"})
+    write(broken, {**members, "remarks.json": b"[1, 2"})
+
+    branch = git(ws, "branch", "--show-current").strip()
+    for name, archive, remarks in (("c1", export, ["kept across checkouts"]), ("c2", old, [])):
+        clone = tmp_path / name
+        git(tmp_path, "clone", "--quiet", "--branch", branch, str(ws), str(clone))
+        out = ks("session", "import", str(archive), cwd=clone)
+        assert out.returncode == 0, out.stderr
+        got = json.loads(ks("log", "-s", sid, "--json", cwd=clone).stdout)["attempts"][0]["remarks"]
+        assert [r["text"] for r in got] == remarks
+    clone = tmp_path / "c3"
+    git(tmp_path, "clone", "--quiet", "--branch", branch, str(ws), str(clone))
+    bad_input(ks("session", "import", str(broken), cwd=clone), "remarks.json is not a JSON object")
+    assert git(clone, "branch", "--list", "ks/*").strip() == ""
