@@ -28,6 +28,7 @@ class Attempt:
     rollback_of: int | None
     best: bool = False
     mode: str = ""           # check | bench, alone or with -quick / -subset ("" if unknown)
+    description: str = ""    # the whole summary when the commit subject had to cut it ("" otherwise)
     # words added later (ks remark): [{time, author, text}], oldest first; see attempts/remarks.py
     remarks: list[dict[str, str]] = field(default_factory=list)
 

@@ -22,9 +22,13 @@ NONE = "n/a"
 # subjects we write, and git prints them verbatim.
 FIELD = "\x1f"
 TRAILER = "\x1d"
-LOG_FORMAT = f"%H{FIELD}%cI{FIELD}%s{FIELD}%(trailers:only,unfold,separator=%x1d)"
+# The body (%b) last but one: it holds the whole summary when the subject had to cut it, then
+# the trailers again (dropped when reading).
+LOG_FORMAT = f"%H{FIELD}%cI{FIELD}%s{FIELD}%(trailers:only,unfold,separator=%x1d){FIELD}%b"
 # The same with the commit's note last: git log --no-notes --notes=<remarks ref> fills %N.
 LOG_FORMAT_REMARKS = f"{LOG_FORMAT}{FIELD}%N"
+SUBJECT_CHARS = 120
+DESCRIPTION_CHARS = 4000
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -39,12 +43,23 @@ def format_speedup(x: float | None) -> str:
 
 
 def build_message(summary: str, trailers: dict[str, object]) -> str:
-    subject = one_line(summary, 120) or "attempt"
+    """Subject, the whole summary as one paragraph when the subject cuts it, then the trailers."""
+    subject = one_line(summary, SUBJECT_CHARS) or "attempt"
+    whole = one_line(summary, DESCRIPTION_CHARS)
+    body = f"{whole}\n\n" if whole != subject else ""
     lines = []
     for key in KEYS:
         if key in trailers and trailers[key] is not None:
             lines.append(f"{key}: {one_line(str(trailers[key])) or NONE}")
-    return subject + "\n\n" + "\n".join(lines) + "\n"
+    return subject + "\n\n" + body + "\n".join(lines) + "\n"
+
+
+def description(body: str) -> str:
+    """The whole summary from a commit body (%b): what precedes our trailer paragraph; "" if none."""
+    paragraphs = [p for p in body.strip().split("\n\n") if p.strip()]
+    if paragraphs and all(line.startswith("KS-") for line in paragraphs[-1].splitlines()):
+        paragraphs = paragraphs[:-1]
+    return " ".join(" ".join(p.split()) for p in paragraphs)
 
 
 def parse_trailers(block: str) -> dict[str, str]:
@@ -85,10 +100,10 @@ def parse_log(output: str, session: str) -> list[Attempt]:
         record = record.strip("\n")
         if not record:
             continue
-        parts = record.split(FIELD, 4)
-        if len(parts) < 4:
+        parts = record.split(FIELD, 5)
+        if len(parts) < 5:
             continue
-        sha, when, subject, block = parts[:4]
+        sha, when, subject, block, body = parts[:5]
         t = parse_trailers(block)
         number = _int(t.get("KS-Attempt"))
         if t.get("KS-Session") != session or number is None:
@@ -100,6 +115,7 @@ def parse_log(output: str, session: str) -> list[Attempt]:
             baseline=_opt(t.get("KS-Baseline")), question=_opt(t.get("KS-Question")),
             summary=subject, rollback_of=_int(t.get("KS-Rollback-Of")),
             mode=_opt(t.get("KS-Mode")) or "",
-            remarks=parse_remarks(parts[4]) if len(parts) > 4 else [],
+            description=description(body),
+            remarks=parse_remarks(parts[5]) if len(parts) > 5 else [],
         ))
     return attempts

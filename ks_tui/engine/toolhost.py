@@ -66,6 +66,7 @@ class ToolHostMixin:
         a = self._resolve(ref)
         result = self.store.result(self.id, a.number)
         out = [summarize_result(result, a.to_dict())]
+        out += [f"summary: {a.description}"] if a.description else []
         out += [f"remark {remark_text(r)}" for r in a.remarks]
         prev = self.store.previous(self.id, a.number)
         if prev and result:  # its speed against the previous attempt's, and whether the machine moved between

@@ -90,6 +90,10 @@ async def test_history_from_the_command_palette_and_a_declined_rollback(workspac
 async def test_history_shows_an_attempts_remarks(workspace):
     store, sid = seed_session(workspace)
     store.remark(sid, 1, "its speedup was a noisy baseline; re-measured 0.98x")
+    kernel = store.kernel_path(sid)
+    kernel.write_text(kernel.read_text() + "// unrolled by hand\n")
+    long = "a hand edit whose summary runs past the column: " + "the inner loop unrolled by four, " * 5 + "unchecked"
+    store.record(sid, None, author="human", summary=long)
     opener = SessionOpener(workspace, load_config(workspace), "attention_cpu")
     app = KernelSeekApp(opener=opener, session_id=sid)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -97,15 +101,20 @@ async def test_history_shows_an_attempts_remarks(workspace):
         await pilot.press("h")
         history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
         table = history.query_one("#attempts", DataTable)
-        await wait_for(pilot, lambda: table.row_count == 3, "three attempts listed")
-        summaries = [str(table.get_row_at(i)[-1]) for i in range(3)]
+        await wait_for(pilot, lambda: table.row_count == 4, "four attempts listed")
+        summaries = [str(table.get_row_at(i)[-1]) for i in range(4)]
         assert summaries[0].startswith("✎ ") and not any(s.startswith("✎") for s in summaries[1:])
-        remarks = history.query_one("#history-remarks")
+        remarks = history.query_one("#history-notes")
+        # The latest: its summary, cut in the table, is shown whole.
+        await wait_for(pilot, lambda: remarks.display and "unchecked" in shown(app, "#history-notes"),
+                       "attempt 4's whole summary")
+        assert " ".join(shown(app, "#history-notes").split()) == long and summaries[3].endswith("…")
+        await pilot.press("up")
         await wait_for(pilot, lambda: "#3 vs previous" in str(history.query_one("#history-diff-panel").border_title),
                        "attempt 3 shown")
-        assert not remarks.display  # attempt 3 has none: no line taken from the results
+        await wait_for(pilot, lambda: not remarks.display, "attempt 3 has no remarks and a short summary")
         await pilot.press("up", "up")
-        await wait_for(pilot, lambda: remarks.display and "re-measured 0.98x" in shown(app, "#history-remarks"),
+        await wait_for(pilot, lambda: remarks.display and "re-measured 0.98x" in shown(app, "#history-notes"),
                        "attempt 1's remark")
-        assert "human: its speedup was a noisy baseline" in shown(app, "#history-remarks")
+        assert "human: its speedup was a noisy baseline" in shown(app, "#history-notes")
         await pilot.press("q")

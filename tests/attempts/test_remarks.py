@@ -112,3 +112,28 @@ def test_an_export_carries_remarks_and_an_older_export_without_them_imports(toy_
     git(tmp_path, "clone", "--quiet", "--branch", branch, str(ws), str(clone))
     bad_input(ks("session", "import", str(broken), cwd=clone), "remarks.json is not a JSON object")
     assert git(clone, "branch", "--list", "ks/*").strip() == ""
+
+
+def test_a_summary_longer_than_the_subject_is_kept_whole_in_the_commit_body(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    long = ("next_l2pf1: the prefetch gated to one query tile per head. Measured: q128-k512 93.1 -> 109.4 us; "
+            "the 40 d128 launches whose gate is off 0.973 (unmasked 0.969, causal 0.976), d96 0.993. Lost.")
+    kernel.write_text(kernel.read_text() + "// long\n")
+    res = tmp_path / "r.json"
+    res.write_text(json.dumps(result_for(kernel, speedup=1.1)))
+    assert ks("try", "-s", sid, "--result", str(res), "--summary", long, "--author", "agent", cwd=ws).returncode == 0
+    a = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"][0]
+    assert len(a["summary"]) == 120 and a["summary"].endswith("…") and long.startswith(a["summary"][:-1])
+    assert a["description"] == long
+    assert (a["number"], a["author"], a["speedup"]) == (1, "agent", 1.1)  # the trailers still parse
+    assert f"summary: {long}" in ks("show", "1", "-s", sid, cwd=ws).stdout
+    assert git(ws, "log", "-1", "--format=%s", f"ks/toy/{sid}").strip() == a["summary"]
+
+    # A short summary has no body; a rollback's subject quotes the cut one.
+    kernel.write_text(kernel.read_text() + "// short\n")
+    res.write_text(json.dumps(result_for(kernel, speedup=1.0)))
+    assert ks("try", "-s", sid, "--result", str(res), "--summary", "short one", cwd=ws).returncode == 0
+    assert ks("rollback", "1", "-s", sid, cwd=ws).returncode == 0
+    log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
+    assert log[1]["description"] == "" and "summary:" not in ks("show", "2", "-s", sid, cwd=ws).stdout
+    assert log[2]["rollback_of"] == 1 and log[2]["summary"].startswith("rollback to attempt 1: next_l2pf1")

@@ -1,8 +1,9 @@
 """The history screen: every attempt of the session, its diff and per-scenario results.
 
-Enter or moving the cursor shows an attempt and its remarks (`ks remark`); `r` rolls back to
-it after a confirmation (a new attempt, history kept); `c` marks one attempt and, pressed again
-on another, shows the diff between the two; `d` switches the diff base between previous and best.
+Enter or moving the cursor shows an attempt, its whole summary and its remarks (`ks remark`);
+`r` rolls back to it after a confirmation (a new attempt, history kept); `c` marks one attempt
+and, pressed again on another, shows the diff between the two; `d` switches the diff base
+between previous and best.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ks_tui.app.widgets.tables import fill_table
 from ks_tui.attempts.remarks import remark_text
 
 NARROW_WIDTH = 100
+SUMMARY_CHARS = 60  # the table's summary column; a longer one is shown whole under the results
 
 
 class AttemptList(Message):
@@ -62,15 +64,21 @@ def attempt_cells(a: dict[str, Any]) -> list[Text]:
         Text(fmt.speedup(sp), justify="right",
              style="bold magenta" if best else ("red" if sp is not None and sp < 1 else "")),
         Text(question or "—", style="dim" if not question else ""),
-        Text(("✎ " if a.get("remarks") else "") + fmt.one_line(a.get("summary", "") or "", 60), style="dim"),
+        Text(("✎ " if a.get("remarks") else "") + fmt.one_line(a.get("summary", "") or "", SUMMARY_CHARS),
+             style="dim"),
     ]
 
 
-def remarks_view(attempt: dict[str, Any] | None) -> Text:
-    """The remarks added to an attempt after the fact (`ks remark`), one line each."""
+def notes_view(attempt: dict[str, Any] | None) -> Text:
+    """The attempt's whole summary when the table's column cuts it, then the remarks added
+    after the fact (`ks remark`), one line each."""
+    attempt = attempt or {}
     text = Text(overflow="fold")
-    for i, r in enumerate((attempt or {}).get("remarks") or []):
-        text.append("\n" if i else "")
+    whole = attempt.get("description") or attempt.get("summary") or ""
+    if len(whole) > SUMMARY_CHARS:
+        text.append(whole, "dim")
+    for r in attempt.get("remarks") or []:
+        text.append("\n" if text.plain else "")
         text.append("✎ ", "yellow")
         text.append(remark_text(r))
     return text
@@ -104,7 +112,7 @@ class HistoryScreen(Screen):
                 yield DiffView("Select an attempt.", id="history-diff")
             with Vertical(id="history-results-panel", classes="panel"):
                 yield Static("", id="history-headline")
-                yield Static("", id="history-remarks")
+                yield Static("", id="history-notes")
                 yield BenchTable(id="history-results")
         yield Footer(compact=True)
 
@@ -190,10 +198,10 @@ class HistoryScreen(Screen):
         result = message.result or {}
         self.query_one("#history-results-panel").border_title = f"Results · #{message.number}"
         self.query_one("#history-headline", Static).update(headline(result) if result else "")
-        remarks = remarks_view(next((a for a in self.attempts if a.get("number") == message.number), None))
-        shown = self.query_one("#history-remarks", Static)
-        shown.update(remarks)
-        shown.display = bool(remarks.plain)
+        notes = notes_view(next((a for a in self.attempts if a.get("number") == message.number), None))
+        shown = self.query_one("#history-notes", Static)
+        shown.update(notes)
+        shown.display = bool(notes.plain)
         self.query_one("#history-results", BenchTable).show_scenarios(result.get("scenarios") or [])
 
     # ---- actions -----------------------------------------------------------------------
