@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ks_tui.harness.report import kernel_lines
+
 MAX_LOG_LINES = 25
 
 
@@ -47,12 +49,7 @@ def summarize_result(result: dict, attempt: dict | None = None, note: str = "") 
     if comp and not comp.get("ok", True) and not errors and comp.get("log"):
         log = comp["log"].strip().splitlines()
         lines += ["compile log (last lines):", *log[-MAX_LOG_LINES:]]
-    for k in comp.get("kernels") or []:
-        lines.append(f"  kernel {k.get('name')}: {k.get('registers')} registers, {k.get('spills_bytes', 0)} B spills, "
-                     f"{k.get('smem_bytes', 0)} B shared")
-        lines += [f"    ptxas: {note}" for note in k.get("perf_warnings") or []]
-    if comp.get("sass"):
-        lines.append("  SASS: " + ", ".join(f"{k} {v}" for k, v in comp["sass"].items()))
+    lines += kernel_lines(result, every=False)  # a flash kernel has 44 functions: the ranges and the odd ones
 
     scen = result.get("scenarios") or []
     failed = [s for s in scen if not s.get("ok")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ks_tui.attempts.model import Attempt, SessionSummary, since_best
 from ks_tui.attempts.remarks import remark_text
+from ks_tui.harness.report import kernel_lines
 
 
 def _speed(x: float | None) -> str:
@@ -79,10 +80,7 @@ def result_text(result: dict) -> str:
     comp = result.get("compile") or {}
     for err in (comp.get("errors") or [])[:10]:
         lines.append(f"  {err.get('file', '?')}:{err.get('line', '?')}: {err.get('message', '')}")
-    for k in comp.get("kernels") or []:
-        lines.append(f"  kernel {k.get('name')}: {k.get('registers')} registers, {k.get('spills_bytes')} B spills, "
-                     f"{k.get('smem_bytes')} B smem")
-        lines += [f"    ptxas: {note}" for note in k.get("perf_warnings") or []]
+    lines += kernel_lines(result)
     scen = result.get("scenarios") or []
     if scen:
         lines.append(f"{'scenario':<36} {'ok':<4} {'max err':>10} {'bound':>10} {'ms':>10} {'TFLOP/s':>8} "

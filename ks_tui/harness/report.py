@@ -66,6 +66,43 @@ def compile_errors(result: dict) -> list[str]:
     return out
 
 
+TYPE_NAMES = {"__nv_bfloat16": "bf16", "__half": "fp16"}  # CUDA's spellings, shortened
+
+
+def kernel_label(k: dict) -> str:
+    """`flash_fwd_kernel<fp16, 256>` from ptxas's demangled name, else the raw symbol."""
+    name = (k.get("demangled") or k.get("name") or "?").replace("(anonymous namespace)::", "")
+    name = name.split("(", 1)[0].strip()  # drop the parameter list
+    for long, short in TYPE_NAMES.items():
+        name = name.replace(long, short)
+    return name.removeprefix("void ").strip() or "?"
+
+
+def kernel_lines(result: dict, *, every: bool = True) -> list[str]:
+    """ptxas's numbers per kernel function, each with its performance notes right under it, then
+    the SASS instruction counts. With every=False and more than 3 functions: one line of ranges
+    over all of them, then only the functions that spill or have notes (a flash kernel has 44)."""
+    comp = result.get("compile") or {}
+    kernels = [k for k in comp.get("kernels") or [] if isinstance(k, dict)]
+    out: list[str] = []
+    shown = kernels
+    if not every and len(kernels) > 3:
+        def span(key: str) -> str:
+            values = [k[key] for k in kernels if isinstance(k.get(key), int)]
+            lo, hi = (min(values), max(values)) if values else (None, None)
+            return "-" if lo is None else str(lo) if lo == hi else f"{lo}-{hi}"
+        out.append(f"  {len(kernels)} kernel functions: {span('registers')} registers, {span('spills_bytes')} B spills, "
+                   f"{span('smem_bytes')} B shared")
+        shown = [k for k in kernels if k.get("spills_bytes") or k.get("perf_warnings")]
+    for k in shown:
+        out.append(f"  kernel {kernel_label(k)}: {k.get('registers')} registers, {k.get('spills_bytes', 0)} B spills, "
+                   f"{k.get('smem_bytes', 0)} B shared")
+        out += [f"    ptxas: {note}" for note in k.get("perf_warnings") or []]
+    if comp.get("sass"):
+        out.append("  SASS: " + ", ".join(f"{name} {count}" for name, count in comp["sass"].items()))
+    return out
+
+
 def summary_line(result: dict) -> str:
     t = result.get("timings") or {}
     comp = result.get("compile") or {}
@@ -96,6 +133,9 @@ def render(result: dict) -> str:
     fails = failures(result)
     if fails:
         blocks.append("failures:\n" + "\n".join(fails[:20]))
+    kernels = kernel_lines(result, every=False)
+    if kernels:
+        blocks.append("compiled:\n" + "\n".join(kernels))
     warnings = result.get("warnings") or []
     if warnings:
         blocks.append("warnings:\n" + "\n".join(f"  {w}" for w in warnings[:10]))

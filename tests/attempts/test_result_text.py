@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ks_tui.attempts.render import result_text
+from ks_tui.harness.report import kernel_label
 
 SEED = Path(__file__).resolve().parents[1] / "app" / "data" / "h200_seed_bench_first6.json"
 
@@ -19,5 +20,6 @@ def test_kernels_show_resources_and_only_their_own_ptxas_notes():
                                     "register resources for the wgmma pipeline"]
     lines = result_text(result).splitlines()
     note = next(i for i, line in enumerate(lines) if "ptxas: C7511" in line)
-    assert kernels[-1]["name"] in lines[note - 1]  # right under its kernel's line
+    assert f"kernel {kernel_label(kernels[-1])}:" in lines[note - 1]  # right under its kernel's line
+    assert "flash_fwd_kernel<fp16, 256>" in text
     assert sum("ptxas:" in line for line in lines) == 1

@@ -188,3 +188,37 @@ def test_library_headers_are_refused_with_their_line(cpu_task, planted_dir, tmp_
     assert r["status"] == "compile_error"
     (err,) = r["compile"]["errors"]
     assert (err["file"], err["line"]) == ("kernel.cpp", 3) and "self-contained" in err["message"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_check_and_bench_text_name_each_kernels_resources_and_ptxas_notes(tmp_path):
+    from ks_tui.harness.report import render
+
+    record, _ = nvcc_build(tmp_path, "serial.cu", SERIAL_CU)
+    text = render({"status": "correct", "correct": "0/0", "compile": record, "scenarios": []})
+    block = text.split("compiled:\n", 1)[1].splitlines()
+    assert block[0].startswith("  kernel serial: ") and "B spills" in block[0]
+    assert block[1].startswith("    ptxas: C75") and "serialized" in block[1]
+
+
+def test_many_kernel_functions_are_summed_up_and_only_the_odd_ones_listed():
+    import json
+    from pathlib import Path
+
+    from ks_tui.harness.report import kernel_label, kernel_lines, render
+
+    seed = Path(__file__).resolve().parents[1] / "app" / "data" / "h200_seed_bench_first6.json"
+    result = json.loads(seed.read_text())  # the H200 run of the flash_attn_fwd seed: 8 kernel functions
+    kernels = result["compile"]["kernels"]
+    regs = sorted(k["registers"] for k in kernels)
+    lines = kernel_lines(result, every=False)
+    assert lines[0] == f"  8 kernel functions: {regs[0]}-{regs[-1]} registers, 0 B spills, 0 B shared"
+    assert lines[1].startswith("  SASS: HGMMA 0, HMMA 832") and len(lines) == 2  # none spills or has a note
+    kernels[2]["spills_bytes"] = 24
+    kernels[5]["perf_warnings"] = ["C7510: wgmma.mma_async instructions are serialized"]
+    lines = kernel_lines(result, every=False)
+    assert "0-24 B spills" in lines[0]
+    assert lines[1] == f"  kernel {kernel_label(kernels[2])}: {kernels[2]['registers']} registers, 24 B spills, 0 B shared"
+    assert lines[2].startswith(f"  kernel {kernel_label(kernels[5])}:") and lines[3].startswith("    ptxas: C7510")
+    assert len(kernel_lines(result)) == 8 + 1 + 1  # every kernel, the one note, the SASS counts
+    assert "compiled:\n  8 kernel functions" in render(result)

@@ -12,6 +12,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ks_tui.harness.report import kernel_label
+
 # Instructions worth a glance on Hopper, always shown: tensor-core MMAs and local-memory
 # spills (a zero there is news too); other non-zero counts follow.
 SASS_ALWAYS = ("HGMMA", "HMMA", "LDL", "STL")
@@ -90,18 +92,6 @@ def compile_report(result: dict[str, Any]):
     if comp.get("command"):
         parts.append(Text(f"$ {comp['command']}", "dim"))
     return Group(*parts)
-
-
-TYPE_NAMES = {"__nv_bfloat16": "bf16", "__half": "fp16"}  # CUDA's spellings, shortened
-
-
-def kernel_label(k: dict[str, Any]) -> str:
-    """`flash_fwd_kernel<__half, 256>` from ptxas's demangled name, else the raw symbol."""
-    name = (k.get("demangled") or k.get("name") or "?").replace("(anonymous namespace)::", "")
-    name = name.split("(", 1)[0].strip()  # drop the parameter list
-    for long, short in TYPE_NAMES.items():
-        name = name.replace(long, short)
-    return name.removeprefix("void ").strip() or "?"
 
 
 def _basename(path: str) -> str:
