@@ -181,3 +181,24 @@ def test_loops_finds_the_loop_that_holds_an_opcode(tmp_path):
     assert int(first[first.index("MUFU.EX2") + 1]) >= 1
     assert rows["one_exp"] == ["no loop holds MUFU.EX2"]  # straight-line code has no loop
     assert by_function(run("loops", str(src), "--match", "sum_exp").stdout) == {"sum_exp": ["no loop holds HGMMA"]}
+
+
+def test_keyloop_compares_the_loop_alone_where_the_function_changed_outside_it(tmp_path):
+    a = tmp_path / "a.cu"
+    a.write_text(LOOP_KERNEL)
+    # B: the same loop, and a store after it (the function changes, its loop does not)
+    b = tmp_path / "b.cu"
+    b.write_text(LOOP_KERNEL.replace("  out[threadIdx.x] = acc;\n", "  out[threadIdx.x] = acc;\n  out[n] = s;\n"))
+    # C: one more multiply a trip, inside the loop (fused with the add)
+    c = tmp_path / "c.cu"
+    c.write_text(LOOP_KERNEL.replace("acc += exp2f(x[i] * s);", "acc += exp2f(x[i] * s) * x[i];"))
+    assert run("diff", str(a), str(b), "--match", "sum_exp").stdout.startswith("DIFF")
+    r = run("keyloop", str(a), str(b), "--ops", "MUFU.EX2")
+    assert r.returncode == 0, r.stderr
+    rows = {("sum_exp" if "sum_exp" in line else "one_exp"): line for line in r.stdout.splitlines()}
+    assert rows["sum_exp"].startswith("SAME  ")
+    assert rows["one_exp"].startswith("NONE  ")  # straight-line code: no loop to compare
+    changed = run("keyloop", str(a), str(c), "--ops", "MUFU.EX2", "--match", "sum_exp").stdout
+    assert changed.startswith("DIFF  ") and "FFMA:0->1" in changed  # the add became a fused multiply-add
+    # the default ops: a loop must hold a wgmma too, which these kernels have not
+    assert "NONE" in run("keyloop", str(a), str(b), "--match", "sum_exp").stdout

@@ -19,6 +19,11 @@ Usage (repo root; needs nvcc, and nvdisasm on PATH or from pip's nvidia-cuda-nvd
         operations), MEMBAR, BRA.DIV. The smallest one with a block's wgmmas is the key loop (v28's
         d128 160-key loop: 989 instructions, 18 HGMMA); larger ones are the tile loop, or spans that a
         wait's out-of-line retry path jumps back across
+    python3 kernels/flash_attn_fwd/scripts/sass.py keyloop A.cu B.cu [--match REGEX] [--ops HGMMA,MUFU.EX2]
+        per instantiation, the key loop (the smallest loop holding every opcode of --ops) of A against B's:
+        SAME (the same opcodes in the same order, registers and labels aside) or DIFF with the opcodes whose
+        counts differ. Where `diff` says DIFF for a change outside the loop (the producer's code, say), this
+        says whether the consumers' loop came out the same (session 21: next_prodloop1)
 
 Sessions 6 and 7 used these checks before spending device time: a candidate whose SASS equals the
 measured file's in a function needs no new measurement there, and a BRA.DIV in a loop or a changed
@@ -169,26 +174,31 @@ _LABEL_LINE = re.compile(r"^\s*(\.L_x_\d+):")
 _BRANCH_TO = re.compile(r"\bBRA(?:\.\S+)?\s+`?\(?(\.L_x_\d+)")
 
 
-def loops(text: str, match: str, op: str) -> list[str]:
-    """Per function of nvdisasm's text: the loops whose body holds `op`, smallest first."""
-    bodies: dict[str, list[tuple[int, dict[str, int]]]] = collections.OrderedDict()
+def _holds(op: str):
+    rx = re.compile(rf"(^|\s){re.escape(op)}\b")
+    return lambda insn: bool(rx.search(insn))
+
+
+def loop_bodies(text: str, match: str, ops: tuple[str, ...]) -> dict[str, list[list[str]]]:
+    """Per function of nvdisasm's text: the bodies (instructions) of the loops that hold every opcode of
+    `ops`, smallest first, each body once."""
+    tests = [_holds(op) for op in ops]
+    bodies: dict[str, list[list[str]]] = collections.OrderedDict()
     name, labels, insns = None, {}, []
 
     def close() -> None:
         if name is None or not re.search(match, name):
             return
-        found = set()
+        found: dict[tuple[int, int], list[str]] = {}
         for i, insn in enumerate(insns):
             m = _BRANCH_TO.search(insn)
             if not m or labels.get(m.group(1), i + 1) > i:
                 continue  # not a branch, or a branch forward
-            body = insns[labels[m.group(1)]:i + 1]
-            counts = {k: sum(bool(re.search(rx, x)) for x in body) for k, rx in
-                      ((op, rf"(^|\s){re.escape(op)}\b"), ("EX2", r"MUFU\.EX2"), ("SYNCS", r"\bSYNCS\."),
-                       ("MEMBAR", r"\bMEMBAR\."), ("BRA.DIV", r"BRA\.DIV"))}
-            if counts[op]:
-                found.add((len(body), tuple(counts.items())))
-        bodies[name] = [(n, dict(c)) for n, c in sorted(found)]
+            start = labels[m.group(1)]
+            body = insns[start:i + 1]
+            if all(any(t(x) for x in body) for t in tests):
+                found[(len(body), start)] = body
+        bodies[name] = [found[k] for k in sorted(found)]
 
     for line in text.splitlines():
         m = re.match(r"\s*\.section\s+\.text\.(\S+?),", line)
@@ -204,13 +214,48 @@ def loops(text: str, match: str, op: str) -> list[str]:
         if m and name is not None:
             insns.append(m.group(1))
     close()
+    return bodies
+
+
+def loops(text: str, match: str, op: str) -> list[str]:
+    """Per function of nvdisasm's text: the loops whose body holds `op`, smallest first."""
     rows = []
-    for fname, found in bodies.items():
+    kinds = ((op, _holds(op)), ("EX2", _holds("MUFU.EX2")), ("SYNCS", lambda x: "SYNCS." in x),
+             ("MEMBAR", lambda x: "MEMBAR." in x), ("BRA.DIV", lambda x: "BRA.DIV" in x))
+    for fname, found in loop_bodies(text, match, (op,)).items():
         rows.append(fname)
         if not found:
             rows.append(f"   no loop holds {op}")
-        for n, c in found:
-            rows.append(f"   {n:5d} instructions  " + "  ".join(f"{k} {v}" for k, v in c.items()))
+        seen = set()
+        for body in found:
+            counts = tuple((k, sum(map(t, body))) for k, t in kinds)
+            if (len(body), counts) in seen:
+                continue  # the same span reached by two back branches
+            seen.add((len(body), counts))
+            rows.append(f"   {len(body):5d} instructions  " + "  ".join(f"{k} {v}" for k, v in counts))
+    return rows
+
+
+def keyloop_diff(a_text: str, b_text: str, match: str, ops: tuple[str, ...]) -> list[str]:
+    """Per function, the smallest loop holding every opcode of `ops` (the key loop) in A and in B: SAME when
+    the two have the same opcodes in the same order (registers and labels aside), else DIFF with the
+    opcodes whose counts differ, or "same counts, other order"."""
+    a, b = loop_bodies(a_text, match, ops), loop_bodies(b_text, match, ops)
+    rows = []
+    for name in sorted(set(a) | set(b)):
+        if name not in a or name not in b:
+            rows.append(f"only {'A' if name in a else 'B'}  {name}")
+            continue
+        if not a[name] or not b[name]:
+            rows.append(f"NONE  {name}  (no loop holds {' and '.join(ops)} in {'A' if not a[name] else 'B'})")
+            continue
+        x, y = ([opcode(i) for i in f[name][0]] for f in (a, b))
+        if x == y:
+            rows.append(f"SAME  {name}  ({len(x)} instructions)")
+            continue
+        ca, cb = collections.Counter(x), collections.Counter(y)
+        changed = " ".join(f"{op}:{ca[op]}->{cb[op]}" for op in sorted(set(ca) | set(cb)) if ca[op] != cb[op])
+        rows.append(f"DIFF  {name}  ({len(x)} -> {len(y)} instructions)  {changed or 'same counts, other order'}")
     return rows
 
 
@@ -227,7 +272,12 @@ def main(argv: list[str]) -> int:
     lo = sub.add_parser("loops", help="the loops that hold an opcode (the key loop's size)")
     lo.add_argument("file", type=Path)
     lo.add_argument("--op", default="HGMMA", help="only loops whose body holds this opcode (default HGMMA)")
-    for p in (d, f, lo):
+    kd = sub.add_parser("keyloop", help="the key loop (smallest loop holding HGMMA and MUFU.EX2) of A against B")
+    kd.add_argument("a", type=Path)
+    kd.add_argument("b", type=Path)
+    kd.add_argument("--ops", default="HGMMA,MUFU.EX2",
+                    help="comma-separated opcodes the loop must hold (default HGMMA,MUFU.EX2)")
+    for p in (d, f, lo, kd):
         p.add_argument("--match", default="", help="only functions whose (mangled) name matches this regex")
     args = ap.parse_args(argv)
     try:
@@ -236,6 +286,9 @@ def main(argv: list[str]) -> int:
             rows = diff(functions(args.a), strip_names(b, args.strip_b) if args.strip_b else b, args.match)
         elif args.cmd == "loops":
             rows = loops(disassemble(args.file), args.match, args.op)
+        elif args.cmd == "keyloop":
+            ops = tuple(op.strip() for op in args.ops.split(",") if op.strip())
+            rows = keyloop_diff(disassemble(args.a), disassemble(args.b), args.match, ops)
         else:
             rows = flow(functions(args.file), args.match)
     except (SassError, OSError) as e:

@@ -214,12 +214,21 @@ L2PF1_EDITS = [e if i != 1 else (e[0], e[1].replace(
     for i, e in enumerate(L2PF_EDITS)]
 assert L2PF1_EDITS[1] != L2PF_EDITS[1]
 
+# next_prodloop1 (session 21, an edit of v33; compile-checked only): the producer's key loop kept rolled. A probe of
+# session 20's reading that producer code costs the consumers even where it does not run (next_l2pf1's gate-off
+# d128 launches 0.973, 1 round): ptxas unrolls this loop, so every function carries several copies of it.
+PRODLOOP1_EDITS = [(
+    "          for (int i = 0; i < w.n_blocks; ++i) {\n",
+    "#pragma unroll 1\n"
+    "          for (int i = 0; i < w.n_blocks; ++i) {  // next_prodloop1: rolled (one copy of the load code)\n")]
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d256tma": ("kernel.cu", "// next_d256tma: v33 with d256 on the TMA epilogue at every s_k.\n", D256TMA_EDITS),
     "next_d256tmac": ("kernel.cu", "// next_d256tmac: v33 with causal d256 on the TMA epilogue at every s_k.\n", D256TMAC_EDITS),
     "probe_d256smem": ("kernel.cu", "// probe_d256smem: v33 with the register-epilogue d256 functions allocating the 32 KB O region.\n",
                        D256SMEM_EDITS),
+    "next_prodloop1": ("kernel.cu", "// next_prodloop1: v33 with the producer's key loop kept rolled.\n", PRODLOOP1_EDITS),
     "next_l2pf1": ("kernel.cu", "// next_l2pf1: next_l2pf only in launches with one query tile per (batch, head).\n", L2PF1_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
