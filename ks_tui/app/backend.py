@@ -53,6 +53,10 @@ class Backend:
         """An engine whose loop has not ended (it sets `end` when it finishes)."""
         return self.engine is not None and getattr(self.engine, "end", None) is None
 
+    def remark(self, ref: str | int, text: str) -> None:
+        """A person's remark on an attempt (the store's lock-free notes write; no engine involved)."""
+        self.store.remark(self.session_id, ref, text, author="human")
+
     def rollback(self, ref: str | int) -> None:
         # Through a live engine, so the conversation rolls back with the code.
         if self.engine_running:

@@ -117,4 +117,19 @@ async def test_history_shows_an_attempts_remarks(workspace):
         await wait_for(pilot, lambda: remarks.display and "re-measured 0.98x" in shown(app, "#history-notes"),
                        "attempt 1's remark")
         assert "human: its speedup was a noisy baseline" in shown(app, "#history-notes")
+
+        # `m` adds one from the screen: an empty one is refused, Escape adds none, Enter saves.
+        await pilot.press("m")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "RemarkScreen", "the remark box")
+        await pilot.press("enter")
+        assert app.screen.__class__.__name__ == "RemarkScreen"  # nothing typed: still asking
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is history, "back without a remark")
+        assert len(store.attempts(sid)[0].remarks) == 1
+        await pilot.press("m")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "RemarkScreen", "the remark box again")
+        await pilot.press(*"same in call 2", "enter")
+        await wait_for(pilot, lambda: "same in call 2" in shown(app, "#history-notes"), "the new remark shown")
+        assert [r["text"] for r in store.attempts(sid)[0].remarks][-1] == "same in call 2"
+        assert table.row_count == 4 and history.selected == 1
         await pilot.press("q")

@@ -1,9 +1,9 @@
 """The history screen: every attempt of the session, its diff and per-scenario results.
 
-Enter or moving the cursor shows an attempt, its whole summary and its remarks (`ks remark`);
-`r` rolls back to it after a confirmation (a new attempt, history kept); `c` marks one attempt
-and, pressed again on another, shows the diff between the two; `d` switches the diff base
-between previous and best.
+Enter or moving the cursor shows an attempt, its whole summary and its remarks; `m` adds a
+remark to it (as `ks remark` does); `r` rolls back to it after a confirmation (a new attempt,
+history kept); `c` marks one attempt and, pressed again on another, shows the diff between the
+two; `d` switches the diff base between previous and best.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 
 from ks_tui.app import formatting as fmt
 from ks_tui.app.screens.confirm import ConfirmScreen
+from ks_tui.app.screens.remark import RemarkScreen
 from ks_tui.app.widgets.bench.bench_panel import headline
 from ks_tui.app.widgets.bench.bench_table import BenchTable
 from ks_tui.app.widgets.diff.diff_view import DiffView
@@ -89,6 +90,7 @@ class HistoryScreen(Screen):
     BINDINGS = [
         Binding("escape,h", "app.pop_screen", "Back"),
         Binding("r", "rollback", "Roll back"),
+        Binding("m", "remark", "Remark"),
         Binding("c", "compare", "Compare"),
         Binding("d", "toggle_base", "Diff base"),
         Binding("t", "toggle_detail", "Diff/results"),
@@ -225,6 +227,23 @@ class HistoryScreen(Screen):
             first, self.compare_from = self.compare_from, None
             self._select(self.selected, against=first)
         self.query_one("#history-title", Static).update(self._title())
+
+    def action_remark(self) -> None:
+        number = self.selected
+        if number is None:
+            return
+        attempt = next((a for a in self.attempts if a.get("number") == number), {})
+
+        def given(text: str | None) -> None:
+            if text:
+                self._remark(number, text)
+
+        self.app.push_screen(RemarkScreen(number, fmt.one_line(attempt.get("summary", "") or "", 50)), given)
+
+    @work(thread=True, exclusive=True, group="history-remark", exit_on_error=False, description="remark")
+    def _remark(self, number: int, text: str) -> None:
+        self.backend.remark(number, text)
+        self.reload()
 
     def action_rollback(self) -> None:
         number = self.selected
