@@ -40,17 +40,19 @@ def test_a_remark_is_added_without_touching_the_attempt_and_shows_everywhere(toy
         ("human", "the +17% was cuDNN timed slow; the kernel was 18% slower"),
         ("agent", "re-measured in call 2: 0.85")]
     assert log[1]["remarks"] == []
+    doc = json.loads(ks("remark", "2", "-s", sid, "level in call 3", "--json", cwd=ws).stdout)  # stdout: JSON only
+    assert (doc["attempt"]["number"], [r["text"] for r in doc["attempt"]["remarks"]]) == (2, ["level in call 3"])
     assert json.loads(ks("show", "1", "-s", sid, "--json", cwd=ws).stdout)["result"]["geomean_speedup"] == 1.17
 
     table = ks("log", "-s", sid, cwd=ws).stdout
     assert "v1: +17% on q128 [2 remarks]" in table and "(an attempt's remarks: ks show N)" in table
     shown = ks("show", "1", "-s", sid, cwd=ws).stdout
     assert "human: the +17% was cuDNN timed slow" in shown and "agent: re-measured in call 2: 0.85" in shown
-    assert "remark" not in ks("show", "2", "-s", sid, cwd=ws).stdout
+    assert "human: level in call 3" in ks("show", "2", "-s", sid, cwd=ws).stdout
 
     trace = [json.loads(line) for line in (ws / "sessions" / sid / "trace.jsonl").read_text().splitlines()]
     remarks = [t["payload"] for t in trace if t["kind"] == "remark"]
-    assert [(r["attempt"], r["author"]) for r in remarks] == [(1, "human"), (1, "agent")]
+    assert [(r["attempt"], r["author"]) for r in remarks] == [(1, "human"), (1, "agent"), (2, "human")]
 
 
 def test_bad_remarks_are_one_line_errors_and_write_nothing(toy_session, tmp_path):
