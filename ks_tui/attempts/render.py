@@ -31,10 +31,8 @@ def attempt_line(a: Attempt) -> str:
 
 
 def remarks_text(a: Attempt) -> str:
-    """An attempt's whole summary when the subject cut it, then its remarks, a line each
-    ("" when it has neither)."""
-    lines = [f"summary: {a.description}"] if a.description else []
-    return "\n".join(lines + [f"remark {remark_text(r)}" for r in a.remarks])
+    """An attempt's remarks, a line each ("" when it has none)."""
+    return "\n".join(f"remark {remark_text(r)}" for r in a.remarks)
 
 
 def _fit(line: str, width: int | None) -> str:

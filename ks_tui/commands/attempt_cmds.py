@@ -384,7 +384,9 @@ def cmd_show(args) -> int:
         return EXIT_OK
     print(attempt_line(attempt).strip())
     print(f"commit {attempt.sha}  {attempt.time.astimezone().isoformat(timespec='seconds')}  session {info.id}")
-    if attempt.remarks or attempt.description:
+    if attempt.description:  # the whole summary, which the line above cuts
+        print(f"summary: {attempt.description}")
+    if attempt.remarks:
         print(remarks_text(attempt))
     print()
     print(diff if diff.strip() else f"(kernel identical to {'the previous attempt' if against == 'previous' else against})")
@@ -406,7 +408,7 @@ def cmd_remark(args) -> int:
         _dump({"session": info.id, "attempt": attempt.to_dict()})
     else:
         print(attempt_line(attempt).strip())
-        print("\n".join(line for line in remarks_text(attempt).splitlines() if line.startswith("remark ")))
+        print(remarks_text(attempt))
     return EXIT_OK
 
 
