@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ks_tui.attempts.remarks import remark_text
+
 
 def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[str, Any]:
     tokens = Counter()
@@ -55,6 +57,7 @@ def report_text(r: dict) -> str:
         q = f"  after {a['question']}" if a.get("question") else ""
         lines.append(f"  {a['number']:>3} {a.get('author', ''):5} {a.get('status', ''):13} {a.get('correct') or '':>7} "
                      f"{sp:>8}  {a.get('summary', '')}{q}")
+        lines += [f"        remark {remark_text(r)}" for r in a.get("remarks") or []]
     lines.append(f"questions asked ({len(r['questions'])}):")
     lines += [f"  [{q['id']}] ({q['chosen_by']}) {q['text']}" for q in r["questions"]]
     if r["errors"]:

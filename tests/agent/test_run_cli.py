@@ -153,3 +153,17 @@ def test_headless_with_a_terminal_runs_bash_without_asking(workspace, fake_api, 
     assert out.returncode == 0, out.stderr
     assert "you answer questions on stdin" in out.stdout
     assert (workspace / "sessions" / only_session(workspace) / "worktree" / "marker.txt").read_text() == "ran\n"
+
+
+def test_report_text_lists_each_attempts_remarks():
+    from ks_tui.agent.report import build_report, report_text
+
+    attempts = [{"number": 1, "author": "agent", "status": "correct", "correct": "4/4", "speedup": 1.3,
+                 "summary": "tiled", "remarks": [{"time": "2026-12-04T22:40:00+00:00", "author": "human",
+                                                 "text": "the baseline ran slow in that run"}]},
+                {"number": 2, "author": "agent", "status": "correct", "correct": "4/4", "speedup": 1.1,
+                 "summary": "unrolled", "remarks": []}]
+    lines = report_text(build_report({"id": "s", "task": "t", "branch": "b"}, [], attempts)).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("1 agent"))
+    assert lines[at + 1].strip().startswith("remark ") and "human: the baseline ran slow" in lines[at + 1]
+    assert lines[at + 2].strip().startswith("2 agent")
