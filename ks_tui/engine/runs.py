@@ -70,8 +70,9 @@ class AttemptsMixin:
     def _attempt_summary(self, mode: str, quick: bool) -> str:
         texts = [b["text"] for m in reversed(self.conv.messages) if m["role"] == "assistant"
                  for b in m["content"] if b.get("type") == "text" and b.get("text", "").strip()]
-        line = texts[0].strip().splitlines()[0] if texts else f"{mode}{' quick' if quick else ''} run"
-        return line if len(line) <= 72 else line[:69] + "..."
+        # The agent's latest words, first paragraph: the commit subject takes 120 characters of it and
+        # the commit body keeps it whole (attempts/trailers.py), so nothing it said about the attempt is cut.
+        return texts[0].strip().split("\n\n")[0] if texts else f"{mode}{' quick' if quick else ''} run"
 
     def _history(self, attempts=None):
         """The attempts as the question bank sees them (read from the store unless given)."""

@@ -263,3 +263,19 @@ def test_a_remark_the_engineer_adds_mid_run_reaches_the_agent(workspace, fake_ap
     assert "remark" in out["list_attempts"] and "human: that run shared the box with a compile job" in out["list_attempts"]
     assert "human: that run shared the box with a compile job" in out["show_attempt"]
     assert len(api.requests) == 3
+
+
+def test_the_agents_words_before_a_run_are_the_attempts_summary_kept_whole(workspace, fake_api):
+    from ks_tui.attempts import AttemptStore
+
+    said = ("Unrolled the inner key loop by four and hoisted the scale multiply out of it, so each key costs\n"
+            "one FFMA less; expect the long scenarios to gain most.")
+    fake_api([reply(text(said + "\n\nRunning the quick check now."),
+                    tool_use("run_harness", {"mode": "check", "quick": True})),
+              reply(text("Done."))])
+    session, _ = start(workspace, max_turns=2)
+    session.run_forever()
+    (a,) = AttemptStore(workspace).attempts(session.id)
+    whole = " ".join(said.split())
+    assert a.description == whole  # the first paragraph, whole; not the next one
+    assert len(a.summary) == 120 and whole.startswith(a.summary[:-1])
