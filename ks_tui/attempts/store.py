@@ -30,7 +30,7 @@ from typing import Any
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.locks import check_git_locks, session_lock
 from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary
-from ks_tui.attempts.remarks import REMARKS_REF, remark_line
+from ks_tui.attempts.remarks import REMARKS_REF, parse_remarks, remark_line
 from ks_tui.errors import InputFileError, KsError
 from ks_tui.paths import main_workspace
 from ks_tui.session import Trace
@@ -480,7 +480,7 @@ class AttemptStore:
         line = remark_line(text, author)
         self._notes(REMARKS_REF, "append", target.sha, text=line, what="storing the remark as a git note")
         Trace(self.trace_path(info.id)).append("remark", {"attempt": target.number, "sha": target.sha,
-                                                          "author": author, "text": line.split("\t", 2)[2]})
+                                                          "author": author, "text": parse_remarks(line)[0]["text"]})
         return resolve_in(self._attempts(info), info.id, target.number)
 
     def remark_notes(self, sid: str) -> dict[str, str]:
