@@ -62,6 +62,7 @@ class ToolResult(Event):
     name: str
     output: str
     is_error: bool = False
+    kernel_sha: str | None = None  # the kernel after the agent's write_file / edit_file
     kind = "tool_result"
 
 

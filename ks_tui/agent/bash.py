@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 MAX_OUTPUT_CHARS = 20_000
+POLL_S = 0.2
 
 
-def run_bash(command: str, cwd: Path, timeout_s: float) -> str:
+def run_bash(command: str, cwd: Path, timeout_s: float, cancel: threading.Event | None = None) -> str:
+    """Run COMMAND; a timeout or `cancel` (the session stopping) kills it and its children."""
     # A new process group, so a timeout kills the command's children too.
     proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-        status = f"exit code {proc.returncode}"
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        status = f"killed after {timeout_s:g} s (time limit)"
+    deadline = time.monotonic() + timeout_s
+    status = None
+    while status is None:
+        try:
+            out, _ = proc.communicate(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+            status = f"exit code {proc.returncode}"
+        except subprocess.TimeoutExpired:  # communicate may be called again: output is kept
+            if cancel is not None and cancel.is_set():
+                status = "killed: the session was stopped"
+            elif time.monotonic() >= deadline:
+                status = f"killed after {timeout_s:g} s (time limit)"
+            if status is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                out, _ = proc.communicate()
     if len(out) > MAX_OUTPUT_CHARS:
         out = f"[... first {len(out) - MAX_OUTPUT_CHARS} characters cut]\n" + out[-MAX_OUTPUT_CHARS:]
     return f"{status}\n{out}"

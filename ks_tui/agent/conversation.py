@@ -40,7 +40,14 @@ class Conversation:
         content.insert(first_text, block)
 
     def add_assistant(self, content: list[dict]) -> None:
-        self.messages.append({"role": "assistant", "content": copy.deepcopy(content)})
+        content = copy.deepcopy(sendable(content))
+        if not content:
+            return  # the API refuses an empty assistant message in the history
+        if self.messages and self.messages[-1]["role"] == "assistant":
+            # A pause_turn reply was sent back as it was; the API's continuation extends it.
+            self.messages[-1]["content"].extend(content)
+        else:
+            self.messages.append({"role": "assistant", "content": content})
 
     def pending_tool_uses(self) -> list[dict]:
         """tool_use blocks of the last assistant message not yet answered."""
@@ -63,6 +70,13 @@ class Conversation:
 
     def request_messages(self) -> list[dict]:
         return self.messages
+
+
+def sendable(content: list[dict]) -> list[dict]:
+    """The blocks of a reply that may go back to the API: it refuses a text block that is
+    empty or only whitespace (400 "text content blocks must be non-empty"), which a reply
+    can hold, so keeping one would fail every later request of the session."""
+    return [b for b in content if b.get("type") != "text" or (b.get("text") or "").strip()]
 
 
 def conversation_from_events(events: Iterable[dict[str, Any]]) -> Conversation:

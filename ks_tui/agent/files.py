@@ -26,6 +26,8 @@ class TaskFiles:
     def resolve(self, path: str) -> Path:
         if not isinstance(path, str) or not path.strip():
             raise ToolRefused("path must be a non-empty string, relative to the task folder")
+        if "\x00" in path:  # the OS refuses it with a ValueError, which is no refusal the model can read
+            raise ToolRefused("path contains a NUL character")
         p = PurePath(path)
         if ".." in p.parts:
             raise ToolRefused(f"{path}: '..' is not allowed; paths are relative to the task folder")

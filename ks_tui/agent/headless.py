@@ -18,7 +18,9 @@ def _short(value, n: int = MAX_ARG_CHARS) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
-def format_tool_call(name: str, args: dict) -> str:
+def format_tool_call(name: str, args) -> str:
+    if not isinstance(args, dict):  # the model sent no object: show what it sent (the tool refuses it)
+        return f"-> {name}({_short(args)})"
     inner = ", ".join(f"{k}={_short(v)}" for k, v in args.items())
     return f"-> {name}({inner})"
 
@@ -55,7 +57,7 @@ class HeadlessPrinter:
                 self._line()
         elif isinstance(e, ev.UserMessage):
             label = {"question": "question", "system": "ks"}.get(e.source, "you")
-            self._line(f"[{label}] {e.text}")
+            self._line(f"[{label}] {e.text.removeprefix('[ks] ')}")  # ks's notes to the model carry the tag already
         elif isinstance(e, ev.ToolCall):
             self._line(format_tool_call(e.name, e.input))
         elif isinstance(e, ev.ToolResult):

@@ -71,6 +71,15 @@ class ToolHost(Protocol):
     def after_edit(self) -> None: ...
 
 
+def _flag(value, name: str) -> bool:
+    """A boolean argument as the schema asks; the string "false" must not read as true."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ToolRefused(f"{name} must be true or false, not {value!r}")
+
+
 class ToolBox:
     def __init__(self, files: TaskFiles, host: ToolHost, enable_bash: bool = False):
         self.files = files
@@ -87,7 +96,7 @@ class ToolBox:
             return f"{name} failed: {e.message}", True
         except KeyError as e:
             return f"missing argument {e}", True
-        except OSError as e:
+        except (OSError, ValueError) as e:  # e.g. a NUL byte in a bash command
             return f"{name} failed: {e}", True
 
     def _dispatch(self, name: str, a: dict[str, Any]) -> str:
@@ -109,7 +118,7 @@ class ToolBox:
             mode = a.get("mode", "check")
             if mode not in ("check", "bench"):
                 raise ToolRefused(f"mode must be check or bench, not {mode!r}")
-            return self.host.tool_run_harness(mode, bool(a.get("quick", False)))
+            return self.host.tool_run_harness(mode, _flag(a.get("quick", False), "quick"))
         if name == "list_attempts":
             return self.host.tool_list_attempts()
         if name == "show_attempt":

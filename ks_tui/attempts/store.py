@@ -118,6 +118,20 @@ class AttemptStore:
             try:
                 repo = git.Repo(info.worktree)
             except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+                repo = None
+            if repo is None and (info.worktree / ".git").is_file():
+                # The folder is there (with any uncommitted edit in it) but its link to the
+                # repository broke: the workspace was moved or copied. `worktree repair` mends
+                # both ends; `prune && add` would drop the link and then refuse the folder.
+                with contextlib.suppress(KsError):
+                    self._run(self.repo, "worktree", "repair", str(info.worktree), what="repairing the worktree link")
+                with contextlib.suppress(git.InvalidGitRepositoryError, git.NoSuchPathError):
+                    repo = git.Repo(info.worktree)
+                if repo is None:
+                    raise KsError(f"session {info.id}'s worktree at {info.worktree} is no longer linked to {self.top}",
+                                  hint=f"git -C {self.top} worktree repair {info.worktree} "
+                                       "(do not delete the folder: it may hold an unrecorded edit)")
+            if repo is None:
                 raise KsError(f"session {info.id} has no worktree at {info.worktree}",
                               hint=f"recreate it with `git worktree prune && git worktree add {info.worktree} "
                                    f"{info.branch}` (its commits are safe on the branch)") from None
@@ -207,10 +221,8 @@ class AttemptStore:
                 raise InputFileError(meta, f"unreadable session file ({e})") from None
         # No session.json (folder removed): the branch alone still identifies the session.
         for ref, when in self._session_refs():
-            parts = ref.split("/")
-            if parts[-1] == sid:
-                return SessionInfo(id=sid, task=parts[1], branch=ref, worktree=self._session_dir(sid) / "worktree",
-                                   created=datetime.fromisoformat(when), base="")
+            if ref.split("/")[-1] == sid:
+                return self._info_from_branch(ref, when)
         # A fresh clone has no session branches; an export committed beside the task brings one back.
         exports = sorted(self.workspace.glob(f"kernels/**/*{sid}*.tar.gz"))
         if exports:
@@ -219,6 +231,12 @@ class AttemptStore:
         known = [r.split("/")[-1] for r, _ in self._session_refs()][-5:]
         raise KsError(f"no session {sid!r} in {self.workspace}",
                       hint="sessions here: " + (", ".join(known) if known else "none (start one with `ks session new TASK`)"))
+
+    def _info_from_branch(self, ref: str, when: str) -> SessionInfo:
+        """A session as its branch `ks/<task>/<id>` names it, when session.json is gone or unreadable."""
+        _, task, sid = ref.split("/")
+        return SessionInfo(id=sid, task=task, branch=ref, worktree=self._session_dir(sid) / "worktree",
+                           created=datetime.fromisoformat(when), base="")
 
     def _session_refs(self) -> list[tuple[str, str]]:
         """(branch, creation time) of every session branch, most recently committed last."""
@@ -235,9 +253,12 @@ class AttemptStore:
 
     def sessions(self) -> list[SessionSummary]:
         summaries = []
-        for ref, _ in self._session_refs():
+        for ref, when in self._session_refs():
             sid = ref.split("/")[-1]
-            info = self.session(sid)
+            try:
+                info = self.session(sid)
+            except KsError:  # one unreadable session.json must not hide every other session
+                info = self._info_from_branch(ref, when)
             attempts = self._attempts(info)
             best = next((a for a in attempts if a.best), None)
             last = attempts[-1].time if attempts else info.created

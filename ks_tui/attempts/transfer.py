@@ -21,6 +21,7 @@ import io
 import json
 import tarfile
 import tempfile
+import zlib
 from datetime import datetime
 from pathlib import Path
 
@@ -161,17 +162,22 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 def _read_export(src: Path) -> dict[str, bytes]:
     """The export's known members as bytes (never extracted to disk: no paths from the archive are used)."""
     try:
-        with tarfile.open(src, "r:*") as tar:
+        raw = src.read_bytes()
+        if raw[:2] == b"\x1f\x8b":  # read the whole gzip stream: its CRC catches damage tarfile would not see
+            import gzip
+
+            raw = gzip.decompress(raw)
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:*") as tar:
             parts = {}
             for member in tar.getmembers():
                 if member.name in _MEMBERS and member.isfile() and member.size <= _MAX_MEMBER_BYTES:
                     parts[member.name] = tar.extractfile(member).read()
     except FileNotFoundError:
         raise KsError(f"{src} not found") from None
-    except (tarfile.TarError, OSError, EOFError) as e:
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
         raise InputFileError(src, f"not a session export ({e})",
                              hint="make one with `ks session export ID FILE`") from None
-    missing = [m for m in ("session.json", "session.bundle") if m not in parts]
+    missing = [m for m in ("session.json", "session.bundle", "results.json") if m not in parts]
     if missing:
         raise InputFileError(src, f"not a session export (no {', '.join(missing)})",
                              hint="make one with `ks session export ID FILE`")

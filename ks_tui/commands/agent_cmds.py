@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
 import threading
 
@@ -93,22 +95,54 @@ def cmd_run(args) -> int:
     print(f"worktree {session.info.worktree}", flush=True)
     if human:
         _read_answers_from_stdin(session)
-    session.start()
-    try:
+    with _stop_on_signals(session) as signalled:
+        session.start()
         while not session.join(timeout=0.5):
-            pass
-    except KeyboardInterrupt:
-        print("\nks: stopping (the session can be resumed with --resume)", file=sys.stderr)
-        session.stop()
-        session.join(timeout=30)
+            if len(signalled) >= 3:
+                break  # asked three times: stop waiting for the session to wind down
+    if signalled:
         return 130
-    end = session.end
-    if end is not None and end.reason.startswith("error:"):
-        print(f"ks: {end.reason}", file=sys.stderr)
-        return 2
-    if end is not None and (end.reason == "internal error" or end.reason.startswith("api unavailable")):
-        return 1  # the session could not go on; it can be resumed
+    return _exit_code(session.end)
+
+
+# How a headless run ended that is not a plain end (0): the reason's start, its exit code.
+_FAILED_ENDS = (("error:", 2),  # bad key, unknown model, a rejected request, a busy session
+                ("internal error", 1), ("api unavailable", 1),  # could not go on; resume later
+                ("ended: refusal", 1), ("ended: model_context_window_exceeded", 1))
+
+
+def _exit_code(end) -> int:
+    if end is None:
+        return 0
+    for start, code in _FAILED_ENDS:
+        if end.reason.startswith(start):
+            print(f"ks: {end.reason}", file=sys.stderr)
+            return code
     return 0
+
+
+@contextlib.contextmanager
+def _stop_on_signals(session):
+    """Ctrl-C, SIGTERM (kill) and SIGHUP (the terminal closed) stop the session at its next
+    safe point: the running harness or bash command is killed and the trace gets its end.
+
+    A handler, not KeyboardInterrupt: raised inside Thread.join, KeyboardInterrupt can leave
+    the thread marked as finished while it still runs, and the process exited at once."""
+    signalled: list[int] = []
+
+    def on_signal(signum, frame) -> None:
+        if not signalled:
+            print(f"\nks: stopping on {signal.Signals(signum).name} (the session can be resumed with --resume)",
+                  file=sys.stderr, flush=True)
+            session.stop()
+        signalled.append(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield signalled
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _read_answers_from_stdin(session) -> None:

@@ -19,6 +19,9 @@ class Replayed:
     pending_question: str | None = None                   # asked, not yet on an attempt
     marks: dict[int, int] = field(default_factory=dict)   # attempt -> conversation length to roll back to
     results: dict[int, dict] = field(default_factory=dict)  # attempt -> its harness result
+    agent_kernel: str | None = None     # the kernel's sha256 after the agent's last edit
+    cut_tools: set[str] = field(default_factory=set)  # tool_use ids of replies cut by max_tokens
+    paused_turn: bool = False           # the last reply stopped with pause_turn: send it back
 
 
 def replay(records: list[dict]) -> Replayed:
@@ -43,4 +46,12 @@ def replay(records: list[dict]) -> Replayed:
                 out.pending_question = None
         elif kind == "rollback":  # the restored kernel's result stands for the new attempt too
             out.results[p["new_attempt"]] = out.results.get(p["to_attempt"], {})
+        elif kind == "tool_result" and p.get("kernel_sha"):
+            out.agent_kernel = p["kernel_sha"]
+        if kind == "assistant_message":
+            if p.get("stop_reason") == "max_tokens":
+                out.cut_tools |= {b["id"] for b in p.get("content", []) if b.get("type") == "tool_use"}
+            out.paused_turn = p.get("stop_reason") == "pause_turn"
+        elif kind == "user_message":
+            out.paused_turn = False
     return out

@@ -8,6 +8,7 @@ from the trace.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -62,6 +63,7 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
         self.toolbox = ToolBox(self.files, self, enable_bash=cfg.enable_bash)
         self.trace_path = store.trace_path(self.id)
         self.trace = Trace(self.trace_path)
+        self._writes_trace = True  # False when another process holds the session
 
         self._subscribers: list[Callable[[ev.Event], None]] = []
         self._sub_lock = threading.Lock()
@@ -87,9 +89,12 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
         self.pending_question = past.pending_question  # goes on the next attempt's KS-Question
         self.marks = past.marks
         self.results = past.results
-        # The kernel as last committed; None while the worktree holds an uncommitted edit
-        # (a person's), so that edit is committed as theirs before the agent writes.
-        self._kernel_known: str | None = self._kernel_sha() if self._kernel_committed() else None
+        self._cut_tools = past.cut_tools
+        self._pause_turn = past.paused_turn and self.conv.messages[-1]["role"] == "assistant"
+        # The kernel as last committed or as the agent last wrote it; None while the worktree
+        # holds an edit of a person's, so that edit is committed as theirs before the agent writes.
+        now = self._kernel_sha()
+        self._kernel_known: str | None = now if self._kernel_committed() or now == past.agent_kernel else None
 
     @classmethod
     def create(cls, workspace: Path, task_name: str, cfg: Config, **kw) -> "Session":
@@ -131,7 +136,7 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
             unsubscribe()
 
     def emit(self, event: ev.Event) -> None:
-        if event.kind not in ev.EPHEMERAL_KINDS:
+        if event.kind not in ev.EPHEMERAL_KINDS and self._writes_trace:
             payload = event.to_dict()
             payload.pop("kind", None)
             self.trace.append(event.kind, payload)
@@ -208,10 +213,22 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
     # ------------------------------------------------------------------ the main loop
 
     def run_forever(self) -> ev.SessionEnded:
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(self.store.lock(self.id))  # one writer per session, for the whole run
+            except KsError as e:
+                # Another process runs this session: say so to our viewers, but its trace and
+                # its efficacy record are that process's to write.
+                self._writes_trace = False
+                self.emit(ev.ErrorEvent(str(e), recoverable=False))
+                self._finish(f"error: {e.message}", settle=False)
+                return self.end
+            return self._run_locked()
+
+    def _run_locked(self) -> ev.SessionEnded:
         reason = "stopped"
         try:
-            with self.store.lock(self.id):  # one writer per session, for the whole run
-                reason = self._main()
+            reason = self._main()
         except KsError as e:
             self.emit(ev.ErrorEvent(str(e), recoverable=False))
             reason = f"error: {e.message}"
@@ -223,10 +240,11 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
             self._finish(reason)
         return self.end
 
-    def _finish(self, reason: str) -> None:
+    def _finish(self, reason: str, settle: bool = True) -> None:
         attempts = self.store.attempts(self.id)
         try:
-            self.efficacy.settle(self.id, self._history(attempts), final=True)
+            if settle:
+                self.efficacy.settle(self.id, self._history(attempts), final=True)
         except Exception:
             log.exception("efficacy settle failed")
         best = next((a for a in attempts if a.best), None)  # the store's pick, as `ks log` shows it

@@ -3,10 +3,12 @@ harness, the attempt store or a shell (ks_tui.agent.tools.ToolHost)."""
 
 from __future__ import annotations
 
+import logging
 import queue
 import time
 
 from ks_tui import events as ev
+from ks_tui.agent import prompts
 from ks_tui.agent.files import ToolRefused
 from ks_tui.agent.summary import summarize_result
 from ks_tui.attempts.remarks import remark_text
@@ -14,6 +16,8 @@ from ks_tui.attempts.speed_diff import compare_results, comparison_text
 from ks_tui.errors import KsError
 
 MAX_SHOW_CHARS = 12_000
+
+log = logging.getLogger(__name__)
 
 
 class ToolHostMixin:
@@ -25,8 +29,21 @@ class ToolHostMixin:
             if self._stop.is_set():
                 self._tool_result(block, "not run: the session was stopped", True)
                 continue
-            output, is_error = self.toolbox.execute(block["name"], block.get("input") or {})
+            if block["id"] in self._cut_tools:  # cut by max_tokens before a kill: never run a partial call
+                self._tool_result(block, prompts.TRUNCATED_TOOL, True)
+                continue
+            try:
+                output, is_error = self.toolbox.execute(block["name"], block.get("input") or {})
+            except Exception as e:
+                # A bug in a tool must still answer its tool_use: unanswered, the trace would run
+                # the same call again at every resume and crash the same way.
+                log.exception("tool %s failed", block["name"])
+                output, is_error = f"{block['name']} failed inside ks: {type(e).__name__}: {e}", True
+                self.emit(ev.ErrorEvent(f"tool {block['name']} failed inside ks: {type(e).__name__}: {e}",
+                                        recoverable=True))
             self._tool_result(block, output, is_error)
+        if any(b["id"] in self._cut_tools for b in tool_uses):
+            self._user(prompts.MAX_TOKENS_NOTE, "system")
         # Decision points raised by attempts are handled once every tool_use has its result.
         due, self._decisions_due = self._decisions_due, None
         if due and not self._stop.is_set():
@@ -34,7 +51,11 @@ class ToolHostMixin:
 
     def _tool_result(self, block: dict, output: str, is_error: bool) -> None:
         self.conv.add_tool_result(block["id"], output, is_error)
-        self.emit(ev.ToolResult(block["id"], block["name"], output, is_error))
+        # After the agent's own edit the trace keeps the kernel's hash, so a resume knows the
+        # uncommitted kernel in the worktree is the agent's, not a person's.
+        edited = block["name"] in ("write_file", "edit_file") and not is_error
+        self.emit(ev.ToolResult(block["id"], block["name"], output, is_error,
+                                kernel_sha=self._kernel_known if edited else None))
 
     # ToolHost ------------------------------------------------------------------------------
 
@@ -103,7 +124,7 @@ class ToolHostMixin:
                 self._set_state("running")
             if not ok:
                 raise ToolRefused("the engineer did not approve this command")
-        return run_bash(command, self.info.worktree, self.cfg.bash_timeout_s)
+        return run_bash(command, self.info.worktree, self.cfg.bash_timeout_s, cancel=self._stop)
 
     def _resolve(self, ref):
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ks_tui import events as ev
 from ks_tui.agent import prompts
 from ks_tui.agent.client import make_client
+from ks_tui.agent.conversation import sendable
 from ks_tui.agent.tools import tool_schemas
 from ks_tui.agent.usage import cost_usd
 
@@ -75,6 +76,7 @@ class TurnsMixin:
             self.emit(ev.TurnEnded(turn.stop_reason))
             self.emit(ev.ErrorEvent(DEAD_ENDS[turn.stop_reason], recoverable=False))
             return self._wait_or_end(f"ended: {turn.stop_reason}")
+        turn.content = sendable(turn.content)
         if not turn.content:
             # The API refuses an empty assistant message in the history: ask for the rest instead.
             self.emit(ev.TurnEnded(turn.stop_reason))

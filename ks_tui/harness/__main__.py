@@ -14,7 +14,9 @@ import argparse  # noqa: E402
 import faulthandler  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import signal  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -31,11 +33,30 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="write the result here instead of stdout")
     r.add_argument("--seed", type=int)
     r.add_argument("--cached-baselines", action="store_true")
+    r.add_argument("--die-with-parent", action="store_true",
+                   help="stdin is a pipe the parent holds open: at its end, kill this process group")
     return p
+
+
+def _die_with_parent() -> None:
+    """The parent (ks) never writes to our stdin; its end means the parent is gone (kill -9,
+    a closed terminal), and nobody is left to kill a kernel that hangs or holds the GPU. So
+    kill our own process group (the kernel's children included) then."""
+    def watch() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="ks-parent-watch", daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.die_with_parent:
+        _die_with_parent()
     faulthandler.enable()  # a segfault prints the Python stack: which scenario, which call
 
     from ks_tui.errors import KsError

@@ -92,7 +92,7 @@ class _StderrReader(threading.Thread):
 def child_command(task, source: Path, mode: str, quick: bool, scenarios, seed, out: Path,
                   cached_baselines: bool) -> list[str]:
     cmd = [sys.executable, "-m", "ks_tui.harness", "run", "--task", str(task.dir),
-           "--source", str(source), "--mode", mode, "--out", str(out)]
+           "--source", str(source), "--mode", mode, "--out", str(out), "--die-with-parent"]
     if quick:
         cmd.append("--quick")
     if scenarios:
@@ -130,7 +130,9 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         spawned = time.time()
         t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),
+        # so a `kill -9` of ks leaves no kernel running on.
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=env)
         reader = _StderrReader(proc.stdout, on_progress)
         reader.start()
@@ -148,6 +150,8 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         except BaseException:  # KeyboardInterrupt in the parent: never leave the child running
             _kill_group(proc)
             raise
+        finally:
+            proc.stdin.close()
         proc.wait()
         reader.join(timeout=5)
         wall = time.monotonic() - t0

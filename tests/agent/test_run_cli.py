@@ -167,3 +167,87 @@ def test_report_text_lists_each_attempts_remarks():
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("1 agent"))
     assert lines[at + 1].strip().startswith("remark ") and "human: the baseline ran slow" in lines[at + 1]
     assert lines[at + 2].strip().startswith("2 agent")
+
+
+def _hanging_kernel(ws, pid_file) -> str:
+    """attention_cpu's kernel, made to write its process id to PID_FILE and then hang."""
+    src = (ws / "kernels" / "attention_cpu" / "kernel.cpp").read_text()
+    src = src.replace("#include <cmath>", "#include <cmath>\n#include <cstdio>\n#include <unistd.h>")
+    return src.replace("if (h_q % h_kv != 0) return 2;",
+                       f'if (h_q % h_kv != 0) return 2;\n    {{ FILE* f = fopen("{pid_file}", "w"); '
+                       'fprintf(f, "%d", (int)getpid()); fclose(f); sleep(600); }')
+
+
+def _wait_for_pid(pid_file, child, timeout: float = 90) -> int:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (pid_file.is_file() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline and child.poll() is None, "the kernel never started"
+        time.sleep(0.1)
+    return int(pid_file.read_text())
+
+
+def _gone(pid: int, timeout: float = 15) -> bool:
+    """True when PID ends within TIMEOUT; else its process group is killed (no orphan outlives a
+    failed test) and False."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    os.killpg(os.getpgid(pid), signal.SIGKILL)
+    return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_during_a_harness_run_stops_the_run_kills_the_kernel_and_ends_the_trace(workspace, fake_api,
+                                                                                        tmp_path, sig):
+    pid_file = tmp_path / "kernel.pid"
+    fake_api([reply(tool_use("write_file", {"path": "kernel.cpp", "content": _hanging_kernel(workspace, pid_file)})),
+              reply(tool_use("run_harness", {"mode": "check", "quick": True})),
+              reply(text("never sent"))])
+    child = subprocess.Popen([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "run", "attention_cpu",
+                              "--headless", "--autonomous", "--max-turns", "5"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        kernel_pid = _wait_for_pid(pid_file, child)
+        child.send_signal(sig)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, err
+    assert f"stopping on {signal.Signals(sig).name}" in err and "Traceback" not in err
+    assert _gone(kernel_pid), "the hanging kernel outlived ks"
+    records = Trace.read(workspace / "sessions" / only_session(workspace) / "trace.jsonl")
+    assert records[-1]["kind"] == "session_end" and records[-1]["payload"]["reason"] == "stopped"
+    results = [r["payload"] for r in records if r["kind"] == "tool_result"]
+    assert results[-1]["name"] == "run_harness" and "cancelled" in results[-1]["output"]
+
+
+def test_a_kill_9_of_ks_takes_the_hanging_kernel_down_with_it(workspace, tmp_path):
+    pid_file = tmp_path / "kernel.pid"
+    source = tmp_path / "hang.cpp"
+    source.write_text(_hanging_kernel(workspace, pid_file))
+    child = subprocess.Popen([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "check", "attention_cpu",
+                              "--source", str(source), "--quick"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        kernel_pid = _wait_for_pid(pid_file, child)
+    finally:
+        child.kill()  # SIGKILL: ks cannot clean up; its harness child must notice by itself
+        child.wait()
+    assert _gone(kernel_pid), "the harness child outlived a kill -9 of ks"
+
+
+@pytest.mark.parametrize("stop_reason", ["refusal", "model_context_window_exceeded"])
+def test_a_run_the_model_cannot_continue_exits_1_with_the_reason(workspace, fake_api, stop_reason):
+    fake_api([reply(text("No."), stop_reason=stop_reason)])
+    out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "3")
+    assert out.returncode == 1
+    assert f"ks: ended: {stop_reason}" in out.stderr and "Traceback" not in out.stderr

@@ -398,6 +398,12 @@ def _validate(body: dict) -> str | None:
     for i, m in enumerate(msgs[:-1]):
         if not m.get("content"):
             return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+    for i, m in enumerate(msgs):
+        for j, c in enumerate([] if isinstance(m.get("content"), str) else m.get("content") or []):
+            if c.get("type") == "text" and not c.get("text"):
+                return f"messages.{i}.content.{j}: text content blocks must be non-empty"
+            if c.get("type") == "text" and not c["text"].strip():
+                return f"messages.{i}.content.{j}: text content blocks must contain non-whitespace text"
     # Every tool_use must be answered by a tool_result in the next user message.
     for i, m in enumerate(msgs):
         if m.get("role") != "assistant" or isinstance(m.get("content"), str):
