@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import signal
 import sys
 
 from ks_tui import __version__
@@ -40,6 +42,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_on_signal(signum, frame):
+    # SystemExit unwinds through `finally` / `except BaseException`, as Ctrl-C does: the
+    # harness child's group is killed and its temporary folder removed.
+    raise SystemExit(128 + signum)
+
+
+def _unwind_on_signals(command: str | None) -> None:
+    """SIGTERM (kill, timeout) and SIGHUP (a closed SSH session or tmux pane) end a command the
+    way Ctrl-C does. The screen keeps Textual's handling, and `ks run` sets its own."""
+    if command in (None, "tui", "run"):
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, _exit_on_signal)
+        except ValueError:  # not the main thread (a test calling main())
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
@@ -47,10 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         # Bare `ks` opens the screen on the default task.
         args = parser.parse_args([*argv, "tui"])
+    _unwind_on_signals(args.command)
     try:
         code = args.func(args)
     except KsError as e:
         print(f"ks: error: {e}", file=sys.stderr)
+        if getattr(args, "json", False):  # a script reading stdout still gets one JSON document
+            print(json.dumps({"error": e.message, "hint": e.hint, "exit_code": e.exit_code}))
         return e.exit_code
     except KeyboardInterrupt:
         print("ks: interrupted", file=sys.stderr)

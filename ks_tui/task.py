@@ -460,7 +460,7 @@ def load_task(name_or_path: str | os.PathLike, workspace: Path) -> Task:
     build = _build_spec(doc, d.get("build"), language)
 
     timeout = d.get("timeout_s", 300)
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout < float("inf"):
         raise doc.error(("timeout_s",), "timeout_s must be a positive number of seconds")
 
     scenarios = _build_scenarios(doc, _require(doc, d, "scenarios", dict))
@@ -482,7 +482,7 @@ def load_task(name_or_path: str | os.PathLike, workspace: Path) -> Task:
             value = eval_expr(flops, s.params)
         except ExprError as e:
             raise doc.error(("flops",), f"flops: {e}") from None
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < float("inf"):
             raise doc.error(("flops",), f"flops must be a positive number; scenario {s.id} gives {value!r}")
 
     baselines = d.get("baselines", [])

@@ -44,6 +44,8 @@ def init_workspace(target: str | os.PathLike) -> Path:
 
     from ks_tui.attempts.store import identity_env
 
+    if not str(target).strip():
+        raise KsError("ks init needs a folder name (use `ks init .` for this folder)")
     dest = Path(target).expanduser().resolve()
     src = bundled_root()
     if not (src / "kernels").is_dir():
@@ -54,7 +56,10 @@ def init_workspace(target: str | os.PathLike) -> Path:
         if (dest / name).exists():
             raise KsError(f"{dest / name} already exists; nothing was changed",
                           hint="this folder already is a workspace" if name == "kernels" else None)
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise KsError(f"cannot create {dest}: {e.strerror or e}") from None
 
     try:
         repo = git.Repo(dest, search_parent_directories=True)

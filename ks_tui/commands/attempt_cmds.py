@@ -8,6 +8,7 @@ git and the harness are imported inside the handlers so `ks --help` stays fast.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -185,8 +186,16 @@ def _load_result_file(path: str) -> dict:
         raise KsError(f"result file {p} not found") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise InputFileError(p, f"not a JSON document ({e})", getattr(e, "lineno", None)) from None
+    except OSError as e:
+        raise InputFileError(p, f"cannot read: {e.strerror or e}") from None
     if not isinstance(data, dict) or "status" not in data:
         raise InputFileError(p, "not a harness result (a JSON object with a status)")
+    sel = data.get("selection")
+    if sel is not None and not (isinstance(sel, list) and all(isinstance(s, str) for s in sel)):
+        raise InputFileError(p, "'selection' must be a list of scenario ids")
+    g = data.get("geomean_speedup")
+    if g is not None and not (isinstance(g, (int, float)) and not isinstance(g, bool) and math.isfinite(g) and g > 0):
+        raise InputFileError(p, f"'geomean_speedup' must be a positive finite number, not {g!r}")
     return data
 
 
@@ -301,6 +310,8 @@ def _record_question(args, store, session_id: str, question, bank) -> None:
 
 
 def _session_for(store, args):
+    if args.session is not None and not args.session.strip():
+        raise KsError("--session is empty", hint="name a session (`ks sessions` lists them), or leave the option out")
     return store.session(args.session) if args.session else store.latest_session()
 
 

@@ -101,7 +101,7 @@ def run_cmd(args, mode: str) -> int:
     from ks_tui.harness.report import render
 
     task = _load(args)
-    ids = [x for item in (args.scenarios or []) for x in item.split(",") if x] or None
+    ids = scenario_ids(args.scenarios)
     progress = _Progress(live=sys.stderr.isatty(), plain=not args.json)
     try:
         result = run_harness(task, args.source, mode=mode, quick=args.quick, scenarios=ids,
@@ -132,7 +132,7 @@ def compare_cmd(args) -> int:
     if args.rounds < 1:
         raise KsError("--rounds must be at least 1")
     task = _load(args)
-    ids = [x for item in (args.scenarios or []) for x in item.split(",") if x] or None
+    ids = scenario_ids(args.scenarios)
     groups = None
     if args.by:
         try:
@@ -200,3 +200,14 @@ def doctor_cmd(args) -> int:
 
 
 __all__ = ["register", "KsError"]
+
+
+def scenario_ids(given: list[str] | None) -> list[str] | None:
+    """--scenarios as given (space- or comma-separated); None when the option is absent. Given
+    but empty ("" or ",") is refused: running every scenario instead would surprise."""
+    if given is None:
+        return None
+    ids = [x.strip() for item in given for x in item.split(",") if x.strip()]
+    if not ids:
+        raise KsError("--scenarios names no scenario", hint="list them with `ks scenarios TASK`")
+    return ids

@@ -8,7 +8,10 @@ so it ends as one line and exit code 2. Textual is imported only when the screen
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+from ks_tui.errors import KsError
 
 PICK = "?"  # `--session` without an id: show the sessions picker
 
@@ -51,6 +54,10 @@ def run_tui(args: argparse.Namespace) -> int:
         task_name = store.session(session).task  # KsError for an unknown session
     else:
         task_name = load_task(task or default_task(workspace), workspace).name
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Without a terminal Textual would write escape codes into a file or pipe until killed.
+        raise KsError("the screen needs a terminal on stdin and stdout",
+                      hint="without one, run the agent with `ks run TASK --headless`")
 
     import os
 

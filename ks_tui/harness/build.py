@@ -145,7 +145,8 @@ def build(source: Path, *, language: str, compiler: str, flags: list[str], arch:
         (scratch / name).write_bytes(src_bytes)
         t0 = time.monotonic()
         try:
-            proc = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, errors="replace",
+                                  timeout=timeout)
             log, ok = (proc.stdout + proc.stderr), proc.returncode == 0
         except subprocess.TimeoutExpired as e:
             # On POSIX the partial output comes back as bytes even with text=True.

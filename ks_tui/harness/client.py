@@ -117,11 +117,16 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     source = Path(source).resolve() if source else task.kernel
     if not source.is_file():
         raise KsError(f"kernel source not found: {source}")
+    try:
+        with open(source, "rb"):
+            pass
+    except OSError as e:
+        raise KsError(f"cannot read kernel source {source}: {e.strerror or e}") from None
     if scenarios:
         for sid in scenarios:
             task.scenario(sid)  # KsError naming the unknown id
     timeout = float(timeout if timeout is not None else task.timeout_s)
-    if timeout <= 0:
+    if not timeout > 0:  # also NaN, which never compares as elapsed
         raise KsError("--timeout must be a positive number of seconds")
 
     with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
@@ -149,6 +154,10 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
                 time.sleep(POLL_S)
         except BaseException:  # KeyboardInterrupt in the parent: never leave the child running
             _kill_group(proc)
+            try:
+                proc.wait(timeout=5)  # reap it: no zombie left behind
+            except BaseException:
+                pass
             raise
         finally:
             proc.stdin.close()
@@ -158,16 +167,21 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
 
         if reader.bad_input is not None and proc.returncode == 2:
             raise KsError(reader.bad_input)
-        result = None
+        result, distrust = None, ""
+        expected = [s.id for s in task.select(quick=quick, ids=scenarios)]
         if ended_by is None and out.is_file():
             try:
                 result = json.loads(out.read_text())
             except ValueError:
                 result = None
+            distrust = _distrust(result, expected, proc.returncode, reader)
+            if distrust:
+                result = None
+            else:
+                summarize(result, total=len(expected))  # the verdict's numbers from its scenarios, not as written
         if result is None:
-            total = len(task.select(quick=quick, ids=scenarios))
             result = _result_without_child(task, source, mode, quick, scenarios, seed, reader,
-                                           proc.returncode, ended_by, timeout, total)
+                                           proc.returncode, ended_by, timeout, len(expected), distrust)
 
     tail = "\n".join(reader.tail)
     result["stderr_tail"] = tail[-8000:]
@@ -189,8 +203,42 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def _last_words(tail) -> str:
+    """The line of a dead child's output that says why: faulthandler's "Fatal Python error"
+    line when there is one, else the last line that is not part of its stack dump."""
+    lines = [ln for ln in tail if ln.strip()]
+    fatal = next((ln for ln in reversed(lines) if ln.startswith("Fatal Python error")), None)
+    if fatal:
+        return fatal
+    dump = ("Extension modules:", "Current thread", "Thread 0x", "  File ", "Stack (most recent call first)")
+    return next((ln for ln in reversed(lines) if not ln.startswith(dump) and not ln.startswith("  <")), "")
+
+
+def _distrust(result, expected: list[str], code: int | None, reader: _StderrReader) -> str:
+    """Why a result file is not the harness's own verdict ("" when it is).
+
+    The kernel runs inside the harness child and could write the result file itself (its
+    path is on the command line) and exit. These checks refuse such a verdict unless it is
+    as complete as the harness's: written by a child that exited 0, with every scenario asked
+    for, each one's verdict as streamed while the run went on."""
+    if code != 0:
+        return f"a result was written but the harness child then exited with code {code}"
+    if not isinstance(result, dict) or not isinstance(result.get("scenarios"), list):
+        return "the result file is not a harness result"
+    if result.get("status") not in ("correct", "incorrect"):
+        return ""  # compile_error and the child's own crash reports carry what they have
+    got = {s.get("id"): s for s in result["scenarios"] if isinstance(s, dict)}
+    if sorted(got) != sorted(expected) or len(result["scenarios"]) != len(expected):
+        return "the result does not hold the scenarios the run was asked for"
+    if any(bool(got[i].get("ok")) != bool(s.get("ok")) for i, s in reader.scenarios.items() if i in got):
+        return "the result's verdicts differ from those the run streamed"
+    if result["status"] == "correct" and not all(s.get("ok") for s in got.values()):
+        return "the result says correct while a scenario failed"
+    return ""
+
+
 def _result_without_child(task, source, mode, quick, scenarios, seed, reader: _StderrReader, code: int | None,
-                          ended_by: str | None, timeout: float, total: int) -> dict:
+                          ended_by: str | None, timeout: float, total: int, distrust: str = "") -> dict:
     """The child died or was killed before writing its result: build one from what it streamed."""
     result = skeleton(task, source, mode, quick, seed, scenarios)
     result["compile"] = reader.compile
@@ -202,10 +250,13 @@ def _result_without_child(task, source, mode, quick, scenarios, seed, reader: _S
     elif ended_by == "cancelled":
         result["status"] = "cancelled"
         result["message"] = f"cancelled{at}"
+    elif distrust:
+        result["status"] = "crashed"
+        result["message"] = f"result refused: {distrust}"
     else:
         result["status"] = "crashed"
         how = _signal_name(code) if code is not None and code < 0 else f"exit code {code}"
-        last = next((ln for ln in reversed(reader.tail) if ln.strip()), "")
+        last = _last_words(reader.tail)
         result["message"] = f"harness child died ({how}){at}" + (f": {last.strip()[:200]}" if last else "")
     summarize(result, total=total)
     return result

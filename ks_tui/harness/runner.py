@@ -100,6 +100,7 @@ class Runner:
         self.result = skeleton(task, self.source, mode, quick, self.seed, scenario_ids)
         self.timings = self.result["timings"]
         self.at: dict = {}  # the last progress sent: where an exception (e.g. a CUDA fault) hit
+        self._kernel_ran = False  # after the first call, a CUDA error may be the kernel's doing
 
     def _progress(self, done: int, scenario: str, phase: str) -> None:
         self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
@@ -190,7 +191,19 @@ class Runner:
     def _new_inputs(self, ref, sc, draw: int) -> dict:
         gen = self.torch.Generator(device=self.task.device)
         gen.manual_seed(_draw_seed(self.seed, sc.id, draw))
-        return ref.make_inputs(sc.params, gen, self.task.device)
+        return self._task_code(sc, "make_inputs", ref.make_inputs, sc.params, gen, self.task.device)
+
+    def _task_code(self, sc, name: str, fn, *args):
+        """Call the task's own reference code: its failure is bad task input (exit 2, naming the
+        file and scenario), not a kernel crash. A CUDA error once the kernel has run is the
+        kernel's: it broke the context the reference then used."""
+        try:
+            return fn(*args)
+        except Exception as e:
+            if self._kernel_ran and self.task.device == "cuda" and "CUDA" in str(e):
+                raise
+            raise BadTaskInput(f"{self.task.reference}: {name} failed on scenario {sc.id} "
+                               f"({_params_text(sc.params)}): {type(e).__name__}: {e}") from None
 
     def _call_and_judge(self, ref, fn, inputs: dict, out, p: dict) -> dict:
         """Poison the output, call once, and judge; inputs must come back untouched."""
@@ -198,6 +211,7 @@ class Runner:
         before = {k: v.clone() for k, v in inputs.items()}
         out.fill_(float("nan"))
         self._sync()
+        self._kernel_ran = True
         rc = ref.call_kernel(fn, inputs, out, p, self.stream_ptr)
         self._sync()
         if rc != 0:
@@ -217,7 +231,7 @@ class Runner:
                  "time_ms": None, "tflops": None, "baseline": None, "baselines": {},
                  "skipped_baselines": {}, "speedup": None}
         inputs = self._new_inputs(ref, sc, 0)
-        out = ref.make_output(p, inputs)
+        out = self._task_code(sc, "make_output", ref.make_output, p, inputs)
         worst = None
         for draw in range(self.task.timing.draws):
             if draw:
@@ -344,13 +358,17 @@ class Runner:
 
     def _fresh_set(self, ref, sc, draw: int) -> tuple:
         inputs = self._new_inputs(ref, sc, draw)
-        return inputs, ref.make_output(sc.params, inputs)
+        return inputs, self._task_code(sc, "make_output", ref.make_output, sc.params, inputs)
 
     def _sync_quietly(self) -> None:
         try:
             self._sync()
         except Exception:
             pass
+
+
+def _params_text(p: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in p.items())
 
 
 def _shape(ref, p: dict) -> dict:

@@ -6,6 +6,7 @@ them so `ks questions validate` can list them at once, and raises on the first u
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,7 +138,7 @@ def _key_nodes(node: yaml.Node | None) -> dict[str, tuple[yaml.Node, yaml.Node]]
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class _Checker:
@@ -240,7 +241,7 @@ class _Checker:
             elif not text.strip().endswith("?"):
                 self.add(at("text"), f"{name}: text must be a question (end with '?')")
         category = item.get("category")
-        if "category" in item and category not in CATEGORIES:
+        if "category" in item and (not isinstance(category, str) or category not in CATEGORIES):
             reserved = " ('human' is reserved for typed questions)" if category == HUMAN_CATEGORY else ""
             self.add(at("category"), f"{name}: unknown category {category!r}{reserved} "
                                      f"(expected one of: {', '.join(CATEGORIES)})")
@@ -265,6 +266,6 @@ class _Checker:
             return ()
         kind = "decision point" if key == "points" else "condition"
         for v in value:
-            if v not in allowed:
+            if not isinstance(v, str) or v not in allowed:
                 self.add(at(key), f"{name}: unknown {kind} {v!r} (expected one of: {', '.join(allowed)})")
         return tuple(str(v) for v in value)

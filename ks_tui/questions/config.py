@@ -6,6 +6,7 @@ through `check_thresholds` so a bad value is named the same way wherever it came
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -75,7 +76,7 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def check_thresholds(values: dict[str, Any]) -> list[tuple[str, str]]:

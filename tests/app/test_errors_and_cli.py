@@ -50,3 +50,10 @@ def test_a_workspace_that_is_not_a_git_repository_is_bad_input(base_env, tmp_pat
     out = ks(cwd=folder)  # bare `ks` opens the screen: refused before it takes the terminal
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.startswith("ks: error:")
+
+
+def test_the_screen_without_a_terminal_is_refused_in_one_line(workspace):
+    out = subprocess.run([sys.executable, "-m", "ks_tui", "tui", "attention_cpu"], cwd=workspace, capture_output=True,
+                         text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and "needs a terminal" in out.stderr and "ks run TASK --headless" in out.stderr
+    assert out.stdout == "" and not (workspace / "sessions").exists()  # nothing was started

@@ -101,6 +101,17 @@ VARIANTS = {
                         "  std::printf(\"{\\\"partial\\\": 5}\\n\");"
                         "  std::fwrite(junk.data(), 1, junk.size(), stdout); std::printf(\"\\n\");"
                         "  std::fflush(stdout); }"},
+    # Cheats the verdict: finds the harness's --out path on its own command line, writes a
+    # "correct, 9.9x" result there and ends the process before the harness can write its own.
+    "forges_result": {
+        "ENTRY": "{ char cmd[16384]; FILE* f = std::fopen(\"/proc/self/cmdline\", \"rb\");"
+                 "  size_t n = std::fread(cmd, 1, sizeof cmd - 1, f); std::fclose(f); cmd[n] = 0; const char* out = nullptr;"
+                 "  for (size_t i = 0; i < n; i += std::strlen(cmd + i) + 1)"
+                 "    if (!std::strcmp(cmd + i, \"--out\")) out = cmd + i + std::strlen(cmd + i) + 1;"
+                 "  FILE* r = std::fopen(out, \"w\");"
+                 "  std::fprintf(r, \"{\\\"status\\\": \\\"correct\\\", \\\"correct\\\": \\\"4/4\\\", \\\"geomean_speedup\\\": 9.9, \\\"scenarios\\\": []}\");"
+                 "  std::fclose(r); _exit(0); }",
+    },
     # Spins forever after forking a spinning grandchild; both pids go to $KS_TEST_PID_FILE.
     "infinite_loop": {
         "ENTRY": "{ pid_t child = fork(); if (child == 0) { for (;;) pause(); }"

@@ -55,6 +55,11 @@ MALFORMED = [
     ("not a mapping", "- just\n- a list\n", ["must be a mapping"], 1),
     ("empty file", "", ["must be a mapping"], None),
     ("bad version", GOOD.replace("version: 1", "version: 7"), ["unsupported bank version 7"], 1),
+    ("list category", GOOD.replace("category: limit", "category: [limit]"), ["unknown category ['limit']"], 11),
+    ("nested condition", GOOD.replace("[has_losing_scenarios]", "[[has_losing_scenarios]]"),
+     ["unknown condition ['has_losing_scenarios']"], 13),
+    ("nan threshold", GOOD.replace("noise: 0.03", "noise: .nan"), ["noise must be a number"], 4),
+    ("inf weight", GOOD.replace("weight: 2", "weight: .inf"), ["weight must be a positive number"], 14),
     ("question not a mapping", GOOD.replace("questions:\n", "questions:\n  - just text\n"), ["question #1 must be a mapping"], 6),
 ]
 
