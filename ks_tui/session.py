@@ -70,6 +70,12 @@ class Trace:
                         break
                 f.seek(start)
                 torn = f.read()
+                if _whole_event(torn):  # only its newline is missing (written by hand, say): keep it
+                    f.seek(0, os.SEEK_END)
+                    f.write(b"\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                    return
                 with open(self.path.with_name(self.path.name + ".torn"), "ab") as side:
                     side.write(torn + b"\n")
                     side.flush()
@@ -97,11 +103,21 @@ class Trace:
                 continue
             try:
                 obj = json.loads(raw)
-                if not isinstance(obj, dict) or "kind" not in obj:
+                if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
                     raise ValueError("not an event object")
+                if not isinstance(obj.setdefault("payload", {}), dict):
+                    raise ValueError("its payload is not an object")
             except (ValueError, UnicodeDecodeError) as e:
                 if i == last:  # no newline after it: a write cut short by a kill
                     break
                 raise InputFileError(path, f"trace line is not a JSON event ({e})", line=i + 1) from None
             events.append(obj)
         return events
+
+
+def _whole_event(raw: bytes) -> bool:
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(obj, dict) and isinstance(obj.get("kind"), str) and isinstance(obj.get("payload", {}), dict)

@@ -87,14 +87,19 @@ def conversation_from_events(events: Iterable[dict[str, Any]]) -> Conversation:
     """
     conv = Conversation()
     for rec in events:
-        kind = rec.get("kind")
-        ev = rec.get("payload", rec)  # a trace line {time, kind, payload} or a bare event dict
-        if kind == "user_message":
-            conv.add_user_text(ev["text"])
-        elif kind == "assistant_message":
-            conv.add_assistant(ev["content"])
-        elif kind == "tool_result":
-            conv.add_tool_result(ev["id"], ev["output"], ev.get("is_error", False))
-        elif kind == "rollback" and ev.get("conversation_len") is not None:
-            conv.truncate(ev["conversation_len"])
+        apply_event(conv, rec)
     return conv
+
+
+def apply_event(conv: Conversation, rec: dict[str, Any]) -> None:
+    """Fold one trace record into the conversation (KeyError/TypeError when it lacks a field)."""
+    kind = rec.get("kind")
+    ev = rec.get("payload", rec)  # a trace line {time, kind, payload} or a bare event dict
+    if kind == "user_message":
+        conv.add_user_text(ev["text"])
+    elif kind == "assistant_message":
+        conv.add_assistant(ev["content"])
+    elif kind == "tool_result":
+        conv.add_tool_result(ev["id"], ev["output"], ev.get("is_error", False))
+    elif kind == "rollback" and ev.get("conversation_len") is not None:
+        conv.truncate(ev["conversation_len"])

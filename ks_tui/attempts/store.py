@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -47,11 +48,14 @@ def kernel_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _first_line(err: Exception) -> str:
-    text = getattr(err, "stderr", "") or str(err)
-    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
-    lines = [ln[len("stderr: "):] if ln.startswith("stderr: ") else ln for ln in lines]
-    return lines[-1].strip("'") if lines else str(err)
+def _git_error_line(err: Exception) -> str:
+    """The line of git's stderr that says what went wrong: its `fatal:` / `error:` line (which
+    names the file, e.g. a stale lock), else its last line, else the exit status."""
+    text = str(getattr(err, "stderr", "") or "")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln[len("stderr: "):].strip("'") if ln.startswith("stderr: ") else ln.strip("'") for ln in lines]
+    said = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None) or (lines[-1] if lines else "")
+    return said or f"git exited with status {getattr(err, 'status', '?')}"
 
 
 def identity_env(repo) -> dict[str, str]:
@@ -108,7 +112,7 @@ class AttemptStore:
         try:
             return repo.git.execute(["git", *args], env=self._env, **kw)
         except self._git_errors as e:
-            raise KsError(f"{what} failed: {_first_line(e)}") from None
+            raise KsError(f"{what} failed: {_git_error_line(e)}") from None
 
     def _wt(self, info: SessionInfo):
         import git
@@ -189,8 +193,13 @@ class AttemptStore:
             self._run(self.repo, "worktree", "add", "--quiet", "-b", branch, str(worktree), base,
                       what="creating the session worktree")
         except KsError:
-            with contextlib.suppress(OSError):
-                sdir.rmdir()
+            # e.g. a post-checkout hook that fails after git made the branch and the worktree:
+            # take both away, so no half-made session is left to list.
+            with contextlib.suppress(KsError):
+                self._run(self.repo, "worktree", "remove", "--force", str(worktree), what="removing the worktree")
+            with contextlib.suppress(KsError):
+                self._run(self.repo, "branch", "-D", branch, what="removing the branch")
+            shutil.rmtree(sdir, ignore_errors=True)
             raise
         created = datetime.now(timezone.utc)
         info = SessionInfo(id=sid, task=task.name, branch=branch, worktree=worktree, created=created, base=base)
@@ -239,9 +248,10 @@ class AttemptStore:
                            created=datetime.fromisoformat(when), base="")
 
     def _session_refs(self) -> list[tuple[str, str]]:
-        """(branch, creation time) of every session branch, most recently committed last."""
-        out = self.repo.git.for_each_ref("--sort=committerdate",
-                                         "--format=%(refname)%09%(creatordate:iso-strict)",
+        """(branch, time of its tip commit) of every session branch, most recently active last:
+        by its last commit, or by its creation when that is later (a new session's branch
+        points at the old commit it started from)."""
+        out = self.repo.git.for_each_ref("--format=%(refname)%09%(creatordate:iso-strict)",
                                          f"refs/heads/{BRANCH_PREFIX}/")
         refs = []
         for line in out.splitlines():
@@ -249,7 +259,15 @@ class AttemptStore:
             ref = ref.removeprefix("refs/heads/")
             if ref.count("/") == 2:
                 refs.append((ref, when))
-        return refs
+        return sorted(refs, key=lambda r: max(datetime.fromisoformat(r[1]), self._created(r[0].split("/")[-1],
+                                                                                           r[1])))
+
+    def _created(self, sid: str, fallback: str) -> datetime:
+        try:
+            when = datetime.fromisoformat(json.loads((self._session_dir(sid) / "session.json").read_text())["created"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return datetime.fromisoformat(fallback)
+        return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
     def sessions(self) -> list[SessionSummary]:
         summaries = []
@@ -282,6 +300,8 @@ class AttemptStore:
 
         task = self._tasks.get(info.id)
         if task is None:
+            if not info.worktree.is_dir():
+                self._wt(info)  # raises: no worktree, with how to recreate it
             ws = info.worktree / self.prefix
             task = load_task(ws / "kernels" / info.task, ws)
             self._tasks[info.id] = task
@@ -306,9 +326,14 @@ class AttemptStore:
         return self._attempts(self.session(sid))
 
     def _attempts(self, info: SessionInfo) -> list[Attempt]:
-        out = self._run(self.repo, "log", "-z", "--reverse", "--no-notes", f"--notes={REMARKS_REF}",
-                        f"--format={tr.LOG_FORMAT_REMARKS}", self._range(info), "--",
-                        what=f"reading the history of session {info.id}", strip_newline_in_stdout=False)
+        try:
+            out = self._run(self.repo, "log", "-z", "--reverse", "--no-notes", f"--notes={REMARKS_REF}",
+                            f"--format={tr.LOG_FORMAT_REMARKS}", self._range(info), "--",
+                            what=f"reading the history of session {info.id}", strip_newline_in_stdout=False)
+        except KsError:
+            if not self._ref_exists(f"refs/heads/{info.branch}"):
+                raise self._branch_gone(info) from None
+            raise
         return mark_best(tr.parse_log(out, info.id))
 
     @staticmethod
@@ -374,6 +399,26 @@ class AttemptStore:
         """Raise KsError now if an attempt could not be committed (call before a long run)."""
         self._check_worktree(self.session(sid))
 
+    def _ref_exists(self, ref: str) -> bool:
+        with contextlib.suppress(KsError):
+            self._run(self.repo, "rev-parse", "--verify", "--quiet", ref, what="looking up " + ref)
+            return True
+        return False
+
+    def _branch_gone(self, info: SessionInfo) -> KsError:
+        last = self._last_traced_attempt_sha(info)
+        return KsError(f"session {info.id}'s branch {info.branch} no longer exists",
+                       hint=f"restore it at its last attempt: git -C {self.top} branch -f {info.branch} {last}" if last
+                       else f"restore it from the reflog (git -C {self.top} reflog) with git branch {info.branch} SHA")
+
+    def _last_traced_attempt_sha(self, info: SessionInfo) -> str | None:
+        with contextlib.suppress(KsError):
+            for rec in reversed(Trace.read(self.trace_path(info.id))):
+                sha = (rec.get("payload", {}).get("attempt") or {}).get("sha") if rec.get("kind") == "attempt" else None
+                if sha:
+                    return sha
+        return None
+
     def _check_worktree(self, info: SessionInfo) -> None:
         """Refuse states we cannot commit from safely; the message says how to get out."""
         wt = self._wt(info)
@@ -384,6 +429,8 @@ class AttemptStore:
                  self.common_dir / "refs" / "heads" / f"{info.branch}.lock", *shared]
         check_git_locks(locks, [self.top, info.worktree.resolve()], remove_stale=self.remove_stale_locks,
                         shared=shared)
+        if not wt.head.is_valid():
+            raise self._branch_gone(info)
         if wt.head.is_detached:
             raise KsError(f"session {info.id}'s worktree has a detached HEAD ({wt.head.commit.hexsha[:8]})",
                           hint=f"reattach it: git -C {info.worktree} switch {info.branch} "
@@ -560,6 +607,35 @@ class AttemptStore:
                 return self._record(info, result, author, question, summary, new_only=True, attempts=attempts,
                                     allow_unchanged=True)
             return self._record(info, result, author, question, summary, new_only=True, attempts=attempts)
+
+    def keep_unrecorded(self, sid: str, kernel: bytes, result: dict) -> tuple[Path, Path]:
+        """Keep a measured kernel that could not be committed (the file changed while the harness
+        ran) beside its result, under the session's folder, so a long measurement is not lost."""
+        info = self.session(sid)
+        folder = self._session_dir(info.id) / "unrecorded"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        kernel_file = folder / f"{stamp}-{self._task(info).kernel.name}"
+        result_file = folder / f"{stamp}-result.json"
+        kernel_file.write_bytes(kernel)
+        result_file.write_text(json.dumps(result, indent=1, default=str))
+        return kernel_file, result_file
+
+    def record_measured(self, sid: str, measured: bytes | None, result: dict, **kw) -> Attempt | None:
+        """`record`, for a run of the kernel whose bytes were MEASURED (read just before the run).
+        When the file changed during the run, the measured bytes and the result are kept
+        (`keep_unrecorded`) and the error says where and how to record them."""
+        try:
+            return self.record(sid, result, **kw)
+        except KsError:
+            claimed = result.get("kernel_sha256")
+            if measured is None or not claimed or hashlib.sha256(measured).hexdigest() != claimed:
+                raise
+            kernel_file, result_file = self.keep_unrecorded(sid, measured, result)
+            raise KsError(f"the kernel changed while the harness ran; the kernel it measured and the result are "
+                          f"kept in {kernel_file.parent}", hint=f"record your newer edit with `ks try -s {sid} --no-run`, "
+                          f"then the measured one with `ks try -s {sid} --kernel {kernel_file} --result {result_file}`"
+                          ) from None
 
     def _check_result_kernel(self, info: SessionInfo, result: dict) -> None:
         claimed = result.get("kernel_sha256")

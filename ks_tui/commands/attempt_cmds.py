@@ -7,6 +7,7 @@ git and the harness are imported inside the handlers so `ks --help` stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
@@ -152,8 +153,13 @@ def cmd_session_new(args) -> int:
 def cmd_session_export(args) -> int:
     from ks_tui.attempts.transfer import export_session
 
-    info, n = export_session(_store(args), args.session, Path(args.file))
+    store = _store(args)
+    info, n = export_session(store, args.session, Path(args.file))
     print(f"session {info.id}: {n} attempts written to {args.file}")
+    with contextlib.suppress(KsError):  # no worktree here: nothing unrecorded to warn about
+        if store.unchanged_since(info.id) is None:
+            _say(f"warning: the kernel in {info.worktree} has an edit not recorded as an attempt; the export "
+                 f"holds attempts only (record it with `ks try -s {info.id} --no-run`, then export again)")
     return EXIT_OK
 
 
@@ -221,6 +227,7 @@ def cmd_try(args) -> int:
     info = store.session(args.session)
     bank = _bank_for(args) if args.question else None
     question = _bank_question(bank, args.question) if bank else None  # before any long run
+    measured = None  # the kernel's bytes as the harness run read them
     with store.lock(info.id):
         store.check(info.id)  # refuse a detached/dirty/locked worktree before a long harness run
         if args.result:
@@ -250,12 +257,15 @@ def cmd_try(args) -> int:
                 task = store.task(info.id)
                 _say(f"running the harness ({'check' if args.check else 'bench'}{', quick' if args.quick else ''}) "
                      f"on {task.kernel}")
+                with contextlib.suppress(OSError):  # missing or unreadable: the harness run says so
+                    measured = task.kernel.read_bytes()  # kept if the file changes during the run
                 result = run_harness(task, task.kernel, mode="check" if args.check else "bench", quick=args.quick,
                                      timeout=args.timeout, on_progress=_progress)
                 if result.get("status") == "cancelled":
                     raise KsError("the harness run was cancelled; nothing recorded")
-        attempt = store.record(info.id, result, author=args.author, question=args.question, summary=args.summary,
-                               remeasure=bool(args.result) or args.again)
+        attempt = store.record_measured(info.id, measured, result, author=args.author,
+                                        question=args.question, summary=args.summary,
+                                        remeasure=bool(args.result) or args.again)
         if attempt is not None:  # traced under the session lock, as the engine and rollback do
             compact = {k: result.get(k) for k in ("status", "correct", "geomean_speedup", "mode", "quick", "message")}
             store.trace(info.id).append("attempt", {"attempt": attempt.to_dict(), "result": compact})

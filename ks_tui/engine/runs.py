@@ -30,25 +30,27 @@ class AttemptsMixin:
             self.emit(ev.HarnessProgress(p.get("done", 0), p.get("total", total), p.get("scenario", ""),
                                          p.get("phase", "")))
 
+        measured = _read_or_none(self.files.kernel)  # kept if the file changes during the run
         result = run_harness(self.task, self.files.kernel, mode=mode, quick=quick, on_progress=progress,
                              cancel=self._cancel_harness)
         if result.get("status") == "cancelled":
             self.emit(ev.HarnessFinished("cancelled", None, "the harness run was cancelled"))
             return "the harness run was cancelled"
-        attempt, note = self._record(result, author, mode, quick)
+        attempt, note = self._record(result, author, mode, quick, measured)
         self.emit(ev.HarnessFinished(result.get("status", ""), attempt.number if attempt else None, note))
         if attempt is None:
             return summarize_result(result, None, note=note)
         self._after_attempt()
         return summarize_result(result, attempt.to_dict())
 
-    def _record(self, result: dict, author: str, mode: str, quick: bool):
+    def _record(self, result: dict, author: str, mode: str, quick: bool, measured: bytes | None = None):
         """(the attempt, "") or (None, why it was not recorded)."""
         try:
-            attempt = self.store.record(self.id, result, author=author, question=self.pending_question,
-                                        summary=self._attempt_summary(mode, quick))
+            attempt = self.store.record_measured(self.id, measured, result, author=author,
+                                                 question=self.pending_question,
+                                                 summary=self._attempt_summary(mode, quick))
         except KsError as e:  # e.g. the kernel changed while the harness ran
-            return None, f"not recorded: {e.message}"
+            return None, f"not recorded: {e}"
         self._kernel_known = self._kernel_sha()
         if attempt is None:
             return None, "kernel unchanged since the last attempt: no new attempt recorded"
@@ -142,3 +144,10 @@ class AttemptsMixin:
             self.marks[attempt.number] = len(self.conv)
             self.emit(ev.AttemptRecorded(attempt.to_dict(), {}, len(self.conv)))
         self._kernel_known = self._kernel_sha()
+
+
+def _read_or_none(path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:  # missing or unreadable: the harness run says so
+        return None

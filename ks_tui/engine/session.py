@@ -24,11 +24,11 @@ from ks_tui.agent.tools import ToolBox
 from ks_tui.agent.usage import Spend
 from ks_tui.config import Config
 from ks_tui.engine.decisions import Answer, DecisionsMixin
-from ks_tui.engine.replay import replay
+from ks_tui.engine.replay import TraceEventError, replay
 from ks_tui.engine.runs import AttemptsMixin
 from ks_tui.engine.toolhost import ToolHostMixin
 from ks_tui.engine.turns import TurnsMixin
-from ks_tui.errors import KsError
+from ks_tui.errors import InputFileError, KsError
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,12 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
         self.run = Spend()  # this process's run of the session, for --max-turns/--max-cost
         self.end: ev.SessionEnded | None = None
 
-        past = replay(Trace.read(self.trace_path))
+        try:
+            past = replay(Trace.read(self.trace_path))
+        except TraceEventError as e:
+            raise InputFileError(self.trace_path, str(e),
+                                 hint="the trace was edited or damaged; move that event out of it "
+                                      "(the attempts themselves are safe on the session's branch)") from None
         self.conv = past.conv
         self.resumed = bool(self.conv.messages)
         self.spend = past.spend  # the whole session's, across runs

@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import shutil
+import subprocess
 import tarfile
 
 import pytest
@@ -86,3 +87,115 @@ def test_one_unreadable_session_file_does_not_hide_the_other_sessions(toy_sessio
     assert out.returncode == 0, out.stderr
     assert sid in out.stdout and other in out.stdout
     bad_input(ks("log", "-s", sid, cwd=ws), "unreadable session file")  # that session itself names the file
+
+
+def test_an_edit_made_while_the_harness_runs_keeps_the_measured_kernel_and_its_result(tmp_path, git_env):
+    import os
+    import stat
+    import subprocess
+    import sys
+    import time
+
+    from tests.attempts.test_cli import ROOT
+
+    assert ks("init", "ws", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "ws"
+    sid = ks("session", "new", "attention_cpu", cwd=ws).stdout.strip()
+    kernel = ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
+    measured = kernel.read_text() + f"// measured {time.time()}\n"  # new bytes: no build cache hit
+    kernel.write_text(measured)
+    # A compiler that says when it starts and takes its time, so the edit lands mid-run.
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    started = tmp_path / "compiling"
+    (slow / "g++").write_text(f"#!/bin/sh\ntouch {started}\nsleep 2\nexec /usr/bin/g++ \"$@\"\n")
+    (slow / "g++").chmod((slow / "g++").stat().st_mode | stat.S_IEXEC)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{slow}:{os.environ['PATH']}",
+               KS_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.Popen([sys.executable, "-m", "ks_tui", "try", "-s", sid, "--check", "--quick"], cwd=ws, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline and run.poll() is None, run.stderr.read() if run.poll() is not None else ""
+        time.sleep(0.05)
+    kernel.write_text(measured + "// typed during the run\n")
+    out, err = run.communicate(timeout=120)
+
+    assert run.returncode == 2 and "the kernel changed while the harness ran" in err and "Traceback" not in err
+    [kept_kernel] = (ws / "sessions" / sid / "unrecorded").glob("*-kernel.cpp")
+    [kept_result] = (ws / "sessions" / sid / "unrecorded").glob("*-result.json")
+    assert kept_kernel.read_text() == measured
+    assert json.loads(kept_result.read_text())["status"] == "correct"
+    assert "// typed during the run" in kernel.read_text()  # the newer edit is untouched
+
+    # The hint's two commands record both, the measured one with its result.
+    assert ks("try", "-s", sid, "--no-run", cwd=ws).returncode == 0
+    out = ks("try", "-s", sid, "--kernel", str(kept_kernel), "--result", str(kept_result), cwd=ws)
+    assert out.returncode == 0, out.stderr
+    log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
+    assert [(a["author"], a["status"]) for a in log] == [("human", "unchecked"), ("human", "correct")]
+
+
+def test_a_stale_notes_lock_is_named_in_the_error(toy_session):  # noqa: F811
+    ws, sid, kernel = toy_session
+    kernel.write_text(kernel.read_text() + "// v1\n")
+    assert ks("try", "-s", sid, "--no-run", cwd=ws).returncode == 0
+    lock = ws / ".git" / "refs" / "notes" / "ks-remarks.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    bad_input(ks("remark", "1", "-s", sid, "a remark", cwd=ws), "ks-remarks.lock")
+
+
+def test_a_new_session_is_the_default_at_once(workspace, monkeypatch):
+    # Dates far apart, so the order cannot come from ties within one second.
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2020-01-01T00:00:00")
+    git(workspace, "commit", "--quiet", "--amend", "--no-edit", "--date=2020-01-01T00:00:00")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    older = ks("session", "new", "toy", cwd=workspace).stdout.strip()
+    kernel = workspace / "sessions" / older / "worktree" / "kernels" / "toy" / "kernel.cpp"
+    kernel.write_text(kernel.read_text() + "// v1\n")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2021-01-01T00:00:00")
+    assert ks("try", "-s", older, "--no-run", cwd=workspace).returncode == 0  # the older session's last commit
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    newer = ks("session", "new", "toy", cwd=workspace).stdout.strip()  # its branch sits at the 2020 commit
+    assert json.loads(ks("log", "--json", cwd=workspace).stdout)["session"]["id"] == newer
+
+
+def test_a_failing_checkout_hook_leaves_no_half_made_session(workspace):
+    hook = workspace / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\necho 'hook says no' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    bad_input(ks("session", "new", "toy", cwd=workspace), "creating the session worktree failed")
+    assert git(workspace, "branch", "--list", "ks/*").strip() == ""
+    assert not (workspace / "sessions").exists() or not any((workspace / "sessions").iterdir())
+    assert "no sessions" in ks("sessions", cwd=workspace).stdout + ks("sessions", cwd=workspace).stderr
+
+
+def test_export_warns_when_the_worktree_holds_an_unrecorded_edit(toy_session, tmp_path):  # noqa: F811
+    ws, sid, kernel = toy_session
+    kernel.write_text(kernel.read_text() + "// v1\n")
+    assert ks("try", "-s", sid, "--no-run", cwd=ws).returncode == 0
+    kernel.write_text(kernel.read_text() + "// not recorded\n")
+    out = ks("session", "export", sid, str(tmp_path / "s.tgz"), cwd=ws)
+    assert out.returncode == 0 and "an edit not recorded as an attempt" in out.stderr
+
+
+def test_a_removed_worktree_or_branch_is_named_with_the_way_back(toy_session):  # noqa: F811
+    ws, sid, kernel = toy_session
+    kernel.write_text(kernel.read_text() + "// v1\n")
+    assert ks("try", "-s", sid, "--no-run", cwd=ws).returncode == 0
+    sha = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"][0]["sha"]
+    branch = f"ks/toy/{sid}"
+
+    git(ws / "sessions" / sid / "worktree", "switch", "--quiet", "--detach")
+    git(ws, "branch", "-D", branch)
+    git(ws / "sessions" / sid / "worktree", "switch", "--quiet", "--orphan", branch)
+    for cmd in (["try", "--no-run"], ["log"], ["rollback", "1"]):
+        bad_input(ks(*cmd, "-s", sid, cwd=ws), f"branch {branch} no longer exists")
+    hint = f"git -C {ws} branch -f {branch} {sha}"
+    assert hint in ks("log", "-s", sid, cwd=ws).stderr
+    subprocess.run(hint.split(), check=True, capture_output=True)  # the hint brings the history back
+    assert [a["sha"] for a in json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]] == [sha]
+
+    shutil.rmtree(ws / "sessions" / sid / "worktree")
+    bad_input(ks("show", "1", "-s", sid, cwd=ws), f"session {sid} has no worktree")

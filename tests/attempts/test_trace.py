@@ -74,3 +74,46 @@ def test_events_written_before_a_sigkill_survive(tmp_path):
     # A resumed writer carries on from a clean line boundary.
     Trace(path).append("resumed")
     assert Trace.read(path)[-1]["kind"] == "resumed"
+
+
+def test_a_last_event_missing_only_its_newline_is_kept_not_set_aside(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    t = Trace(path)
+    t.append("user_message", {"text": "one", "source": "human"})
+    path.write_bytes(path.read_bytes() + b'{"time": "t", "kind": "turn_end", "payload": {}}')  # saved by an editor
+    Trace(path).append("turn_end")
+    assert [e["kind"] for e in Trace.read(path)] == ["user_message", "turn_end", "turn_end"]
+    assert not path.with_name("trace.jsonl.torn").exists()
+
+
+@pytest.mark.parametrize("line, words", [
+    ('{"kind": "usage", "payload": "x"}', "its payload is not an object"),
+    ('{"kind": 5, "payload": {}}', "not an event object"),
+])
+def test_an_event_of_the_wrong_shape_is_reported_with_its_line(tmp_path, line, words):
+    path = tmp_path / "trace.jsonl"
+    Trace(path).append("turn_end")
+    path.write_text(path.read_text() + line + "\n" + path.read_text())
+    with pytest.raises(InputFileError) as err:
+        Trace.read(path)
+    assert f"{path}:2:" in str(err.value) and words in str(err.value)
+
+
+def test_a_session_whose_trace_lacks_a_field_says_which_event_in_one_line(tmp_path, git_env):
+    from tests.attempts.test_cli import ks
+
+    assert ks("init", "ws", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "ws"
+    sid = ks("session", "new", "attention_cpu", cwd=ws).stdout.strip()
+    trace = ws / "sessions" / sid / "trace.jsonl"
+    with open(trace, "a") as f:
+        f.write(json.dumps({"time": "t", "kind": "usage", "payload": {"output_tokens": 3}}) + "\n")
+    out = subprocess.run([sys.executable, "-m", "ks_tui", "run", "--session", sid, "--headless"], cwd=ws,
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "ANTHROPIC_API_KEY": "sk-test",
+                              "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    n = len(trace.read_text().splitlines())
+    assert f"trace.jsonl: event {n} (usage) lacks what its kind needs: KeyError: 'input_tokens'" in out.stderr
+    report = ks("report", sid, cwd=ws)  # the report reads what it can
+    assert report.returncode == 0, report.stderr
