@@ -58,6 +58,16 @@ def _git_error_line(err: Exception) -> str:
     return said or f"git exited with status {getattr(err, 'status', '?')}"
 
 
+def _write_synced(path: Path, text: str) -> None:
+    """Write TEXT to PATH whole and on disk before returning (write, fsync, rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def identity_env(repo) -> dict[str, str]:
     """A default identity for our commits when git has none, without touching config."""
     reader = repo.config_reader()
@@ -361,6 +371,7 @@ class AttemptStore:
                          what="computing the diff")
 
     def result(self, sid: str, ref: str | int) -> dict:
+        self._recover_pending(self.session(sid), locked=False)
         target = self.resolve(sid, ref)
         return self._note(target.sha)
 
@@ -368,6 +379,7 @@ class AttemptStore:
         """Every attempt's stored result by attempt number ({} when it has none): two git
         calls for the whole session instead of two per attempt."""
         info = self.session(sid)
+        self._recover_pending(info, locked=False)
         out = self._run(self.repo, "log", "-z", f"--notes={NOTES_REF}", f"--format=%H{tr.FIELD}%N",
                         self._range(info), "--", what=f"reading the results of session {info.id}",
                         strip_newline_in_stdout=False)
@@ -582,6 +594,7 @@ class AttemptStore:
         """One writer per session, and only from a worktree we can commit from."""
         with session_lock(self._session_dir(info.id) / ".lock", info.id):
             self._check_worktree(info)
+            self._recover_pending(info, locked=True)
             yield
 
     def record(self, sid: str, result: dict | None, author: str = "agent", question: str | None = None,
@@ -663,11 +676,38 @@ class AttemptStore:
         number = (attempts[-1].number if attempts else 0) + 1
         summary = summary or default_summary(number, author, status, result)
         message = tr.build_message(summary, self._trailers(info, number, author, status, result, question))
+        pending = self._pending_path(info)
+        if status != "unchecked" and result:  # written ahead: a kill between commit and note loses no result
+            _write_synced(pending, json.dumps({"attempt": number, "result": result}, default=str))
         # The seed kernel as attempt 1 changes no file.
         new = self._commit(info, message, attempts, allow_empty=(now_blob == tip_blob))
         if status != "unchecked" and result:
             self._write_note(new.sha, result)
+            pending.unlink(missing_ok=True)
         return new
+
+    def _pending_path(self, info: SessionInfo) -> Path:
+        return self._session_dir(info.id) / "pending-result.json"
+
+    def _recover_pending(self, info: SessionInfo, *, locked: bool) -> None:
+        """A result written ahead of its commit whose note is missing (the process was killed
+        between the two) becomes the attempt's note. Only the lock holder drops a pending
+        result whose commit never happened: another process may be between the two steps."""
+        pending = self._pending_path(info)
+        if not pending.is_file():
+            return
+        try:
+            data = json.loads(pending.read_text())
+            number, result = int(data["attempt"]), data["result"]
+        except (OSError, ValueError, KeyError, TypeError):
+            if locked:
+                pending.unlink(missing_ok=True)
+            return
+        done = next((a for a in self._attempts(info) if a.number == number), None)
+        if done is not None and not self._note(done.sha):
+            self._write_note(done.sha, result)
+        if done is not None or locked:
+            pending.unlink(missing_ok=True)
 
     def commit_human_edit(self, sid: str, result: dict | None = None) -> Attempt | None:
         """Commit a person's edit of the kernel as its own attempt (KS-Author: human) before

@@ -199,3 +199,29 @@ def test_a_removed_worktree_or_branch_is_named_with_the_way_back(toy_session):  
 
     shutil.rmtree(ws / "sessions" / sid / "worktree")
     bad_input(ks("show", "1", "-s", sid, cwd=ws), f"session {sid} has no worktree")
+
+
+def test_a_kill_between_the_commit_and_its_result_note_loses_no_result(toy_session, tmp_path):  # noqa: F811
+    import sys
+
+    from tests.attempts.test_cli import ROOT
+
+    ws, sid, kernel = toy_session
+    kernel.write_text(kernel.read_text() + "// v1\n")
+    result = result_for(kernel, speedup=1.7)
+    # A real process, killed at the one moment that matters: its commit is made, its note is not.
+    code = ("import os, sys, json\n"
+            f"sys.path.insert(0, {str(ROOT)!r})\n"
+            "from ks_tui.attempts import AttemptStore\n"
+            f"store = AttemptStore({str(ws)!r})\n"
+            "store._write_note = lambda *a: os.kill(os.getpid(), 9)\n"
+            f"store.record({sid!r}, json.loads({json.dumps(json.dumps(result))}))\n")
+    died = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert died.returncode == -9, died.stderr
+    log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
+    assert [(a["number"], a["speedup"]) for a in log] == [(1, 1.7)]  # the commit and its trailers are there
+
+    shown = ks("show", "1", "-s", sid, "--json", cwd=ws)  # a reader puts the note back
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["result"]["geomean_speedup"] == 1.7
+    assert not (ws / "sessions" / sid / "pending-result.json").exists()
