@@ -53,6 +53,18 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="ks-parent-watch", daemon=True).start()
 
 
+def _bad_input(message: str, out: str | None) -> int:
+    """The task itself is bad input (exit 2). Said twice: on the pipe for the parent to print,
+    and in the result file, which the parent requires too, so a kernel printing the same line
+    on the shared pipe and exiting 2 is not taken for it."""
+    from ks_tui.harness.runner import emit
+
+    emit("bad_input", message)
+    if out:
+        Path(out).write_text(json.dumps({"bad_input": message}))
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.die_with_parent:
@@ -73,16 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         ids = [s for s in args.scenarios.split(",") if s] if args.scenarios else None
         runner = Runner(task, source, args.mode, args.quick, ids, args.seed, args.cached_baselines)
     except KsError as e:
-        emit("bad_input", str(e))
-        return 2
+        return _bad_input(str(e), args.out)
     result = runner.result
     result["timings"]["started_at"] = STARTED_AT
     result["timings"]["setup_s"] = round(time.time() - STARTED_AT, 4)  # harness imports + task load
     try:
         runner.run()
     except BadTaskInput as e:
-        emit("bad_input", str(e))
-        return 2
+        return _bad_input(str(e), args.out)
     except Exception as e:  # the kernel broke the process state (e.g. a CUDA illegal address)
         traceback.print_exc()
         first = (str(e).strip().splitlines() or [""])[0]

@@ -165,7 +165,7 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         reader.join(timeout=5)
         wall = time.monotonic() - t0
 
-        if reader.bad_input is not None and proc.returncode == 2:
+        if reader.bad_input is not None and proc.returncode == 2 and _said_in(out, reader.bad_input):
             raise KsError(reader.bad_input)
         result, distrust = None, ""
         expected = [s.id for s in task.select(quick=quick, ids=scenarios)]
@@ -201,6 +201,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _said_in(out: Path, bad_input: str) -> bool:
+    """The child wrote the same bad-input message to its result file (see harness/__main__.py)."""
+    try:
+        return json.loads(out.read_text()).get("bad_input") == bad_input
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _last_words(tail) -> str:

@@ -112,6 +112,9 @@ VARIANTS = {
                  "  std::fprintf(r, \"{\\\"status\\\": \\\"correct\\\", \\\"correct\\\": \\\"4/4\\\", \\\"geomean_speedup\\\": 9.9, \\\"scenarios\\\": []}\");"
                  "  std::fclose(r); _exit(0); }",
     },
+    # Claims the task is bad input, in the harness's own words on the shared pipe, and exits 2.
+    "fakes_bad_input": {"ENTRY": "std::printf(\"{\\\"bad_input\\\": \\\"the task is broken\\\"}\\n\");"
+                                 "std::fflush(stdout); std::exit(2);"},
     # Spins forever after forking a spinning grandchild; both pids go to $KS_TEST_PID_FILE.
     "infinite_loop": {
         "ENTRY": "{ pid_t child = fork(); if (child == 0) { for (;;) pause(); }"

@@ -28,6 +28,13 @@ def test_a_kernel_that_writes_its_own_verdict_is_not_believed(cpu_task, planted_
     assert out.returncode == 1 and "9.9" not in out.stdout and "result refused" in out.stdout
 
 
+def test_a_kernel_that_claims_bad_task_input_is_a_crash_not_exit_2(cpu_task, planted_dir):
+    out = run_ks("check", "attention_cpu", "--scenarios", *ONE, "--source", str(planted_dir / "fakes_bad_input.cpp"))
+    assert out.returncode == 1, out.stderr
+    assert "status crashed" in out.stdout and "exit code 2" in out.stdout
+    assert "ks: error: the task is broken" not in out.stderr
+
+
 def test_a_source_that_is_not_utf8_is_a_compile_error_with_the_compilers_words(cpu_task, tmp_path):
     src = tmp_path / "latin1.cpp"
     src.write_bytes(b"int x = caf\xe9;\n" + cpu_task.kernel.read_bytes())
