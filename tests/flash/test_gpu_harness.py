@@ -109,3 +109,16 @@ def test_bench_times_baselines_alongside_unless_cached_ones_are_asked_for(tmp_pa
     # The cache holds the second run's timings (each fresh run refreshes it).
     (second,) = again["scenarios"]
     assert entry["baselines"] == second["baselines"]
+
+
+def test_a_kernel_faulting_on_the_gpu_is_a_crash_not_bad_task_input(tmp_path):
+    # The bug: a store through a wild device pointer on one shape. The CUDA error may surface in
+    # the reference's next allocation; it must still read as the kernel's crash, not as a broken task.
+    src = planted(tmp_path, "wild_store", "if (row < s_q) {", "if (s_q == 495) *(volatile float*)0x8 = 1.f;\n if (row < s_q) {")
+    ids = ["d128-h16-16-s512", "d128-h16-16-s495", "d128-h16-16-s1024"]
+    env = dict(os.environ, KS_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "ks_tui", "check", str(TASK), "--source", str(src),
+                           "--scenarios", ",".join(ids), "--json"], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["status"] == "crashed" and "s495" in result["message"], result["message"]
