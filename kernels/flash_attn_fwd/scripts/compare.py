@@ -177,7 +177,7 @@ def bench(name: str, src: str, ids: list[str], seed: int, k: int) -> dict:
         r = {"status": "no_json", "message": f"rc={p.returncode}: {p.stderr[-800:]}", "scenarios": []}
     (WORK / f"{os.environ.get('KS_TAG', '')}{name}-r{k}.json").write_text(json.dumps(r, indent=1))
     print(f"[{k}] {name}: {r.get('status')} {r.get('correct')} geomean {r.get('geomean_speedup')} "
-          f"({time.monotonic() - t0:.0f}s) {(r.get('message') or '')[:200]}", flush=True)
+          f"({time.monotonic() - t0:.0f}s) {(r.get('message') or r.get('error') or '')[:200]}", flush=True)
     for s in r.get("scenarios", []):
         if not s.get("ok"):
             print(f"   FAIL {s['id']}: {(s.get('error') or {}).get('what')}", flush=True)

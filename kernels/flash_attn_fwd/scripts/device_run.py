@@ -122,7 +122,8 @@ def main(phase: str) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     if SUMMARY.exists():
         summary = json.loads(SUMMARY.read_text())
-    os.environ["KS_CACHE_DIR"] = "/tmp/ks-cache-device"  # starts empty on a fresh machine
+    # The harness's own cache (KS_CACHE_DIR or ~/.cache/ks), which prebuild.py fills: a cache of its
+    # own here made every full bench rebuild its kernel (35-53 s of each call, sessions 18-19).
     summary[f"gpu_before_{phase}"] = gpu_state()
     log(f"GPU: {summary[f'gpu_before_{phase}']}")
     phases = {"quick": quick_phase, "full": full_phase, "quick_noise": quick_noise_phase,
