@@ -26,7 +26,8 @@ from ks_tui.app.event_pump import EventPump
 from ks_tui.app.messages import AttemptsLoaded, EventsWaiting, QuestionAnswered, SessionReady
 from ks_tui.app.screens.confirm import ConfirmScreen
 from ks_tui.app.screens.main import MainScreen
-from ks_tui.events import AttemptRecorded, BashApprovalRequested, Event, RolledBack, StateChanged
+from ks_tui.events import (AttemptRecorded, BashApprovalRequested, Event, HarnessFinished, HarnessStarted,
+                           RolledBack, SessionEnded, StateChanged)
 
 
 class KernelSeekApp(App):
@@ -55,6 +56,7 @@ class KernelSeekApp(App):
         self.session_id = session_id
         self.pick_session = pick_session
         self.agent_state = "idle"
+        self._harness_busy = False  # a run asked for or in flight: another r would only queue a repeat
         self._unsubscribe = lambda: None
         self.pump = EventPump(lambda: self.post_message(EventsWaiting()))
         self.main_screen = MainScreen()
@@ -108,6 +110,10 @@ class KernelSeekApp(App):
                 self.refresh_bindings()
             elif isinstance(event, BashApprovalRequested):
                 self._ask_bash_approval(event)
+            elif isinstance(event, HarnessStarted):
+                self._harness_busy = True
+            elif isinstance(event, (HarnessFinished, SessionEnded)):
+                self._harness_busy = False
             elif isinstance(event, AttemptRecorded) and not event.result:
                 self.load_attempts()  # a rollback or a human edit: the store has the result
         self.main_screen.apply(batch)
@@ -151,6 +157,11 @@ class KernelSeekApp(App):
         self._call_backend("resume")
 
     def action_run_harness(self, quick: bool = False) -> None:
+        if self._harness_busy:
+            self.notify("the harness is already running; its result comes first", severity="warning", timeout=3)
+            return
+        if self.backend is not None and self.backend.engine_running:
+            self._harness_busy = True  # until the engine says the run finished
         self.notify(f"running the harness ({'quick ' if quick else ''}bench)", timeout=2)
         self._call_backend("run_harness_now", quick)
 
@@ -197,6 +208,7 @@ class KernelSeekApp(App):
             if old.engine is not None:
                 self._call_backend_on(old, "stop")
             self.agent_state = "idle"
+            self._harness_busy = False
             self.main_screen.reset()
         self._attach(backend)
 
@@ -223,7 +235,7 @@ class KernelSeekApp(App):
             except SuspendNotSupported:  # headless (tests): the editor needs no terminal
                 code = await asyncio.to_thread(subprocess.call, command)
         except OSError as err:
-            self.notify(f"could not start the editor {command[0]!r}: {err}", severity="error")
+            self.notify(f"could not start the editor {command[0]!r}: {err}", severity="error", markup=False)
             return
         if code != 0:
             self.notify(f"the editor exited with status {code}", severity="warning")
@@ -264,11 +276,15 @@ class KernelSeekApp(App):
     # ---- errors and the command palette --------------------------------------------------
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.report_worker_error(event)
+
+    def report_worker_error(self, event: Worker.StateChanged) -> None:
+        """A failed worker, the app's or a screen's, becomes a notification (plain text)."""
         if event.state == WorkerState.ERROR:
             error = event.worker.error
             self.notify(f"{type(error).__name__}: {error}" if not _is_user_error(error) else str(error),
                         title=event.worker.description or event.worker.name or "worker failed",
-                        severity="error", timeout=8)
+                        severity="error", timeout=8, markup=False)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -311,7 +311,11 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
     def _handle(self, cmd: _Cmd) -> Answer | None:
         """Run one command; an answer is returned to the caller, which decides where it goes."""
         if cmd.name == "harness":
-            self._run_harness(*cmd.args, author="human")
+            try:
+                self._run_harness(*cmd.args, author="human")
+            except KsError as e:  # e.g. the kernel file is missing: say so, keep the session
+                self.emit(ev.HarnessFinished("error", None, e.message))
+                self.emit(ev.ErrorEvent(str(e)))
         elif cmd.name == "rollback":
             self._rollback_with_conversation(cmd.args[0])
         elif cmd.name == "answer":

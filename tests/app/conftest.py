@@ -81,3 +81,9 @@ def seed_session(workspace: Path) -> tuple[object, str]:
         result["kernel_sha256"] = kernel_sha256(kernel)
         store.record(sid, result, author="human", summary=f"recorded {source}")
     return store, sid
+
+
+def screen_text(app) -> str:
+    """The whole screen as the terminal would show it, as plain text."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)

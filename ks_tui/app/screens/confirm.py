@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from rich.text import Text
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -24,7 +25,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self):
         with Vertical(id="confirm-box"):
-            yield Static(self.question, id="confirm-question")
+            with VerticalScroll(id="confirm-scroll"):  # a long command scrolls; the buttons stay
+                yield Static(Text(self.question), id="confirm-question")
             with Horizontal(id="confirm-buttons"):
                 yield Button(f"{self.yes} (y)", variant="error", id="confirm-yes")
                 yield Button(f"{self.no} (n)", variant="primary", id="confirm-no")

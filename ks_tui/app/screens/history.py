@@ -14,7 +14,7 @@ from typing import Any
 from rich.text import Text
 from textual import on, work
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -31,6 +31,7 @@ from ks_tui.attempts.remarks import remark_text
 
 NARROW_WIDTH = 100
 SUMMARY_CHARS = 60  # the table's summary column; a longer one is shown whole under the results
+QUESTION_CHARS = 24  # the question column; the whole question is shown under the results
 
 
 class AttemptList(Message):
@@ -64,7 +65,7 @@ def attempt_cells(a: dict[str, Any]) -> list[Text]:
         Text(a.get("correct", "") or "—"),
         Text(fmt.speedup(sp), justify="right",
              style="bold magenta" if best else ("red" if sp is not None and sp < 1 else "")),
-        Text(question or "—", style="dim" if not question else ""),
+        Text(fmt.one_line(question, QUESTION_CHARS) if question else "—", style="dim" if not question else ""),
         Text(("✎ " if a.get("remarks") else "") + fmt.one_line(a.get("summary", "") or "", SUMMARY_CHARS),
              style="dim"),
     ]
@@ -75,13 +76,18 @@ def notes_view(attempt: dict[str, Any] | None) -> Text:
     after the fact (`ks remark`), one line each."""
     attempt = attempt or {}
     text = Text(overflow="fold")
-    whole = attempt.get("description") or attempt.get("summary") or ""
-    if len(whole) > SUMMARY_CHARS:
-        text.append(whole, "dim")
-    for r in attempt.get("remarks") or []:
+    for r in attempt.get("remarks") or []:  # first: a correction matters more than the summary
         text.append("\n" if text.plain else "")
         text.append("✎ ", "yellow")
         text.append(remark_text(r))
+    question = attempt.get("question") or ""
+    if len(question) > QUESTION_CHARS and not attempt.get("rollback_of"):
+        text.append("\n" if text.plain else "")
+        text.append(f"question: {question}", "dim")
+    whole = attempt.get("description") or attempt.get("summary") or ""
+    if len(whole) > SUMMARY_CHARS:
+        text.append("\n" if text.plain else "")
+        text.append(whole, "dim")
     return text
 
 
@@ -114,7 +120,8 @@ class HistoryScreen(Screen):
                 yield DiffView("Select an attempt.", id="history-diff")
             with Vertical(id="history-results-panel", classes="panel"):
                 yield Static("", id="history-headline")
-                yield Static("", id="history-notes")
+                with VerticalScroll(id="history-notes-box", can_focus=True):  # long notes scroll
+                    yield Static("", id="history-notes")
                 yield BenchTable(id="history-results")
         yield Footer(compact=True)
 
@@ -204,7 +211,11 @@ class HistoryScreen(Screen):
         shown = self.query_one("#history-notes", Static)
         shown.update(notes)
         shown.display = bool(notes.plain)
+        self.query_one("#history-notes-box").display = bool(notes.plain)
         self.query_one("#history-results", BenchTable).show_scenarios(result.get("scenarios") or [])
+
+    def on_worker_state_changed(self, event) -> None:
+        self.app.report_worker_error(event)  # a screen's workers do not bubble to the app
 
     # ---- actions -----------------------------------------------------------------------
 

@@ -178,7 +178,11 @@ class MainScreen(Screen):
 
     def _on_error(self, e: ev.ErrorEvent) -> None:
         self.query_one(Conversation).note(f"error: {e.message}", error=True)
-        self.notify(e.message, title="engine error", severity="error" if not e.recoverable else "warning")
+        self.notify(e.message, title="engine error", severity="error" if not e.recoverable else "warning",
+                    markup=False)
+
+    def on_worker_state_changed(self, event) -> None:
+        self.app.report_worker_error(event)  # a screen's workers do not bubble to the app
 
     def _on_turn_end(self, e: ev.TurnEnded) -> None:
         self.query_one(BenchPanel).harness_finished()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -20,7 +21,7 @@ class RemarkScreen(ModalScreen[str | None]):
 
     def compose(self):
         with Vertical(id="remark-box"):
-            yield Static(f"Remark on attempt #{self.number}: {self.summary}", id="remark-title")
+            yield Static(Text(f"Remark on attempt #{self.number}: {self.summary}"), id="remark-title")
             yield Static("Kept beside the attempt (git notes); its commit and summary stay as they are. "
                          "Enter saves, Escape cancels.", id="remark-help")
             yield Input(placeholder="a correction, a re-measurement, what was learned", id="remark-input")

@@ -66,6 +66,9 @@ class SessionsScreen(ModalScreen):
         rows.sort(key=lambda r: str(r.get("last_activity", "")), reverse=True)
         self.post_message(SessionRows(rows))
 
+    def on_worker_state_changed(self, event) -> None:
+        self.app.report_worker_error(event)  # a screen's workers do not bubble to the app
+
     @on(SessionRows)
     def _show(self, message: SessionRows) -> None:
         rows = []

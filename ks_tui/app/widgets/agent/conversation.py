@@ -78,9 +78,9 @@ class Conversation(VerticalScroll, can_focus=True):
         self._thinking = None
         self._streamed += text
         if self._streaming is None:
-            self._streaming = self._add(self._streamed, "assistant")
+            self._streaming = self._add(Text(self._streamed), "assistant")
         else:
-            self._streaming.update(self._streamed)
+            self._streaming.update(Text(self._streamed))
 
     def thinking(self, text: str) -> None:
         """Visible thinking streams into its own dim entry, ended by the next text or tool."""
@@ -93,11 +93,11 @@ class Conversation(VerticalScroll, can_focus=True):
     def assistant(self, text: str) -> None:
         """The finished block replaces what streamed (they match unless deltas were lost)."""
         if self._streaming is not None:
-            self._streaming.update(text)
+            self._streaming.update(Text(text))
             self._streaming = None
             self._streamed = ""
         else:
-            self._add(text, "assistant")
+            self._add(Text(text), "assistant")
 
     def tool_call(self, name: str, args: dict[str, Any]) -> None:
         self._end_stream()
@@ -110,7 +110,7 @@ class Conversation(VerticalScroll, can_focus=True):
 
     def note(self, text: str, error: bool = False) -> None:
         self._end_stream()
-        self._add(text, "error" if error else "note")
+        self._add(Text(text), "error" if error else "note")  # plain text: never markup
 
     def _end_stream(self) -> None:
         self._thinking = None
