@@ -311,7 +311,9 @@ def _record_question(args, store, session_id: str, question, bank) -> None:
     history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in store.attempts(session_id)]
     efficacy = EfficacyStore(main_workspace(find_workspace(args.workspace)), k=bank.config.efficacy_k)
     try:
-        if question is not None:
+        # Attempts in a row that answer one question are one ask, not a new ask each.
+        again = question is not None and len(history) > 1 and history[-2].question == question.id
+        if question is not None and not again:
             efficacy.record_asked(session_id, question, point=None, history=history[:-1], chosen_by="human")
         if question is not None or efficacy.path.exists():
             efficacy.settle(session_id, history)

@@ -71,9 +71,9 @@ class EfficacyStats:
 
 
 def outcome_is_new_best(before: float | None, after: float | None, noise: float = 0.0) -> bool:
-    if after is None:
+    if after is None or before is None:  # no best before: nothing rose (a first correct run is not a gain)
         return False
-    return before is None or after > before * (1 + noise)
+    return after > before * (1 + noise)
 
 
 def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped: int = 0) -> EfficacyStats:
@@ -93,7 +93,7 @@ def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped
         for t in (per_q, per_c):
             t.asked += 1
         o = outcomes.get(ask_id)
-        if o is None:
+        if o is None or o.get("attempts") == 0:  # pending, or superseded by the next ask before any run
             continue
         before, after = o.get("best_before"), o.get("best_after")
         for t in (per_q, per_c):
@@ -209,14 +209,34 @@ class EfficacyStore:
         with self._locked() as fd:
             records, _ = self._read_unlocked()
             done = {r.get("ask") for r in records if r.get("kind") == "outcome"}
-            for a in records:
-                if a.get("kind") != "asked" or a.get("session") != session or a.get("ask") in done:
+            asks = [r for r in records if r.get("kind") == "asked" and r.get("session") == session]
+            for i, a in enumerate(asks):
+                if a.get("ask") in done:
                     continue
                 start = int(a.get("after_attempt") or 0)
-                after = sorted((h for h in history if h.number > start), key=lambda h: h.number)[: self.k]
-                if len(after) < self.k and not (final and after):
+                # The next ask ends this one's window: what follows it is that question's doing.
+                end = int(asks[i + 1].get("after_attempt") or 0) if i + 1 < len(asks) else None
+                # Only runs count: a rollback or an unchecked edit measures nothing.
+                after = sorted((h for h in history if h.number > start and h.measured
+                                and (end is None or h.number <= end)), key=lambda h: h.number)[: self.k]
+                closed = end is not None
+                if closed and not after:  # superseded before any run: no outcome to credit
+                    self._append(fd, self._outcome(a, None, 0))
+                    written += 1
                     continue
-                best_after = best_speedup(history, upto=after[-1].number)
+                if len(after) < self.k and not ((final or closed) and after):
+                    continue
+                # A re-measure of a kernel already timed is drift, not the question's doing: after
+                # the ask, only the first timing of each kernel counts.
+                known = {(h.kernel_sha256, h.scope) for h in history
+                         if h.number <= start and h.kernel_sha256 and h.timed_speedup is not None}
+                counted = [h for h in history if h.number <= start]
+                for h in history:
+                    if start < h.number <= after[-1].number and (h.kernel_sha256, h.scope) not in known:
+                        counted.append(h)
+                        if h.kernel_sha256 and h.timed_speedup is not None:
+                            known.add((h.kernel_sha256, h.scope))
+                best_after = best_speedup(counted)
                 self._append(fd, self._outcome(a, best_after, len(after)))
                 written += 1
         return written

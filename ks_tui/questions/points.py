@@ -38,8 +38,9 @@ def measured_noise(history: Sequence[AttemptView]) -> float:
         # Only runs over the same scenarios repeat a measurement (two --scenarios selections may differ).
         if a.kernel_sha256 and a.timed_speedup is not None and a.scope != "subset":
             groups.setdefault((a.kernel_sha256, a.scope), []).append(a.timed_speedup)
-    spreads = [(max(v) - min(v)) / statistics.median(v)
-               for v in groups.values() if len(v) > 1 and statistics.median(v) > 0]
+    # Relative to the smallest, as a gain is judged (s > best * (1 + noise)): with the median a
+    # re-measure that drifted up by the spread would still clear it.
+    spreads = [(max(v) - min(v)) / min(v) for v in groups.values() if len(v) > 1 and min(v) > 0]
     return max(spreads, default=0.0)
 
 
@@ -59,11 +60,21 @@ def last_gain(history: Sequence[AttemptView], noise: float) -> tuple[int | None,
     best: dict[str, float] = {}
     since: int | None = None
     number: int | None = None
+    seen: set[tuple[str, str]] = set()
     for a in history:
         if not a.measured:
             continue
         s = a.timed_speedup
-        gain = s is not None and a.scope != "subset" and (a.scope not in best or s > best[a.scope] * (1 + noise))
+        # A re-measure of a kernel already timed over the same scenarios (`ks try --again`) is a
+        # repeat measurement: its drift is noise, never a gain.
+        again = bool(a.kernel_sha256) and (a.kernel_sha256, a.scope) in seen
+        if a.kernel_sha256 and s is not None:
+            seen.add((a.kernel_sha256, a.scope))
+        if s is not None and a.scope != "subset" and a.scope not in best and since is not None:
+            best[a.scope] = s  # the first run of another scope: its reference, not a gain
+            s = None
+        gain = s is not None and not again and a.scope != "subset" and (
+            a.scope not in best or s > best[a.scope] * (1 + noise))
         if gain:
             best[a.scope], since, number = s, 0, a.number
         elif since is not None or s is not None:
@@ -80,10 +91,10 @@ def failure_streak(history: Sequence[AttemptView]) -> int:
     """Failed attempts in a row at the end of the history (unmeasured ones are skipped)."""
     n = 0
     for a in reversed(history):
+        if not a.measured:  # a rollback copies its target's status, even a failed one: no new run
+            continue
         if a.failed:
             n += 1
-        elif not a.measured:
-            continue
         else:
             break
     return n
@@ -118,7 +129,7 @@ def detect(history: Sequence[AttemptView], event: str | None, config: DecisionCo
         found["session_start"] = "the session starts"
     elif event == "agent_stop":
         found["agent_stop"] = "the agent ended its turn"
-    elif history:
+    elif history and history[-1].measured:  # a rollback or an unchecked edit measured nothing new
         last = history[-1]
         reason = _suspicious(history, config)
         if reason:

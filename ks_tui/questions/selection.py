@@ -43,7 +43,9 @@ def rank(bank: Bank, point: str, asked: Sequence[str], stats: EfficacyStats | No
         pool = fresh or qs
         pool.sort(key=lambda q: (q.id in recent, last_asked.get(q.id, -1),
                                  -score(q, stats, config), order[q.id]))
-        cat_last = max((last_asked[q.id] for q in qs if q.id in last_asked), default=-1)
+        # The category's last ask at any point, not only among the questions this point offers.
+        cat_last = max((i for qid, i in last_asked.items()
+                        if getattr(bank.get(qid), "category", None) == category), default=-1)
         lane_key = (not fresh, cat_last, -score(pool[0], stats, config), order[pool[0].id])
         lanes.append((lane_key, pool))
     lanes.sort(key=lambda lane: lane[0])

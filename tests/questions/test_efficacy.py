@@ -48,11 +48,11 @@ def test_per_question_statistics_match_hand_computed_values(store):
     a, b, c = stats.questions["qa"], stats.questions["qb"], stats.questions["qc"]
     # A: s1 after 1: 1.00 -> 1.10 (+10 %, new best); s1 after 5: 1.32 -> 1.32 (0, none);
     #    s2 before any: None -> 0.90 (new best, no ratio)
-    assert (a.asked, a.settled, a.new_best) == (3, 3, 2)
+    assert (a.asked, a.settled, a.new_best) == (3, 3, 1)  # an ask with no best before is no new best
     assert a.gains == pytest.approx([0.10, 0.0])
     assert a.median_gain == pytest.approx(0.05)
-    assert a.new_best_rate == pytest.approx(2 / 3)
-    assert a.expected_rate(0.5, 2) == pytest.approx((2 + 1) / (3 + 2))
+    assert a.new_best_rate == pytest.approx(1 / 3)
+    assert a.expected_rate(0.5, 2) == pytest.approx((1 + 1) / (3 + 2))
     # B: after 3: 1.10 -> 1.32 over attempts 4 and 5
     assert (b.asked, b.settled, b.new_best) == (1, 1, 1)
     assert b.median_gain == pytest.approx(1.32 / 1.10 - 1)
@@ -63,14 +63,14 @@ def test_per_question_statistics_match_hand_computed_values(store):
 def test_per_category_statistics_pool_their_questions(store):
     stats = store.stats()
     layer, limit = stats.categories["layer"], stats.categories["limit"]
-    assert (layer.asked, layer.settled, layer.new_best) == (4, 3, 2)
+    assert (layer.asked, layer.settled, layer.new_best) == (4, 3, 1)
     assert layer.median_gain == pytest.approx(0.05)
     assert (limit.asked, limit.settled, limit.new_best) == (1, 1, 1)
 
 
 def test_a_rise_inside_the_noise_is_not_a_new_best(store):
     a = store.stats(noise=0.15).questions["qa"]
-    assert a.new_best == 1          # only the s2 ask (no best before) still counts
+    assert a.new_best == 0          # the s2 ask had no best before: nothing rose
     assert store.stats(noise=0.15).questions["qb"].new_best == 1  # +20 % clears 15 %
 
 
@@ -137,10 +137,70 @@ def test_stats_command_prints_the_same_numbers(store, capsys):
     assert main(["--workspace", ws, "questions", "stats", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["questions"]["qa"]["asked"] == 3
-    assert doc["questions"]["qa"]["new_best"] == 2
+    assert doc["questions"]["qa"]["new_best"] == 1
     assert doc["questions"]["qa"]["median_gain"] == pytest.approx(0.05)
     assert doc["categories"]["layer"]["settled"] == 3
     assert main(["--workspace", ws, "questions", "stats"]) == 0
     text = capsys.readouterr().out
     qa_row = next(line for line in text.splitlines() if line.startswith("qa "))
-    assert qa_row.split()[1:] == ["3", "3", "2/3", "+5.0%"]
+    assert qa_row.split()[1:] == ["3", "3", "1/3", "+5.0%"]
+
+
+def test_a_window_counts_runs_only_and_not_the_drift_of_a_remeasure(tmp_path):
+    from ks_tui.questions import AttemptView
+    (tmp_path / "kernels").mkdir()
+    s = EfficacyStore(tmp_path, k=2)
+    # after attempt 2 (best 1.10, kernel k2): a rollback and an unchecked edit measure nothing;
+    # attempt 5 re-measures k2 at 1.13 (drift); attempt 6 is a new kernel at 1.12
+    hist = [ok(1, 1.00, kernel_sha256="k1"), ok(2, 1.10, kernel_sha256="k2")]
+    s.record_asked("s", A, point="plateau", history=hist)
+    hist += [AttemptView(number=3, status="correct", speedup=1.0, rollback_of=1, kernel_sha256="k1"),
+             AttemptView(number=4, status="unchecked"), ok(5, 1.13, kernel_sha256="k2")]
+    assert s.settle("s", hist) == 0          # one run so far, K = 2
+    hist.append(ok(6, 1.12, kernel_sha256="k6"))
+    assert s.settle("s", hist) == 1
+    out = [r for r in s.records() if r["kind"] == "outcome"][0]
+    assert (out["best_before"], out["best_after"]) == (1.10, 1.12)
+
+
+def test_the_next_ask_ends_a_window_so_a_gain_is_credited_to_the_question_before_it(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    s = EfficacyStore(tmp_path, k=3)
+    hist = [ok(1, 1.00)]
+    s.record_asked("s", A, point="plateau", history=hist)    # A, then one flat run
+    hist.append(ok(2, 1.00))
+    s.record_asked("s", B, point="plateau", history=hist)    # B, then the gain
+    hist += [ok(3, 1.20), ok(4, 1.20), ok(5, 1.20)]
+    assert s.settle("s", hist) == 2
+    stats = s.stats()
+    assert (stats.questions["qa"].new_best, stats.questions["qa"].gains) == (0, [0.0])
+    assert stats.questions["qb"].new_best == 1 and stats.questions["qb"].gains == pytest.approx([0.2])
+    # An ask followed at once by another (no run between) is superseded: asked, never settled.
+    s.record_asked("s", A, point="plateau", history=hist)
+    s.record_asked("s", B, point="plateau", history=hist)
+    assert s.settle("s", hist) == 1
+    assert (s.stats().questions["qa"].asked, s.stats().questions["qa"].settled) == (2, 1)
+
+
+def test_attempts_in_a_row_that_answer_one_question_are_one_ask(tmp_path, monkeypatch):
+    import os
+
+    from tests.attempts.conftest import result_for
+
+    for var, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@x"), ("GIT_COMMITTER_NAME", "t"),
+                       ("GIT_COMMITTER_EMAIL", "t@x")):
+        monkeypatch.setenv(var, value)
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws)]) == 0
+    monkeypatch.chdir(ws)
+    assert main(["session", "new", "attention_cpu"]) == 0
+    sid = next(p.name for p in (ws / "sessions").iterdir() if p.is_dir())
+    kernel = ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
+    for n, (speedup, q) in enumerate([(1.0, "layer-untouched"), (1.1, "layer-untouched"), (1.2, "limit-floor")], 1):
+        kernel.write_text(kernel.read_text() + f"// v{n}\n")
+        res = tmp_path / f"r{n}.json"
+        res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
+        assert main(["try", "-s", sid, "--result", str(res), "--question", q]) == 0
+    asked = [r["question"] for r in EfficacyStore(ws).records() if r["kind"] == "asked"]
+    assert asked == ["layer-untouched", "limit-floor"]
+    assert os.path.exists(ws / "sessions" / "question_efficacy.jsonl")

@@ -125,3 +125,21 @@ def test_the_serialised_wgmma_question_needs_ptxas_to_have_said_so():
     said = {"is_cuda": True, "has_serialized_wgmma": True}
     assert "measure-serialized-wgmma" in ids(rank(bank, "plateau", [], None, said))
     assert "measure-serialized-wgmma" not in ids(rank(bank, "plateau", [], None, {"is_cuda": True}))
+
+
+def test_a_category_asked_at_another_point_still_waits_its_turn():
+    # m2 (measurement) applies only at a failure streak and was asked last. At the next plateau
+    # measurement is the category asked most recently, so its plateau question m1 comes after
+    # layer's and limit's, although m1 itself was never asked.
+    bank = parse_bank("""
+thresholds: {recent_n: 0}
+questions:
+  - {id: a1, category: layer, points: [plateau], text: "A1?"}
+  - {id: a2, category: layer, points: [plateau], text: "A2?"}
+  - {id: b1, category: limit, points: [plateau], text: "B1?"}
+  - {id: b2, category: limit, points: [plateau], text: "B2?"}
+  - {id: m1, category: measurement, points: [plateau], text: "M1?"}
+  - {id: m2, category: measurement, points: [failure_streak], text: "M2?"}
+""")
+    assert ids(rank(bank, "plateau", ["a1", "b1", "m2"], None, {}))[:3] == ["a2", "b2", "m1"]
+    assert ids(rank(bank, "plateau", ["m2", "a1", "b1"], None, {}))[0] == "m1"  # asked longest ago: first
