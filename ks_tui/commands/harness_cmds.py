@@ -199,8 +199,6 @@ def doctor_cmd(args) -> int:
     return EXIT_OK
 
 
-__all__ = ["register", "KsError"]
-
 
 def scenario_ids(given: list[str] | None) -> list[str] | None:
     """--scenarios as given (space- or comma-separated); None when the option is absent. Given
@@ -211,3 +209,6 @@ def scenario_ids(given: list[str] | None) -> list[str] | None:
     if not ids:
         raise KsError("--scenarios names no scenario", hint="list them with `ks scenarios TASK`")
     return ids
+
+
+__all__ = ["register", "KsError"]

@@ -95,7 +95,7 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
         self.marks = past.marks
         self.results = past.results
         self._cut_tools = past.cut_tools
-        self._pause_turn = past.paused_turn and self.conv.messages[-1]["role"] == "assistant"
+        self._pause_turn = past.paused_turn and bool(self.conv.messages) and self.conv.messages[-1]["role"] == "assistant"
         # The kernel as last committed or as the agent last wrote it; None while the worktree
         # holds an edit of a person's, so that edit is committed as theirs before the agent writes.
         now = self._kernel_sha()

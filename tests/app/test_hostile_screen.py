@@ -144,3 +144,14 @@ async def test_a_long_bash_command_can_be_read_from_its_start_before_approval(ba
         await pilot.pause(0.3)
         assert "cat > /tmp/x.sh" in screen_text(app)
         assert "(y)" in screen_text(app) and "(n)" in screen_text(app)  # the buttons stay on screen
+
+
+async def test_escape_from_an_own_question_gives_the_keys_back_where_they_were(base_env):
+    app = KernelSeekApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        app.main_screen.query_one("#conversation").focus()
+        await pilot.pause()
+        await pilot.press("a", "w", "h", "y", "escape")
+        await pilot.pause()
+        assert app.focused is app.main_screen.query_one("#conversation"), app.focused

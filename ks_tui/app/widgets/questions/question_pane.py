@@ -50,6 +50,7 @@ class QuestionPane(Vertical):
         self.questions: list[dict[str, Any]] = []
         self.point: str | None = None
         self.human = False  # no agent: the questions are for the person at the keyboard
+        self._focus_before = None  # what had the keys before `a` opened the input
 
     def compose(self):
         yield Static(self._idle_text(), id="question-point")
@@ -119,13 +120,21 @@ class QuestionPane(Vertical):
         self._answer(event.option.id, None)
 
     def action_own_question(self) -> None:
+        focused = self.screen.focused
+        self._focus_before = focused if focused is not None and focused not in self.query("*") else None
         self.add_class("-typing")
         self.query_one(Input).focus()
 
     def action_close_input(self) -> None:
         self.remove_class("-typing")
         self.query_one(Input).value = ""
-        self.query_one(OptionList).focus()
+        # Back where the keys were before `a`: the offered questions, else the widget that had
+        # focus (the conversation, say), not the hidden empty list.
+        before = self._focus_before
+        if self.pending or before is None or not before.is_attached:
+            self.query_one(OptionList).focus()
+        else:
+            before.focus()
 
     def action_skip(self) -> None:
         if self.pending:
