@@ -150,7 +150,25 @@ def _compiled(text: str, names: frozenset[str], template: bool):
     except SyntaxError as e:
         raise ExprError(f"syntax error: {e.msg}") from None
     _check_tree(tree, names)
+    tree = ast.fix_missing_locations(_NumericMult().visit(tree))
     return compile(tree, "<task expression>", "eval")
+
+
+class _NumericMult(ast.NodeTransformer):
+    """`a * b` becomes `_mul(a, b)`, which refuses text: 'a' * 10**10 would fill the memory."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Mult):
+            return ast.copy_location(ast.Call(func=ast.Name(id="_mul", ctx=ast.Load()),
+                                              args=[node.left, node.right], keywords=[]), node)
+        return node
+
+
+def _mul(a, b):
+    if isinstance(a, str) or isinstance(b, str):
+        raise ExprError("* works on numbers only, not text")
+    return a * b
 
 
 def eval_expr(text_or_code, params: dict, template: bool = False):
@@ -158,7 +176,7 @@ def eval_expr(text_or_code, params: dict, template: bool = False):
     if isinstance(text_or_code, str):
         code = compile_expr(text_or_code, set(params), template)
     try:
-        return eval(code, {"__builtins__": {}}, {**EXPR_FUNCS, **params})  # noqa: S307 - vetted by _check_tree
+        return eval(code, {"__builtins__": {}}, {**EXPR_FUNCS, **params, "_mul": _mul})  # noqa: S307 - vetted by _check_tree
     except Exception as e:  # ZeroDivisionError, TypeError, ...
         raise ExprError(f"{type(e).__name__}: {e}") from None
 

@@ -38,6 +38,7 @@ CASES = {
     "grid_axis_empty": ("causal: [false, true]", "causal: []", "must be a non-empty list"),
     "bad_expression": ("scale: \"1 / d ** 0.5\"", "scale: \"1 / dd ** 0.5\"", "unknown name 'dd'"),
     "unsafe_expression": ("flops: \"4 *", "flops: \"__import__('os').getpid() + 4 *", "may be called"),
+    "text_times_a_big_number": ("scale: \"1 / d ** 0.5\"", "scale: \"'x' * 10 ** 10\"", "numbers only, not text"),
     "attribute_access": ("flops: \"4 *", "flops: \"b.__class__ * 4 *", "Attribute is not allowed"),
     "quick_unknown_id": ("  - d24-h2-1-q31-k45-b4\n", "  - d24-h2-1-q31-k45-b99\n", "quick id 'd24-h2-1-q31-k45-b99'"),
     "duplicate_ids": ("{'-causal' if causal else ''}", "", "duplicate scenario id"),
