@@ -26,6 +26,7 @@ from ks_tui.app.event_pump import EventPump
 from ks_tui.app.messages import AttemptsLoaded, EventsWaiting, QuestionAnswered, SessionReady
 from ks_tui.app.screens.confirm import ConfirmScreen
 from ks_tui.app.screens.main import MainScreen
+from ks_tui.errors import KsError
 from ks_tui.events import (AttemptRecorded, BashApprovalRequested, Event, HarnessFinished, HarnessStarted,
                            RolledBack, SessionEnded, StateChanged)
 
@@ -223,7 +224,11 @@ class KernelSeekApp(App):
         if self.backend is None:
             self.notify("no session is open", severity="warning")
             return
-        path: Path = await asyncio.to_thread(self.backend.kernel_path)
+        try:
+            path: Path = await asyncio.to_thread(self.backend.kernel_path)
+        except KsError as err:  # e.g. the session's worktree was removed: say how to get it back
+            self.notify(str(err), title="cannot edit the kernel", severity="error", markup=False, timeout=10)
+            return
         before = await asyncio.to_thread(_digest, path)
         command = [*shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"), str(path)]
         try:
@@ -295,8 +300,10 @@ class KernelSeekApp(App):
                             lambda: self.action_run_harness(True))
         yield SystemCommand("Edit kernel", "Open the kernel in $EDITOR (e)", self.action_edit_kernel)
         yield SystemCommand("Ask a question", "Type a question for the agent (a)", self.action_ask)
-        yield SystemCommand("Pause agent", "Stop at the next safe point (p)", self.action_pause)
-        yield SystemCommand("Resume agent", "Carry on after a pause (p)", self.action_resume)
+        if self.check_action("pause", ()):  # only when there is an agent to pause (or resume)
+            yield SystemCommand("Pause agent", "Stop at the next safe point (p)", self.action_pause)
+        if self.check_action("resume", ()):
+            yield SystemCommand("Resume agent", "Carry on after a pause (p)", self.action_resume)
         yield SystemCommand("Toggle diff base", "Latest vs previous or vs best (d)", self.action_toggle_diff)
         yield SystemCommand("Sessions", "Open another session (o)", self.action_sessions)
 
@@ -317,6 +324,4 @@ def _digest(path: Path) -> str | None:
 
 
 def _is_user_error(error: BaseException | None) -> bool:
-    from ks_tui.errors import KsError
-
     return isinstance(error, KsError)

@@ -155,3 +155,31 @@ async def test_escape_from_an_own_question_gives_the_keys_back_where_they_were(b
         await pilot.press("a", "w", "h", "y", "escape")
         await pilot.pause()
         assert app.focused is app.main_screen.query_one("#conversation"), app.focused
+
+
+async def test_editing_with_the_worktree_removed_says_how_to_get_it_back(workspace, base_env, monkeypatch):
+    import shutil
+
+    store, sid = seed_session(workspace)
+    monkeypatch.setenv("EDITOR", "true")
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
+    told = []
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.agent_state == "human", "human mode")
+        notify = app.notify
+        app.notify = lambda message, **kw: (told.append(message), notify(message, **kw))[1]
+        shutil.rmtree(workspace / "sessions" / sid / "worktree")
+        app.backend.store._tasks.clear()  # as a fresh process would find it
+        await pilot.press("e")
+        await wait_for(pilot, lambda: any("has no worktree" in m for m in told), "the message")
+        assert app.is_running and any("git worktree prune" in m for m in told)
+        await pilot.press("q")
+
+
+async def test_the_palette_offers_pause_only_with_an_agent(base_env):
+    app = KernelSeekApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        app.agent_state = "human"
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Pause agent" not in titles and "Resume agent" not in titles and "History" in titles
