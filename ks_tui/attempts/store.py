@@ -55,7 +55,13 @@ def _git_error_line(err: Exception) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     lines = [ln[len("stderr: "):].strip("'") if ln.startswith("stderr: ") else ln.strip("'") for ln in lines]
     said = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None) or (lines[-1] if lines else "")
-    return said or f"git exited with status {getattr(err, 'status', '?')}"
+    if said:
+        return said
+    status = getattr(err, "status", None)  # no stderr: git's exit status, or what kept git from running
+    if isinstance(status, int):
+        return f"git exited with status {status}"
+    words = str(err).strip().splitlines()
+    return words[-1] if words else type(err).__name__
 
 
 def _write_synced(path: Path, text: str) -> None:
