@@ -22,6 +22,7 @@ from typing import Any, Iterator, Sequence
 
 from ks_tui.questions.bank import Question
 from ks_tui.questions.history import AttemptView, best_speedup
+from ks_tui.questions.points import measured_noise
 
 EFFICACY_FILE = "question_efficacy.jsonl"
 
@@ -96,9 +97,11 @@ def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped
         if o is None or o.get("attempts") == 0:  # pending, or superseded by the next ask before any run
             continue
         before, after = o.get("best_before"), o.get("best_after")
+        # The session's own measured noise when it was larger than the bank's (kept with the outcome).
+        floor = max(noise, o.get("noise") or 0.0)
         for t in (per_q, per_c):
             t.settled += 1
-            t.new_best += outcome_is_new_best(before, after, noise)
+            t.new_best += outcome_is_new_best(before, after, floor)
             if before and after is not None:
                 t.gains.append(after / before - 1)
     return stats
@@ -194,10 +197,12 @@ class EfficacyStore:
             self._append(fd, self._outcome(asked, best_after, attempts))
 
     @staticmethod
-    def _outcome(asked: dict, best_after: float | None, attempts: int) -> dict[str, Any]:
+    def _outcome(asked: dict, best_after: float | None, attempts: int, noise: float = 0.0) -> dict[str, Any]:
+        """`noise`: the relative spread the session had measured by then (re-runs of one kernel)."""
         return {"kind": "outcome", "ask": asked["ask"], "time": _now(), "session": asked.get("session"),
                 "question": asked.get("question"), "category": asked.get("category"),
-                "best_before": asked.get("best_before"), "best_after": best_after, "attempts": attempts}
+                "best_before": asked.get("best_before"), "best_after": best_after, "attempts": attempts,
+                "noise": round(noise, 6)}
 
     def settle(self, session: str, history: Sequence[AttemptView], *, final: bool = False) -> int:
         """Write outcomes for this session's asks that have K attempts after them.
@@ -237,7 +242,8 @@ class EfficacyStore:
                         if h.kernel_sha256 and h.timed_speedup is not None:
                             known.add((h.kernel_sha256, h.scope))
                 best_after = best_speedup(counted)
-                self._append(fd, self._outcome(a, best_after, len(after)))
+                seen = [h for h in history if h.number <= after[-1].number]
+                self._append(fd, self._outcome(a, best_after, len(after), noise=measured_noise(seen)))
                 written += 1
         return written
 

@@ -31,7 +31,7 @@ def measured_noise(history: Sequence[AttemptView]) -> float:
     """Relative spread of speedups measured more than once for the same kernel source.
 
     A rollback or a re-run of an unchanged kernel is a free repeat measurement; the largest
-    (max - min) / median over such groups is the noise the session has actually seen.
+    (max - min) / min over such groups is the noise the session has actually seen.
     """
     groups: dict[tuple[str, str], list[float]] = {}
     for a in history:

@@ -204,3 +204,15 @@ def test_attempts_in_a_row_that_answer_one_question_are_one_ask(tmp_path, monkey
     asked = [r["question"] for r in EfficacyStore(ws).records() if r["kind"] == "asked"]
     assert asked == ["layer-untouched", "limit-floor"]
     assert os.path.exists(ws / "sessions" / "question_efficacy.jsonl")
+
+
+def test_a_rise_inside_the_sessions_measured_noise_is_not_a_new_best(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    s = EfficacyStore(tmp_path, k=1)
+    # Kernel k1 measured at 1.00 and again at 0.97: the session has seen 3.1% of noise.
+    hist = [ok(1, 1.00, kernel_sha256="k1"), ok(2, 0.97, kernel_sha256="k1")]
+    s.record_asked("s", A, point="plateau", history=hist)
+    hist.append(ok(3, 1.025, kernel_sha256="k3"))  # +2.5%: above the bank's 2%, inside the session's 3.1%
+    assert s.settle("s", hist) == 1
+    assert s.stats(noise=0.02).questions["qa"].new_best == 0
+    assert s.stats(noise=0.0).questions["qa"].gains == pytest.approx([0.025])
