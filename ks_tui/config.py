@@ -9,6 +9,7 @@ The API key is never read from these files: the SDK takes it from ANTHROPIC_API_
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -91,7 +92,7 @@ def load_config(workspace: Path | None = None, env: dict[str, str] | None = None
 
 def _apply_file(cfg: Config, path: Path) -> Config:
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         # Python 3.11's TOMLDecodeError has no lineno; its message ends "(at line N, column M)".
         m = re.search(r"\(at line (\d+), column \d+\)", str(e))
@@ -99,6 +100,8 @@ def _apply_file(cfg: Config, path: Path) -> Config:
         raise InputFileError(path, f"not valid TOML: {msg}", int(m.group(1)) if m else None) from None
     except OSError as e:
         raise InputFileError(path, f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise InputFileError(path, f"not UTF-8 text (byte {e.start}); TOML files are UTF-8") from None
     updates: dict[str, Any] = {}
     for key, value in data.items():
         if key == "prices":
@@ -122,10 +125,33 @@ def _check_prices(path: Path, value: Any) -> dict[str, dict[str, float]]:
             out[model] = {k: float(row[k]) for k in PRICE_KEYS}
         except (TypeError, ValueError):
             raise InputFileError(path, f"[prices.{model!r}] values must be numbers") from None
+        if not all(math.isfinite(v) and v >= 0 for v in out[model].values()):
+            raise InputFileError(path, f"[prices.{model!r}] values must be finite and not negative")
     return out
 
 
+# The smallest value each number may take (retries and a delay may be 0; --max-turns and
+# --max-cost are refused below these too), and the ones that must be above zero.
+_AT_LEAST = {"max_tokens": 1, "max_turns": 1, "api_max_retries": 0, "turn_retries": 0, "turn_retry_delay_s": 0}
+_ABOVE_ZERO = {"api_timeout_s", "max_cost_usd", "question_timeout_s", "bash_timeout_s"}
+
+
 def _coerce(path: Path | str, key: str, value: Any) -> Any:
+    v = _typed(path, key, value)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not math.isfinite(v) or v < _AT_LEAST.get(key, v) or (key in _ABOVE_ZERO and v <= 0):
+            low = f"at least {_AT_LEAST[key]}" if key in _AT_LEAST else "above 0"
+            _bad(path, f"{key} = {value!r} must be a finite number {low}")
+    return v
+
+
+def _bad(path: Path | str, msg: str):
+    if isinstance(path, Path):
+        raise InputFileError(path, msg) from None
+    raise KsError(f"{path}: {msg}") from None
+
+
+def _typed(path: Path | str, key: str, value: Any) -> Any:
     kind = _SCALARS[key]
     try:
         if kind == "bool":
@@ -133,7 +159,11 @@ def _coerce(path: Path | str, key: str, value: Any) -> Any:
                 if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
                     raise ValueError
                 return value.lower() in ("1", "true", "yes")
-            return bool(value)
+            if not isinstance(value, bool):  # 5 is not a yes
+                raise ValueError
+            return value
+        if kind.startswith("int") and (isinstance(value, bool) or (isinstance(value, float) and not value.is_integer())):
+            raise ValueError  # true, or 1.5, is no count of tokens
         if kind == "int":
             return int(value)
         if kind == "float":
@@ -152,9 +182,7 @@ def _coerce(path: Path | str, key: str, value: Any) -> Any:
         msg = f"{key} = {value!r} is not a valid {kind}"
         if key == "thinking":
             msg = f"thinking = {value!r}: use \"adaptive\", \"off\" or a budget of at least 1024 tokens"
-        if isinstance(path, Path):
-            raise InputFileError(path, msg) from None
-        raise KsError(f"{path}: {msg}") from None
+        _bad(path, msg)
 
 
 _ENV = {

@@ -36,11 +36,14 @@ def main_workspace(path: Path) -> Path:
     return path
 
 
-def find_workspace(explicit: str | os.PathLike | None = None, start: Path | None = None) -> Path:
+def find_workspace(explicit: str | os.PathLike | None = None, start: Path | None = None,
+                   sessions: bool = False) -> Path:
     """The workspace: `--workspace` if given, else the nearest folder upward holding `kernels/`.
 
     `KS_WORKSPACE` in the environment acts like `--workspace`. With neither and no workspace
-    above the current folder, the bundled tasks are used (read-only use: check, bench).
+    above the current folder, the bundled tasks are used for read-only use (check, bench);
+    a command that makes sessions (`sessions=True`) is refused instead: from an editable
+    install it would write branches and worktrees into the ks source checkout.
     """
     explicit = explicit or os.environ.get("KS_WORKSPACE")
     if explicit:
@@ -53,4 +56,7 @@ def find_workspace(explicit: str | os.PathLike | None = None, start: Path | None
     for p in (here, *here.parents):
         if is_workspace(p):
             return p
+    if sessions:
+        raise KsError(f"no KernelSeek workspace at or above {here}",
+                      hint="make one with `ks init DIR` and run ks there, or name one with --workspace DIR")
     return bundled_root()

@@ -56,13 +56,13 @@ def _config(args, workspace):
 
 def cmd_run(args) -> int:
     from ks_tui.agent.client import has_api_key, missing_key_error
-    from ks_tui.paths import find_workspace
+    from ks_tui.paths import find_workspace, main_workspace
 
     if not args.headless:
         raise KsError("`ks run` needs --headless", hint="for the screen, use `ks tui TASK`")
     if not args.task and not (args.session or args.resume):
         raise KsError("name a TASK, or a session with --session/--resume")
-    workspace = find_workspace(args.workspace)
+    workspace = main_workspace(find_workspace(args.workspace, sessions=True))
     cfg = _config(args, workspace)
     if not has_api_key():
         raise missing_key_error()
@@ -172,7 +172,7 @@ def cmd_report(args) -> int:
     from ks_tui.paths import find_workspace
     from ks_tui.session import Trace
 
-    store = AttemptStore(find_workspace(args.workspace))
+    store = AttemptStore(find_workspace(args.workspace, sessions=True))
     if args.session and args.session_opt and args.session != args.session_opt:
         raise KsError(f"two sessions named: {args.session} and --session {args.session_opt}",
                       hint="name one, positionally or with --session")

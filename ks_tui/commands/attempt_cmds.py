@@ -112,7 +112,8 @@ def _store(args):
     from ks_tui.attempts import AttemptStore
     from ks_tui.paths import find_workspace
 
-    return AttemptStore(find_workspace(args.workspace), remove_stale_locks=getattr(args, "remove_stale_lock", False))
+    return AttemptStore(find_workspace(args.workspace, sessions=True),
+                        remove_stale_locks=getattr(args, "remove_stale_lock", False))
 
 
 def _dump(doc) -> None:

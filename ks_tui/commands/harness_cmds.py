@@ -116,6 +116,9 @@ def run_cmd(args, mode: str) -> int:
     return EXIT_OK if result["status"] == "correct" else EXIT_KERNEL_FAILED
 
 
+MAX_ROUNDS = 1000  # more is a typo; the seeds must also stay below 2**31
+
+
 def compare_cmd(args) -> int:
     import secrets
 
@@ -129,15 +132,17 @@ def compare_cmd(args) -> int:
     for c in candidates:
         if not c.source.is_file():
             raise KsError(f"{c.name}: kernel file {c.source} not found")
-    if args.rounds < 1:
-        raise KsError("--rounds must be at least 1")
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        raise KsError(f"--rounds must be between 1 and {MAX_ROUNDS}, not {args.rounds}")
     task = _load(args)
     ids = scenario_ids(args.scenarios)
     groups = None
     if args.by:
+        keys = list(dict.fromkeys(k.strip() for k in args.by.split(",") if k.strip()))
+        if not keys:
+            raise KsError("--by names no parameter", hint="list them with `ks scenarios TASK`")
         try:
-            groups = compare.group_labels({s.id: s.params for s in task.scenarios},
-                                          [k.strip() for k in args.by.split(",") if k.strip()])
+            groups = compare.group_labels({s.id: s.params for s in task.scenarios}, keys)
         except ValueError as e:
             raise KsError(str(e)) from None
     # Fresh inputs every round (a kernel never sees the same inputs twice), the same for every

@@ -42,10 +42,10 @@ def default_task(workspace: Path) -> str:
 def run_tui(args: argparse.Namespace) -> int:
     from ks_tui.attempts import AttemptStore
     from ks_tui.config import load_config
-    from ks_tui.paths import find_workspace
+    from ks_tui.paths import find_workspace, main_workspace
     from ks_tui.task import load_task
 
-    workspace = find_workspace(getattr(args, "workspace", None))
+    workspace = main_workspace(find_workspace(getattr(args, "workspace", None), sessions=True))
     store = AttemptStore(workspace)  # KsError when the workspace is not a git repository
     cfg = load_config(workspace)
     session = getattr(args, "session", None)

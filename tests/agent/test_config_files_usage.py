@@ -47,6 +47,33 @@ def test_bad_config_names_the_file_and_line(tmp_path, monkeypatch):
         load_config(None, env={"KS_MAX_TOKENS": "many"})
 
 
+@pytest.mark.parametrize("line, words", [
+    ("max_turns = 0", "max_turns = 0 must be a finite number at least 1"),
+    ("max_cost_usd = -3", "max_cost_usd = -3 must be a finite number above 0"),
+    ("max_tokens = -5", "must be a finite number at least 1"),
+    ("max_tokens = 1.5", "max_tokens = 1.5 is not a valid int"),
+    ("max_tokens = true", "is not a valid int"),
+    ("enable_bash = 5", "enable_bash = 5 is not a valid bool"),
+    ("api_timeout_s = nan", "api_timeout_s = nan must be a finite number above 0"),
+    ('[prices."m"]\ninput = -1\noutput = 1\ncache_write = 1\ncache_read = 1', "finite and not negative"),
+])
+def test_a_config_value_the_flags_would_refuse_is_refused_in_the_file_too(tmp_path, line, words):
+    ws = tmp_path / "ws"
+    (ws / ".ks").mkdir(parents=True)
+    (ws / ".ks" / "config.toml").write_text(line + "\n")
+    with pytest.raises(InputFileError, match=words.replace("[", r"\[").replace(".", r"\.")):
+        load_config(ws, env={})
+    assert load_config(None, env={"KS_TURN_RETRIES": "0"}).turn_retries == 0  # zero retries is a real choice
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / ".ks").mkdir(parents=True)
+    (ws / ".ks" / "config.toml").write_bytes(b'model = "caf\xe9"\n')
+    with pytest.raises(InputFileError, match="not UTF-8 text"):
+        load_config(ws, env={})
+
+
 def test_default_model_is_one_the_sdk_names_and_has_a_price():
     import typing
 

@@ -372,11 +372,11 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
     (tmp_path / "junk.tgz").write_text("not a tar")
     bad_input(ks("session", "import", str(tmp_path / "junk.tgz"), cwd=clone), "not a session export")
     bad_input(ks("session", "import", str(tmp_path / "none.tgz"), cwd=clone), "not found")
-    other = tmp_path / "other"
-    other.mkdir()
+    other = tmp_path / "other"  # a workspace of its own, whose history lacks the session's base
+    (other / "kernels").mkdir(parents=True)
     git(other, "init", "--quiet")
-    (other / "f").write_text("x")
-    git(other, "add", "f")
+    (other / "kernels" / "f").write_text("x")
+    git(other, "add", "kernels/f")
     git(other, "commit", "--quiet", "-m", "unrelated")
     bad_input(ks("session", "import", str(tmp_path / "s.tgz"), cwd=other), "must have")
     assert not (other / "sessions" / sid).exists()

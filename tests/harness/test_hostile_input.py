@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -118,3 +119,47 @@ def test_an_empty_workspace_name_is_refused(tmp_path):
     out = run_ks("init", "", cwd=tmp_path)
     assert out.returncode == 2 and "ks init needs a folder name" in out.stderr
     assert list(tmp_path.iterdir()) == []  # the current folder did not become a workspace
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--rounds", "99999999999999999999"], "--rounds must be between 1 and 1000"),
+    (["--by", ","], "--by names no parameter"),
+])
+def test_compare_refuses_a_huge_round_count_and_an_empty_grouping(cpu_task, args, words):
+    kernel = str(cpu_task.kernel)
+    out = run_ks("compare", "attention_cpu", f"a={kernel}", f"b={kernel}", "--scenarios", *ONE, *args)
+    assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_agent_started_inside_a_session_worktree_uses_the_main_workspace(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x", "ANTHROPIC_API_KEY": ""}
+    assert run_ks("init", str(tmp_path / "ws"), env=env).returncode == 0
+    ws = tmp_path / "ws"
+    sid = run_ks("session", "new", "attention_cpu", cwd=ws, env=env).stdout.strip()
+    (ws / ".ks").mkdir()
+    (ws / ".ks" / "config.toml").write_text("bogus = 1\n")  # the main workspace's config: read, and refused
+    out = run_ks("run", "--session", sid, "--headless", cwd=ws / "sessions" / sid / "worktree", env=env)
+    assert out.returncode == 2 and f"{ws / '.ks' / 'config.toml'}" in out.stderr and "unknown setting 'bogus'" in out.stderr
+
+
+def test_outside_any_workspace_session_commands_are_refused_and_the_bundled_tasks_stay_readable(tmp_path):
+    def branches() -> set[str]:
+        out = subprocess.run(["git", "branch", "--list", "ks/*", "--format=%(refname:short)"], cwd=REPO,
+                             capture_output=True, text=True).stdout
+        return set(out.split())
+
+    before = branches()
+    env = {"KS_WORKSPACE": "", "ANTHROPIC_API_KEY": ""}
+    try:
+        for cmd in (["session", "new", "attention_cpu"], ["run", "attention_cpu", "--headless"], ["tui"], ["sessions"]):
+            out = run_ks(*cmd, cwd=tmp_path, env=env)
+            assert out.returncode == 2 and "no KernelSeek workspace at or above" in out.stderr, (cmd, out.stderr)
+    finally:  # had one been made in the checkout the tests run from, take it away again
+        for branch in branches() - before:
+            sid = branch.split("/")[-1]
+            subprocess.run(["git", "worktree", "remove", "--force", f"sessions/{sid}/worktree"], cwd=REPO)
+            subprocess.run(["git", "branch", "-D", branch], cwd=REPO, capture_output=True)
+            shutil.rmtree(REPO / "sessions" / sid, ignore_errors=True)
+    assert branches() == before
+    assert run_ks("check", "attention_cpu", "--scenarios", *ONE, cwd=tmp_path, env=env).returncode == 0
