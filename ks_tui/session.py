@@ -103,10 +103,10 @@ class Trace:
                 continue
             try:
                 obj = json.loads(raw)
-                if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-                    raise ValueError("not an event object")
-                if not isinstance(obj.setdefault("payload", {}), dict):
-                    raise ValueError("its payload is not an object")
+                problem = _not_an_event(obj)
+                if problem:
+                    raise ValueError(problem)
+                obj.setdefault("payload", {})
             except (ValueError, UnicodeDecodeError) as e:
                 if i == last:  # no newline after it: a write cut short by a kill
                     break
@@ -115,9 +115,17 @@ class Trace:
         return events
 
 
+def _not_an_event(obj: Any) -> str:
+    """Why a parsed line is not a trace event ("" when it is one)."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
+        return "not an event object"
+    if not isinstance(obj.get("payload", {}), dict):
+        return "its payload is not an object"
+    return ""
+
+
 def _whole_event(raw: bytes) -> bool:
     try:
-        obj = json.loads(raw)
+        return not _not_an_event(json.loads(raw))
     except (ValueError, UnicodeDecodeError):
         return False
-    return isinstance(obj, dict) and isinstance(obj.get("kind"), str) and isinstance(obj.get("payload", {}), dict)

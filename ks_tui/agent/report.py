@@ -18,7 +18,8 @@ def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[
         kind, p = rec.get("kind"), rec.get("payload", {})
         if kind == "usage":
             for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
-                tokens[k] += p.get(k, 0) if isinstance(p.get(k, 0), int) else 0  # an edited line: skip its value
+                n = p.get(k, 0)
+                tokens[k] += n if isinstance(n, int) else 0  # an edited line: skip its value
             cost = p.get("session_cost_usd", cost)
             priced = priced and p.get("priced", True)
             turns = max(turns, p.get("turn", 0))

@@ -74,7 +74,6 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
         self._approvals: dict[str, queue.Queue] = {}
         self._thread: threading.Thread | None = None
         self._caller = None  # agent.loop.ModelCaller, made on the first model turn
-        self._pause_turn = False
         self._decisions_due: list | None = None  # set while tools run: points wait for the results
         self._deciding = False  # a decision point waits for a person's answer
         self.state: str = "idle"
@@ -95,7 +94,9 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
         self.marks = past.marks
         self.results = past.results
         self._cut_tools = past.cut_tools
-        self._pause_turn = past.paused_turn and bool(self.conv.messages) and self.conv.messages[-1]["role"] == "assistant"
+        # The last reply stopped with pause_turn: it goes back as it is, to be continued.
+        self._pause_turn = (past.paused_turn and bool(self.conv.messages)
+                            and self.conv.messages[-1]["role"] == "assistant")
         # The kernel as last committed or as the agent last wrote it; None while the worktree
         # holds an edit of a person's, so that edit is committed as theirs before the agent writes.
         now = self._kernel_sha()
