@@ -1,3 +1,11 @@
+// v34 (ks session 20261203-194412-15bf, attempts 54-56): v33 with causal d256 on the TMA epilogue (O staged in
+// its own 32 KB) at every s_k; v33 used the register epilogue above s_k 2048. d256 on the TMA epilogue at every s_k
+// (next_d256tma) read, in two calls (session 20, results/2026-12-04-h200-s20-call2/-call3-compare.txt, 1 and 2
+// rounds), causal long d256 kernel time 1.022 / 1.018 and unmasked long d256 0.986 / 0.977; so only the causal
+// launches moved (measured as next_d256tmac: 42 functions, the other 42 SASS SAME as v33's). Full grid 1.1575,
+// 182/182 (results/2026-12-05-h200-s23-call1-d256tmac-full-bench.json; v33 1.1575 / 1.1543): the grid reads level,
+// as predicted (+0.1%: 12 launches of 182). The unused d256 V barrier id is gone; here only comments differ from
+// the measured file (SASS SAME).
 // v33 (ks session 20261203-194412-15bf, attempts 45-47): v32 with two changes measured apart in one call
 // (results/2026-12-04-h200-s19-call1-compare.txt, 2 rounds, interleaved).
 // (1) d256's TMA epilogue (s_k <= 2048) stages O in 32 KB of shared memory of its own (Q 64 + K/V 128 + O 32 of 227
@@ -257,7 +265,7 @@ template <> struct Config<64, 192> : TileConfig<3, 128, 3, 2, 40, 152> {};
 template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 // d256: 128x128 tiles in one K/V stage, K and V released apart (K_{i+1} loads under softmax_i and
 // P_i V_i). Why 128 keys: at 64 a Q K^T wgmma reads as many shared-memory bytes per clock as the
-// tensor cores can use (NOTES.md); 128 cuts the bytes per key by 12.5% (measured +6%).
+// tensor cores can use (IDEAS.md, "d256 on 128-key blocks"); 128 cuts the bytes per key by 12.5% (measured +6%).
 // Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
 // launch allocation, which hung the kernel on the H200).
 template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
@@ -274,9 +282,6 @@ constexpr int kSlotBytes = 16;  // m_block, head, batch, n_blocks (n_blocks < 0:
 // Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
 // (0 is __syncthreads; 1 + cw is the FA3-order loop's softmax barrier).
 constexpr uint32_t kEpilogueBarrier = 4;
-// d256 TMA epilogue: named barrier over both consumer warpgroups (256 threads), after each one's
-// last P V, before either overwrites the shared V stage with O.
-constexpr uint32_t kD256EpiVBarrier = 8;
 // v33: d256's TMA epilogue stages O in 32 KB of its own (after the K/V stages, before the barriers).
 template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 && kTmaEpi ? 32768u : 0u;
 
@@ -1655,7 +1660,8 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   // <padded head dim, 16-column steps of Q K^T>; columns past d are zero-filled by the TMA.
   // The O epilogue through shared memory and a TMA store pays off where tiles are short (few key
   // blocks; measured +8% at s <= 1024) and costs ~6% on d128 at s >= 8k (measured, cause not yet
-  // found): it is used up to kTmaEpilogueMaxSk keys, d256 included (O staged in its last V stage).
+  // found): it is used up to kTmaEpilogueMaxSk keys, d256 included (O staged in 32 KB of its own since v33),
+  // and at every s_k for causal d256 (v34).
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
 #define KS_LAUNCH(DP, M, STEPS)                                                                   \
@@ -1705,7 +1711,8 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   if (d <= 128)
     return causal ? launch<T, 128, 128, 8, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                   : launch<T, 128, 128, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  if (causal) return KS_LAUNCH(256, 128, 16);
+  // causal d256: TMA epilogue at every s_k (v34: +2% kernel time on the 12 causal launches above s_k 2048)
+  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // unmasked d256: the instantiations without the half-width diagonal block
   return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
              : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);

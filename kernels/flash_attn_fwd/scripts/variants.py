@@ -83,7 +83,11 @@ REPO = Path(__file__).resolve().parents[3]
 # - session 19's next_loopmask, next_loopmask2 (key loops in a masked and a mask-free copy), next_l2pf (L2 prefetch
 #   of K/V) and next_v34all, and session 20's next_v34a-c (compositions), all edits of v33, from 8c15831. Measured in
 #   session 20: next_loopmask2 lost (kernel time d256 0.965, d64 0.976 / 0.969, short128 0.998), next_l2pf lost
-#   (short128 0.879; q128-k512 itself 18% slower). next_l2pf's edits stay below: next_l2pf1 is made from them.
+#   (short128 0.879; q128-k512 itself 18% slower).
+# - session 20's next_d256tma, next_d256tmac, probe_d256smem, next_l2pf1 and session 21's next_prodloop1, all edits
+#   of v33, from 073dc52. Measured in session 23: next_d256tmac's full grid 1.1575 (became v34), probe_d256smem
+#   level (d256 long unmasked kernel time 1.005), next_l2pf1's gate-off launches 0.970 again (2 rounds),
+#   next_prodloop1 level (short128 0.999, d64c 1.002, d256c 1.006).
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -120,116 +124,42 @@ ROWS192_EDITS = [
 ]
 
 
-# next_d256tma (session 19, an edit of v33): d256 on the TMA epilogue at every s_k. v33 stages d256's O in 32 KB of its
-# own and releases V in the loop, so the long launches' register epilogue no longer buys the next tile an earlier V
-# load; and the unmasked TMA-epilogue key loop is 906 instructions against the register epilogue's 920 (no S2UR, as
-# session 18's next_smembase found for d256). d128's loss with the TMA epilogue at long keys (~6%, v10/v10b) was in
-# functions that stage O in the Q buffer. The 4 non-TMA d256 functions go (40). Predicted: d256 s_k > 2048 +0.5..+2%
-# kernel time (a per tile 2.2-2.4 us against 3.4: ~1 us of a 95-380 us tile, plus the loop), s_k <= 2048 SASS SAME.
-D256TMA_EDITS = [
-    ("  if (causal) return KS_LAUNCH(256, 128, 16);\n"
-     "  // unmasked d256: the instantiations without the half-width diagonal block\n"
-     "  return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
-     "             : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
-     "  // next_d256tma: d256 on the TMA epilogue (O staged in its own 32 KB) at every s_k\n"
-     "  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "  // unmasked d256: the instantiations without the half-width diagonal block\n"
-     "  return launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+# next_nomemset (session 23, an edit of v34; layer-untouched: the host side's per-launch work). Every launch was
+# preceded by a cudaMemsetAsync of the 4-byte tile counter: one more operation on the stream inside the timed region
+# (the harness records its events around the call), so a memset's run and the gap before the kernel count in each
+# launch of 93-250 us at the grid's short end. Here the last CTA to take its sentinel zeroes the counter (and a count
+# of finished CTAs) for the next launch on the stream, and the host launches the kernel alone. A launch that never
+# ran leaves both at zero; the counter was already shared by every launch of the process, so concurrent launches on
+# two streams were unsafe before and still are. Predicted: 1-2 us less a launch: q128-k512 / q256-k1024 +1..+2%
+# kernel time, s512 launches +0.5..+1%, the grid +0.15..+0.3%; long launches level.
+NOMEMSET_EDITS = [
+    ("// The host zeroes it on the launch stream before every launch.\n__device__ unsigned int g_tile_counter;\n",
+     "// next_nomemset: zero at load; the last CTA of a launch zeroes it again (and g_ctas_done) for the next one.\n"
+     "__device__ unsigned int g_tile_counter;\n__device__ unsigned int g_ctas_done;  // CTAs past their last atomicAdd\n"),
+    ("        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n    }\n    return;\n  }\n",
+     "        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n"
+     "      // next_nomemset: this CTA's last atomicAdd on the counter is done; the launch's last CTA here resets both.\n"
+     "      __threadfence();\n"
+     "      uint32_t grid;\n"
+     "      asm volatile(\"mov.u32 %0, %%nctaid.x;\\n\" : \"=r\"(grid));\n"
+     "      if (atomicAdd(&g_ctas_done, 1u) == grid - 1) {\n"
+     "        atomicExch(&g_tile_counter, 0u);\n"
+     "        atomicExch(&g_ctas_done, 0u);\n"
+     "      }\n"
+     "    }\n    return;\n  }\n"),
+    ("// Device address of the tile counter (zeroed before each launch).\nvoid* tile_counter() {\n"
+     "  static void* const p = [] {\n    void* a = nullptr;\n"
+     "    if (cudaGetSymbolAddress(&a, g_tile_counter) != cudaSuccess) a = nullptr;\n    return a;\n  }();\n"
+     "  return p;\n}\n\n", ""),
+    ("  void* counter = tile_counter();\n  if (counter == nullptr) return 4;\n", ""),
+    ("  if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;\n", ""),
 ]
 
-# next_d256tmac (session 20, an edit of v33): next_d256tma for the causal d256 launches only. Session 20 measured
-# next_d256tma on d256l twice (call 2, 1 round; call 3, 2 rounds, results/2026-12-04-h200-s20-call3-compare.txt):
-# kernel time causal 1.022 / 1.018 (s4096-s8192 +0.1..+7.5%, s >= 16384 level), unmasked 0.986 / 0.977 (s >= 8192
-# -1.5..-4.1%). Unmasked long d256 keeps the register epilogue; the 2 causal non-TMA d256 functions go (42).
-# Predicted: causal d256 s_k > 2048 +1..+2% kernel time, every other launch SASS SAME.
-D256TMAC_EDITS = [
-    ("  if (causal) return KS_LAUNCH(256, 128, 16);\n",
-     "  // next_d256tmac: causal d256 on the TMA epilogue (O staged in its own 32 KB) at every s_k\n"
-     "  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
-]
-
-# probe_d256smem (session 20, an edit of v33; a probe, correct output): the register-epilogue d256 functions
-# allocate the TMA epilogue's 32 KB O region too, and leave it unused. next_d256tma's unmasked long launches ran
-# 2.3% slower on the TMA epilogue (s >= 8192: -1.5..-4.1%) although its key loop is smaller (906 against 920
-# instructions), and a per-block loss at 64-256 blocks a tile is not in the epilogue. The 32 KB leave the SM about
-# 32 KB less L1 (d256 then holds ~224 of 228 KB as shared memory). If this probe costs the unmasked long launches
-# what the TMA epilogue cost them, the carveout is the cause; if it is level, the cause is in the TMA function's code.
-D256SMEM_EDITS = [
-    ("template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 && kTmaEpi ? 32768u : 0u;",
-     "// probe_d256smem: every d256 function allocates the 32 KB O region (the register epilogue leaves it unused)\n"
-     "template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 ? 32768u : 0u;"),
-]
-
-# next_l2pf (session 19, an edit of v33): the producer prefetches K/V into L2 two key blocks ahead of its loads
-# (cp.async.bulk.prefetch.tensor: the TMA unit fetches the box into L2, nothing lands in shared memory). With two
-# K/V stages the producer requests a block about one block-time before it is used, and at a tile's start the first
-# block's request waits for a stage the previous tile still reads. Where K/V come from HBM that exposes its latency:
-# the prefill shapes with one or two tiles per head run a tile-wave in 11.6 us (q128-k512) and 16.2 us
-# (q256-k1024) where the square shapes' tiles, which share each head's blocks through L2, take 7.5 and 13.5 us
-# (families.py data, v33's grid); and every short launch starts its tiles on blocks no tile has read yet.
-# Here the producer prefetches a tile's first two blocks as soon as it has loaded the tile's Q, and block i + 2 when
-# it loads block i. Predicted: q128-k512 / q256-k1024 +3..+10%, short launches 0..+2%, long ones level (their
-# blocks are L2 hits: the prefetch is a few TMA instructions a block on an idle thread).
-L2PF_EDITS = [
-    ("// 4-d tiled copy shared -> global (bulk-group completion)",
-     "// next_l2pf: a 4-d box of a tensor into L2 only (no shared memory, no mbarrier): a hint the loads then hit.\n"
-     "__device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap* map, int c0, int c1, int c2, int c3) {\n"
-     "  asm volatile(\"cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\\n\" ::\n"
-     "                   \"l\"(reinterpret_cast<uint64_t>(map)), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3)\n"
-     "               : \"memory\");\n}\n\n"
-     "// 4-d tiled copy shared -> global (bulk-group completion)"),
-    ("          ring = (ring & 3u) | ((ring + 4) & 12u);\n          for (int i = 0; i < w.n_blocks; ++i) {\n"
-     "            const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first\n",
-     "          ring = (ring & 3u) | ((ring + 4) & 12u);\n"
-     "          // next_l2pf: key block i (in load order) into L2, kL2Ahead blocks before its load\n"
-     "          constexpr int kL2Ahead = 2;\n"
-     "          auto prefetch = [&](int i) {\n"
-     "            const int n = w.n_blocks - 1 - i;\n"
-     "#pragma unroll\n"
-     "            for (int p = 0; p < kPanels; ++p) tma_prefetch_l2(&tm_k, p * 64, kv_head, n * BN, w.batch);\n"
-     "#pragma unroll(kV64<Dp, kQkSteps> ? 1 : 4)\n"
-     "            for (int p = 0; p < kVPanels<Dp, kQkSteps>; ++p)\n"
-     "              tma_prefetch_l2(&tm_v, p * static_cast<int>(kVRowBytes<Dp, kQkSteps> / 2), kv_head, n * BN, w.batch);\n"
-     "          };\n"
-     "          for (int i = 0; i < kL2Ahead && i < w.n_blocks; ++i) prefetch(i);\n"
-     "          for (int i = 0; i < w.n_blocks; ++i) {\n"
-     "            const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first\n"),
-    ("                       n * BN, w.batch);\n            if (++stage == kStages) { stage = 0; phase ^= 1; }\n          }\n",
-     "                       n * BN, w.batch);\n            if (i + kL2Ahead < w.n_blocks) prefetch(i + kL2Ahead);\n"
-     "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n          }\n"),
-]
-
-# next_l2pf1 (session 20, an edit of v33): next_l2pf gated to launches with one query tile per (batch, head).
-# Written from a misreading: call 1's speedup column showed next_l2pf +17% / +46% on q128-k512 and its causal form,
-# but that run had timed cuDNN 38% / 73% slow there; the kernel itself was 18% slower (93.5 -> 110.4 us). The gate
-# was to keep the prefetch where each key block is read once, from HBM. Measured in call 2 (1 round): q128-k512
-# 93.1 -> 109.4 us, and the 40 d128 launches where the gate is off 0.973 kernel time (their consumers' key loops
-# are the same instructions). Lost; kept here for the 2-round re-read of that gate-off cost (JOURNAL.md, session 20).
-L2PF1_EDITS = [e if i != 1 else (e[0], e[1].replace(
-    "          auto prefetch = [&](int i) {\n",
-    "          auto prefetch = [&](int i) {\n"
-    "            // next_l2pf1: only where each key block comes from HBM once (never with 192-row tiles: their\n"
-    "            // 32-register producer spilled 4 B with the test)\n"
-    "            if (Cfg::kBlockM != 128 || num_m_blocks != 1) return;\n"))
-    for i, e in enumerate(L2PF_EDITS)]
-assert L2PF1_EDITS[1] != L2PF_EDITS[1]
-
-# next_prodloop1 (session 21, an edit of v33; compile-checked only): the producer's key loop kept rolled. A probe of
-# session 20's reading that producer code costs the consumers even where it does not run (next_l2pf1's gate-off
-# d128 launches 0.973, 1 round): ptxas unrolls this loop, so every function carries several copies of it.
-PRODLOOP1_EDITS = [(
-    "          for (int i = 0; i < w.n_blocks; ++i) {\n",
-    "#pragma unroll 1\n"
-    "          for (int i = 0; i < w.n_blocks; ++i) {  // next_prodloop1: rolled (one copy of the load code)\n")]
 
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_d256tma": ("kernel.cu", "// next_d256tma: v33 with d256 on the TMA epilogue at every s_k.\n", D256TMA_EDITS),
-    "next_d256tmac": ("kernel.cu", "// next_d256tmac: v33 with causal d256 on the TMA epilogue at every s_k.\n", D256TMAC_EDITS),
-    "probe_d256smem": ("kernel.cu", "// probe_d256smem: v33 with the register-epilogue d256 functions allocating the 32 KB O region.\n",
-                       D256SMEM_EDITS),
-    "next_prodloop1": ("kernel.cu", "// next_prodloop1: v33 with the producer's key loop kept rolled.\n", PRODLOOP1_EDITS),
-    "next_l2pf1": ("kernel.cu", "// next_l2pf1: next_l2pf only in launches with one query tile per (batch, head).\n", L2PF1_EDITS),
+    "next_nomemset": ("kernel.cu", "// next_nomemset: v34 with the tile counter zeroed by the launch's last CTA, no memset.\n",
+                      NOMEMSET_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -239,7 +169,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {"next_d256tma": 40, "next_d256tmac": 42}
+INSTANTIATIONS: dict[str, int] = {}
 
 
 class VariantError(Exception):
