@@ -151,6 +151,7 @@ def compare_cmd(args) -> int:
     seeds = [first + r for r in range(args.rounds)]
     order = compare.run_order(len(candidates), args.rounds)
     progress = _Progress(live=sys.stderr.isatty(), plain=False)
+    done, stopped = 0, None
     try:
         for k, i in enumerate(order, 1):
             c = candidates[i]
@@ -160,16 +161,37 @@ def compare_cmd(args) -> int:
             c.runs.append(run_harness(task, c.source, mode="bench", quick=args.quick, scenarios=ids,
                                       timeout=args.timeout, seed=seed, on_progress=progress,
                                       cached_baselines=args.cached_baselines))
+            done = k
+    except (KeyboardInterrupt, SystemExit) as e:
+        # Ctrl-C, or SIGTERM / SIGHUP (cli turns those into SystemExit): the run in progress is
+        # already killed; the finished ones are an hour of GPU time on a long compare, so they are
+        # still summed up, over the rounds every file completed (a half round would favour the
+        # files that ran in it).
+        stopped = 130 if isinstance(e, KeyboardInterrupt) else (e.code if isinstance(e.code, int) else 1)
     finally:
         progress.close()
+    rounds = args.rounds
+    if stopped is not None:
+        rounds = done // len(candidates)
+        print(f"ks: interrupted after {done} of {len(order)} runs; "
+              + (f"the table holds the {rounds} complete round(s)" if rounds else
+                 "no round completed, so nothing compares"), file=sys.stderr, flush=True)
+        if not rounds and not args.json:
+            return stopped
+        for c in candidates:
+            del c.runs[rounds:]
+        seeds = seeds[:rounds]
     summary = compare.summarize(candidates, groups)
     if args.json:
-        print(json.dumps({"task": task.name, "seeds": seeds, "rounds": args.rounds,
-                          "order": [candidates[i].name for i in order], **summary,
+        print(json.dumps({"task": task.name, "seeds": seeds, "rounds": rounds,
+                          **({"interrupted": True, "runs_done": done} if stopped is not None else {}),
+                          "order": [candidates[i].name for i in order[:rounds * len(candidates)]], **summary,
                           "candidates": [{"name": c.name, "source": str(c.source), "runs": c.runs}
                                          for c in candidates]}, indent=1))
     else:
-        print(compare.render(candidates, summary, args.rounds, seeds))
+        print(compare.render(candidates, summary, rounds, seeds))
+    if stopped is not None:
+        return stopped
     return EXIT_KERNEL_FAILED if summary["failed"] else EXIT_OK
 
 

@@ -122,6 +122,14 @@ VARIANTS = {
                  "    if (FILE* f = std::fopen(path, \"w\")) { std::fprintf(f, \"%d %d\\n\", (int)getpid(), (int)child); std::fclose(f); } }"
                  "  volatile int spin = 1; while (spin) {} }",
     },
+    # Honest until the file named by $KS_TEST_HANG_FILE exists; from then on it spins (pid to $KS_TEST_PID_FILE):
+    # a run to interrupt at a chosen point of a longer command.
+    "hangs_on_flag": {
+        "ENTRY": "if (const char* flag = std::getenv(\"KS_TEST_HANG_FILE\")) if (access(flag, F_OK) == 0) {"
+                 "  if (const char* path = std::getenv(\"KS_TEST_PID_FILE\")) {"
+                 "    if (FILE* f = std::fopen(path, \"w\")) { std::fprintf(f, \"%d\\n\", (int)getpid()); std::fclose(f); } }"
+                 "  volatile int spin = 1; while (spin) {} }",
+    },
 }
 
 

@@ -4,11 +4,16 @@ order, through the real harness child and the real compiler (attention_cpu on th
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from ks_tui.harness import compare
-from tests.harness.conftest import CPU_TASK_DIR, run_ks
+from tests.harness.conftest import CPU_TASK_DIR, REPO, run_ks
 
 IDS = "d24-h2-1-q31-k45-b4,d48-h8-2-q77-k301-b1-causal"
 
@@ -157,3 +162,52 @@ def test_a_cell_whose_baseline_timing_is_off_is_flagged_with_the_kernel_times():
     assert "s1 c: baseline x1.37; kernel 1200.0 vs 1000.0" in text
     # two timings of a scenario give no median to judge by: nothing is flagged
     assert compare.summarize([a, c])["baseline_off"] == {}
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_compare_still_prints_the_rounds_it_finished(planted_dir, tmp_path, sig, code):
+    """Runs a, b, b, a: the second b hangs and is interrupted. Round 1 (a, b) was an hour of GPU time on a
+    real compare; it is summed up, and the half round (b's second run) is left out."""
+    hang, pid_file = tmp_path / "hang", tmp_path / "pid"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ks_tui", "compare", "attention_cpu", f"a={planted_dir / 'naive.cpp'}",
+         f"b={planted_dir / 'hangs_on_flag.cpp'}", "--scenarios", IDS.split(",")[0], "--rounds", "2"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, "KS_TEST_HANG_FILE": str(hang), "KS_TEST_PID_FILE": str(pid_file)})
+    err = []
+    for line in proc.stderr:  # the run order, one line a run as it starts
+        err.append(line)
+        if line.startswith("[3/4] b"):
+            hang.touch()
+            break
+    deadline = time.monotonic() + 120
+    while not pid_file.is_file():
+        assert time.monotonic() < deadline and proc.poll() is None, "".join(err)
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    out, rest = proc.communicate(timeout=60)
+    assert proc.returncode == code, rest
+    assert "interrupted after 2 of 4 runs; the table holds the 1 complete round(s)" in rest
+    assert "geomean over 1 round(s)" in out and "vs a" in out
+    assert "kernel time: a / this" in out and "Traceback" not in rest
+
+
+def test_an_interrupt_before_a_whole_round_says_nothing_compares(planted_dir, tmp_path):
+    hang, pid_file = tmp_path / "hang", tmp_path / "pid"
+    hang.touch()  # b hangs in round 1
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ks_tui", "compare", "attention_cpu", f"a={planted_dir / 'naive.cpp'}",
+         f"b={planted_dir / 'hangs_on_flag.cpp'}", "--scenarios", IDS.split(",")[0], "--json"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, "KS_TEST_HANG_FILE": str(hang), "KS_TEST_PID_FILE": str(pid_file)})
+    deadline = time.monotonic() + 120
+    while not pid_file.is_file():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "interrupted after 1 of 2 runs; no round completed, so nothing compares" in err
+    doc = json.loads(out)  # --json: still one document, holding no run
+    assert doc["interrupted"] is True and doc["runs_done"] == 1 and doc["rounds"] == 0
+    assert all(c["runs"] == [] for c in doc["candidates"])
