@@ -27,8 +27,19 @@ COMMAND_MODULES = (
 )
 
 
+# Whether the command line being parsed asks for --json: a usage error then also prints the JSON
+# error document on stdout, as every other error of a --json command does (a script reads stdout).
+_json_errors = False
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse exits 2 on bad usage already; keep its message to one line plus usage."""
+
+    def error(self, message: str):
+        if _json_errors:
+            print(json.dumps({"error": message, "hint": f"{self.prog} --help",
+                              "exit_code": EXIT_BAD_INPUT}))
+        super().error(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,9 +72,14 @@ def _unwind_on_signals(command: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global _json_errors
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    _json_errors = "--json" in argv[:argv.index("--")] if "--" in argv else "--json" in argv
+    try:
+        args = parser.parse_args(argv)
+    finally:
+        _json_errors = False
     if getattr(args, "func", None) is None:
         # Bare `ks` opens the screen on the default task.
         args = parser.parse_args([*argv, "tui"])

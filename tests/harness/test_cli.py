@@ -88,3 +88,16 @@ def test_missing_source_file_is_bad_input(tmp_path):
     out = run_ks("check", "attention_cpu", "--source", str(tmp_path / "nope.cpp"))
     assert out.returncode == 2 and "kernel source not found" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_usage_error_under_json_still_prints_one_json_document():
+    """A script reading `ks ... --json` gets the error on stdout as JSON, whichever parser refused the line."""
+    for args, needle in ((("bench", "attention_cpu", "--json", "--rounds", "3"), "unrecognized arguments: --rounds 3"),
+                         (("scenarios", "--json"), "the following arguments are required: TASK"),
+                         (("compare", "attention_cpu", "a=x.cpp", "--rounds", "many", "--json"), "invalid int value")):
+        out = run_ks(*args)
+        assert out.returncode == 2 and needle in out.stderr
+        doc = json.loads(out.stdout)
+        assert needle in doc["error"] and doc["exit_code"] == 2 and doc["hint"].endswith("--help")
+    plain = run_ks("bench", "attention_cpu", "--rounds", "3")
+    assert plain.returncode == 2 and plain.stdout == ""  # without --json stdout stays empty
