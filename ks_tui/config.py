@@ -193,6 +193,9 @@ _ENV = {
 }
 
 
+ENV_SETTINGS = tuple(_ENV)  # the variables that override the files (`ks doctor` lists the ones set)
+
+
 def _apply_env(cfg: Config, env) -> Config:
     updates = {key: _coerce(var, key, env[var]) for var, key in _ENV.items() if env.get(var)}
     return replace(cfg, **updates)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ks_tui.errors import EXIT_KERNEL_FAILED, EXIT_OK, KsError
@@ -215,6 +216,7 @@ def doctor_cmd(args) -> int:
     from ks_tui.harness.doctor import diagnose
 
     report = diagnose()
+    report["config"] = _config_report(args)
     if args.json:
         print(json.dumps(report, indent=1))
         return EXIT_OK
@@ -225,6 +227,29 @@ def doctor_cmd(args) -> int:
         print(f"{k.ljust(width)}  {v}")
     return EXIT_OK
 
+
+def _config_report(args) -> dict:
+    """The agent's config files in the order they apply (each read, absent or broken), the KS_*
+    variables that override them, and the model that results: where a setting came from."""
+    from ks_tui import config
+    from ks_tui.errors import InputFileError
+    from ks_tui.paths import find_workspace, main_workspace
+
+    try:
+        workspace = main_workspace(find_workspace(getattr(args, "workspace", None)))
+    except KsError:
+        workspace = None
+    paths = [config.user_config_path()] + ([workspace / ".ks" / "config.toml"] if workspace else [])
+    out = {str(path): "read" if path.is_file() else "absent" for path in paths}
+    out["environment"] = ", ".join(v for v in config.ENV_SETTINGS if os.environ.get(v)) or "no KS_* setting"
+    try:
+        out["model"] = config.load_config(workspace).resolved_model()
+    except KsError as e:  # a broken file, or a KS_* variable of the wrong type
+        out["model"] = f"none: {e.message}"  # the agent refuses to start with this setting
+        for path in paths:
+            if isinstance(e, InputFileError) and str(e.path) == str(path):
+                out[str(path)] = "broken"
+    return out
 
 
 def scenario_ids(given: list[str] | None) -> list[str] | None:

@@ -101,3 +101,23 @@ def test_a_usage_error_under_json_still_prints_one_json_document():
         assert needle in doc["error"] and doc["exit_code"] == 2 and doc["hint"].endswith("--help")
     plain = run_ks("bench", "attention_cpu", "--rounds", "3")
     assert plain.returncode == 2 and plain.stdout == ""  # without --json stdout stays empty
+
+
+def test_doctor_names_the_config_files_it_read_and_what_overrides_them(tmp_path):
+    user = tmp_path / "xdg" / "ks" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('model = "claude-from-user-file"\n')
+    ws = tmp_path / "ws"
+    (ws / "kernels").mkdir(parents=True)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    doc = json.loads(run_ks("-w", str(ws), "doctor", "--json", env=env).stdout)["config"]
+    assert doc == {str(user): "read", str(ws / ".ks" / "config.toml"): "absent",
+                   "environment": "no KS_* setting", "model": "claude-from-user-file"}
+
+    (ws / ".ks").mkdir()
+    (ws / ".ks" / "config.toml").write_text("max_tokens = 1.5\n")  # the workspace file is broken
+    out = run_ks("-w", str(ws), "doctor", env={**env, "KS_MODEL": "claude-from-env"})
+    assert out.returncode == 0  # doctor reports a bad setting; it does not stop on it
+    line = next(x for x in out.stdout.splitlines() if x.startswith("config"))
+    assert f"{ws / '.ks' / 'config.toml'}: broken" in line and "environment: KS_MODEL" in line
+    assert "model: none: " in line and "max_tokens" in line
