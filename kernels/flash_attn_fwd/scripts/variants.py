@@ -156,8 +156,57 @@ NOMEMSET_EDITS = [
 ]
 
 
+# next_kvthreads (session 23, an edit of v34; layer-thread-roles): K and V loads issued by two producer threads.
+# v34's producer is one thread that walks each key block in order: wait for the K stage, load K, wait for the V
+# stage, load V. So K of block i + 2 cannot be requested before V of block i + 1 was, which waits for P_{i-1} V_{i-1}
+# to release its stage, though K's own stage was free earlier (its Q K^T finished first). Session 23 measured that
+# producer work per block shows in the consumers' time: next_l2pf1's gate (a test and a branch per block, its
+# prefetch never running) cost the 128-row d128 launches 3.0% (2 rounds), and not through code size
+# (next_prodloop1 level). Here thread 0 publishes tiles, loads Q and K; thread 32 (the producer's second warp) reads
+# each published tile like a consumer warp (one more arrival on tile_empty) and loads V, each on its own stage
+# counters. Predicted: if the in-order producer delays K, d96/d128 128-row and d256 launches +1..+3% kernel time;
+# d64 (K and V share one empty barrier: both threads wait on it) level.
+_V_PART = ("            if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);\n" + _V_HEAD + _V_LOAD)
+KVTHREADS_EDITS = [
+    ("      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the slot\n",
+     "      // per consumer warp, after reading the slot; next_kvthreads: and the V thread\n"
+     "      mbar_init(tile_empty(i), 4 * Cfg::kConsumers + 1);\n"),
+    (_V_PART, ""),
+    ("        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n    }\n    return;\n  }\n",
+     "        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n"
+     "    } else if (threadIdx.x == 32) {\n"
+     "      // next_kvthreads: V's loads, block by block in thread 0's order, on stage counters of their own\n"
+     "      int stage = 0;\n"
+     "      uint32_t phase = 0;\n"
+     "      int slot = 0;\n"
+     "      uint32_t slot_phase = 0;\n"
+     "      while (true) {\n"
+     "        mbar_wait(tile_full(slot), slot_phase);\n"
+     "        Tile w;\n"
+     "        w.head = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 4));\n"
+     "        w.batch = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 8));\n"
+     "        w.n_blocks = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 12));\n"
+     "        mbar_arrive(tile_empty(slot));\n"
+     "        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }\n"
+     "        if (w.n_blocks < 0) break;\n"
+     "        const int kv_head = w.head / group;\n"
+     "        for (int i = 0; i < w.n_blocks; ++i) {\n"
+     "          const int n = w.n_blocks - 1 - i;\n"
+     "          // K and V share one empty barrier where kSplitKV is off (d64): thread 0 waits on it too\n"
+     "          if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);\n"
+     "          else mbar_wait(empty(stage), phase ^ 1);\n" +
+     (_V_HEAD + _V_LOAD)[2:].replace("\n  ", "\n") +  # two columns less indented
+     "          if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+     "        }\n"
+     "      }\n"
+     "    }\n    return;\n  }\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
+    "next_kvthreads": ("kernel.cu", "// next_kvthreads: v34 with K and V loaded by two producer threads.\n",
+                       KVTHREADS_EDITS),
     "next_nomemset": ("kernel.cu", "// next_nomemset: v34 with the tile counter zeroed by the launch's last CTA, no memset.\n",
                       NOMEMSET_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
