@@ -45,7 +45,13 @@ def log_table(attempts: list[Attempt], width: int | None = None) -> str:
     lines = [_fit(head, width)] + [_fit(attempt_line(a), width) for a in attempts]
     best, after = since_best(attempts)
     if best is not None:
-        lines.append(f"(* best correct attempt: #{best}; {after} attempt{'' if after == 1 else 's'} since)")
+        # A later run that equals the best (as recorded, 4 decimals) is no new best: say so, or the
+        # count since the best reads as a mistake beside two equal speedups.
+        top = next(a for a in attempts if a.number == best)
+        ties = [a.number for a in attempts if a.number > best and a.status == "correct"
+                and a.speedup == top.speedup and a.mode == top.mode]
+        tie = f"; {', '.join(f'#{n}' for n in ties)} tie{'s' if len(ties) == 1 else ''} it" if ties else ""
+        lines.append(f"(* best correct attempt: #{best}{tie}; {after} attempt{'' if after == 1 else 's'} since)")
     if any(a.remarks for a in attempts):
         lines.append("(an attempt's remarks: ks show N)")
     return "\n".join(lines)

@@ -441,3 +441,14 @@ def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_pat
     text = ks("log", "--session", sid, cwd=ws).stdout
     assert text.splitlines()[-2:] == ["(* best correct attempt: #3; 1 attempt since)",
                                       "(last gain above the 2.0% noise: #2; 2 attempts since)"]
+
+
+def test_log_names_a_later_run_that_ties_the_best(toy_session, tmp_path):
+    """Two runs equal as recorded (4 decimals): the earlier keeps the mark, and `ks log` says the later one ties it,
+    so the count since the best does not read as a mistake (flash_attn_fwd: #56's 1.15752 against #48's 1.15746)."""
+    ws, sid, _ = toy_session
+    record_speedups(toy_session, tmp_path, (1.15746, 0.9, 1.15752, 1.1))
+    doc = json.loads(ks("log", "--json", cwd=ws).stdout)
+    assert (doc["best"], doc["attempts_since_best"]) == (1, 3)
+    text = ks("log", "--session", sid, cwd=ws).stdout
+    assert "(* best correct attempt: #1; #3 ties it; 3 attempts since)" in text.splitlines()
