@@ -203,10 +203,49 @@ KVTHREADS_EDITS = [
 ]
 
 
+# next_kvthreads96 (session 23, an edit of v34): next_kvthreads on the d96 128-row functions only. Session 23's call 3
+# (short128, 2 rounds) read next_kvthreads at kernel time +4.1% / +4.7% on the d96 128-row launches (unmasked /
+# causal; s512-s1024 +5.4..+7%) and at a loss on every 192-row launch (-1.2..-4.7%) and on d128's causal s1024-s2048
+# (-2..-3%). d96's V is three 32-column boxes (64-byte swizzle) in a rolled loop and its P V is m64n96, so there one
+# producer thread's V part is longest against the shortest consumer block. Here the V thread runs only where Dp is
+# 128 with 6 Q K^T steps and 2 consumers (d96 on 128-row tiles: 128-key and 160-key blocks); every other function
+# is v34's code. Predicted: d96 128-row launches +4..+6% kernel time (6 scenarios of the grid; +0.15..+0.2% on it),
+# the rest SASS SAME.
+_KV96 = "kVThread<Dp, kQkSteps, Cfg::kConsumers>"
+KVTHREADS96_EDITS = [
+    ("template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;\n",
+     "template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;\n"
+     "// next_kvthreads96: d96 on 128-row tiles loads V from a second producer thread\n"
+     "template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;\n"),
+    (KVTHREADS_EDITS[0][0],
+     "      // per consumer warp, after reading the slot; next_kvthreads96: and the V thread where there is one\n"
+     f"      mbar_init(tile_empty(i), 4 * Cfg::kConsumers + ({_KV96} ? 1 : 0));\n"),
+    (_V_PART, f"            if constexpr (!{_KV96}) {{  // next_kvthreads96: else thread 32 loads V\n" + _V_PART + "            }\n"),
+    # `else if constexpr`: the V thread's code is not even instantiated elsewhere; as a plain `if (false && ...)`
+    # it moved the other functions' SASS (NVVM renumbers its values), d64's by 8 instructions.
+    (KVTHREADS_EDITS[2][0],
+     KVTHREADS_EDITS[2][1].replace("    } else if (threadIdx.x == 32) {\n",
+                                   f"    }} else if constexpr ({_KV96}) {{\n    if (threadIdx.x == 32) {{\n")
+                          .replace("next_kvthreads: V's loads", "next_kvthreads96: V's loads")
+                          .replace("    }\n    return;\n  }\n", "    }\n    }\n    return;\n  }\n")),
+]
+
+
+# next_v35 (session 23): next_kvthreads96 and next_nomemset together, the two parts of session 23's call 3 that
+# gained (d96 128-row +4.1..+4.7% kernel time; ~0.9 us a launch). nomemset's counter reset goes at the end of thread
+# 0's branch, before the V thread's.
+V35_EDITS = KVTHREADS96_EDITS + [e for i, e in enumerate(NOMEMSET_EDITS) if i != 1] + [(
+    "        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n    } else if constexpr (",
+    NOMEMSET_EDITS[1][1].replace("    }\n    return;\n  }\n", "    } else if constexpr ("))]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_kvthreads": ("kernel.cu", "// next_kvthreads: v34 with K and V loaded by two producer threads.\n",
                        KVTHREADS_EDITS),
+    "next_kvthreads96": ("kernel.cu", "// next_kvthreads96: v34 with V loaded by a second producer thread in the d96 128-row functions.\n",
+                         KVTHREADS96_EDITS),
+    "next_v35": ("kernel.cu", "// next_v35: v34 with next_kvthreads96 and next_nomemset.\n", V35_EDITS),
     "next_nomemset": ("kernel.cu", "// next_nomemset: v34 with the tile counter zeroed by the launch's last CTA, no memset.\n",
                       NOMEMSET_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
