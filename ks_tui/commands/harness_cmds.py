@@ -50,6 +50,9 @@ def register(sub) -> None:
     p.add_argument("--cached-baselines", action="store_true",
                    help="GPU: time the baselines once and reuse them (faster; the speedup rows then "
                         "mix clock states, the kernel-time row does not use baselines)")
+    p.add_argument("--times", action="store_true",
+                   help="also print each scenario's kernel time of the first file over each file's, and the median "
+                        "time saved in microseconds (a fixed cost a change removes shows there)")
     p.add_argument("--by", metavar="PARAM[,PARAM]",
                    help="also give the summary rows per group of scenarios with equal values of these task "
                         "parameters (e.g. d,causal): groups a change leaves alone show the noise")
@@ -190,7 +193,7 @@ def compare_cmd(args) -> int:
                           "candidates": [{"name": c.name, "source": str(c.source), "runs": c.runs}
                                          for c in candidates]}, indent=1))
     else:
-        print(compare.render(candidates, summary, rounds, seeds))
+        print(compare.render(candidates, summary, rounds, seeds, times=args.times))
     if stopped is not None:
         return stopped
     return EXIT_KERNEL_FAILED if summary["failed"] else EXIT_OK

@@ -142,12 +142,26 @@ def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None)
         members = [i for i in common if groups.get(i) == label]
         by_group.append({"label": label, "n": len(members),
                          **_rows_over(candidates, members, rows, time_rows, failed)})
-    return {"scenarios": ids, "common": common, "rows": rows, "time_ms": time_rows, "failed": failed,
-            "baseline_off": _baseline_outliers(bases),
-            **_rows_over(candidates, common, rows, time_rows, failed), "groups": by_group}
+    out = {"scenarios": ids, "common": common, "rows": rows, "time_ms": time_rows, "failed": failed,
+           "baseline_off": _baseline_outliers(bases),
+           **_rows_over(candidates, common, rows, time_rows, failed), "groups": by_group}
+    out["time_saved_us"] = {c.name: time_saved_us(out, c.name) for c in candidates}
+    return out
 
 
-def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[int]) -> str:
+def time_saved_us(summary: dict, name: str) -> float | None:
+    """The median over the common scenarios of the first file's kernel time minus `name`'s, in
+    microseconds (> 0: faster). A fixed cost that a change removes (a memset, a launch) shows here
+    as one number across every shape, where the ratios fall with the scenario's length."""
+    first = next(iter(summary["geomean"]), None)
+    diffs = [(summary["time_ms"][i][first] - summary["time_ms"][i][name]) * 1000 for i in summary["common"]
+             if summary["time_ms"][i].get(first) and summary["time_ms"][i].get(name)]
+    return statistics.median(diffs) if diffs else None
+
+
+def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[int], times: bool = False) -> str:
+    """The table of speedups per scenario and the summary rows; with `times` also the first file's
+    kernel time over each file's per scenario (the baselines' noise left out) and the median time saved."""
     names = [c.name for c in candidates]
     width = max([len(i) for i in summary["scenarios"]]
                 + [len("geomean (common scenarios)"), len(f"kernel time: {names[0]} / this")])
@@ -177,6 +191,15 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[
             lines.append(f"{title + ', by group (scenarios)':<{gw}}")
             for label, g in zip(labels, groups):
                 lines.append(f"{label:<{gw}}  " + " ".join(fmt(g[key][n]) for n in names).rstrip())
+    if times:
+        lines.append(f"kernel time: {names[0]} / this, per scenario")
+        for sid in summary["scenarios"]:
+            t = summary["time_ms"].get(sid, {})
+            lines.append(row(sid, (fmt(t[names[0]] / t[n] if t.get(names[0]) and t.get(n) else None)
+                                   for n in names)))
+        saved = [time_saved_us(summary, n) for n in names]
+        lines.append(row("median time saved (us)",
+                         (f"{v:>{cell}.2f} " if v is not None else f"{'-':>{cell}} " for v in saved)))
     if off:
         lines.append(f"! that run timed the baseline more than {BASELINE_OFF:.0%} off its median over all runs of the"
                      " scenario:\n  the cell reads the baseline's noise. The kernel time there (us), against the"

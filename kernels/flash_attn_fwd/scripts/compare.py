@@ -17,7 +17,8 @@ one whose run timed the baseline >10% off its median over the call's runs (`ks c
 read the kernel times the note under the table gives (session 20's next_l2pf read +46% there, and
 was 18% slower).
 KS_BY=d,causal adds the summary rows per group of scenarios with equal values of those task parameters
-(`ks compare --by`): groups a candidate leaves alone read the noise of the others. KS_CACHED_BASELINES=1
+(`ks compare --by`): groups a candidate leaves alone read the noise of the others. KS_TIMES=1 adds the
+per-scenario kernel-time table and the median time saved (`ks compare --times`). KS_CACHED_BASELINES=1
 reuses the first run's baseline timings (faster; the speedup row then
 equals the kernel-time row). Each run's JSON goes to $OUT/work/<KS_TAG><name>-r<k>.json as soon
 as it ends and the summary per subset to $OUT/work/<KS_TAG>summary.json, so a call cut short
@@ -265,7 +266,8 @@ def main() -> None:
         summary = kc.summarize(part, groups)
         summaries[label_of(subset)] = summary
         print(f"[{subset[:60]}]")
-        print(kc.render(part, summary, done, [first_seed + r for r in range(done)]).split("\n", 1)[1])
+        print(kc.render(part, summary, done, [first_seed + r for r in range(done)],
+                        times=bool(os.environ.get("KS_TIMES"))).split("\n", 1)[1])
     (WORK / f"{os.environ.get('KS_TAG', '')}summary.json").write_text(json.dumps(summaries, indent=1))
 
 
