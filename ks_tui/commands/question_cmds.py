@@ -32,6 +32,12 @@ def register(sub) -> None:
     st.add_argument("--json", action="store_true", help="print one JSON document")
     st.set_defaults(func=cmd_stats)
 
+    se = qsub.add_parser("settle", help="close a finished session's pending asks with the attempts that followed them")
+    se.add_argument("--session", "-s", metavar="ID", help="session id (default: the most recently active)")
+    se.add_argument("--bank", metavar="FILE", help="question bank file (for its K; default: the workspace's)")
+    se.add_argument("--json", action="store_true", help="print one JSON document")
+    se.set_defaults(func=cmd_settle)
+
     nx = qsub.add_parser("next", help="decision points that fire for a session now, and ranked questions")
     nx.add_argument("--session", "-s", metavar="ID", help="session id (default: the most recently active)")
     nx.add_argument("--point", choices=POINTS, help="rank for this point even if it does not fire")
@@ -133,6 +139,41 @@ def cmd_stats(args) -> int:
         print(row(cat, t))
     if stats.skipped_lines:
         print(f"\n{stats.skipped_lines} unreadable line(s) in {store.path} were skipped")
+    return 0
+
+
+def cmd_settle(args) -> int:
+    """An ask settles once K attempts follow it, or when the next ask ends its window. The last
+    ask of a session driven from the command line (`ks try --question`) has no next ask and may
+    never reach K; `ks run` settles it when the session stops, and this does the same by hand:
+    an ask with at least one measured attempt after it gets its outcome from those."""
+    from ks_tui.attempts import AttemptStore
+    from ks_tui.questions import EfficacyStore, from_attempt_dict
+
+    workspace = _workspace(args)
+    bank = _bank(args, args.bank)
+    store = AttemptStore(workspace)
+    info = store.session(args.session) if args.session else store.latest_session()
+    results = store.results(info.id)
+    history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in store.attempts(info.id)]
+    efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k)
+    try:
+        written = efficacy.settle(info.id, history, final=True) if efficacy.path.exists() else 0
+    except OSError as e:
+        raise KsError(f"cannot write the question record {efficacy.path}: {e.strerror}") from None
+    records = efficacy.records() if efficacy.path.exists() else []
+    settled = {r.get("ask") for r in records if r.get("kind") == "outcome"}
+    pending = [r for r in records if r.get("kind") == "asked" and r.get("session") == info.id
+               and r.get("ask") not in settled]
+    if args.json:
+        _print_json({"session": info.id, "settled_now": written,
+                     "pending": [{"question": r.get("question"), "after_attempt": r.get("after_attempt")}
+                                 for r in pending]})
+        return 0
+    print(f"session {info.id}: {written} ask(s) settled now; {len(pending)} still pending"
+          + (" (no measured attempt after them yet)" if pending else ""))
+    for r in pending:
+        print(f"  {r.get('question')} (asked after attempt {r.get('after_attempt')})")
     return 0
 
 

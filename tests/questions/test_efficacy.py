@@ -216,3 +216,35 @@ def test_a_rise_inside_the_sessions_measured_noise_is_not_a_new_best(tmp_path):
     assert s.settle("s", hist) == 1
     assert s.stats(noise=0.02).questions["qa"].new_best == 0
     assert s.stats(noise=0.0).questions["qa"].gains == pytest.approx([0.025])
+
+
+def test_settle_command_closes_the_last_ask_of_a_command_line_session(tmp_path, monkeypatch, capsys):
+    """`ks try --question` twice: the first ask is closed by the second; the second, with one attempt after it and
+    no next ask, stays pending however long the session rests. `ks questions settle` closes it with what followed
+    (flash_attn_fwd's layer-thread-roles at #61: asked 2, settled 1)."""
+    from tests.attempts.conftest import result_for
+
+    for var, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@x"), ("GIT_COMMITTER_NAME", "t"),
+                       ("GIT_COMMITTER_EMAIL", "t@x")):
+        monkeypatch.setenv(var, value)
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws)]) == 0
+    monkeypatch.chdir(ws)
+    assert main(["session", "new", "attention_cpu"]) == 0
+    sid = next(p.name for p in (ws / "sessions").iterdir() if p.is_dir())
+    kernel = ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
+    for n, (speedup, q) in enumerate([(1.0, None), (1.1, "layer-untouched"), (1.3, "limit-floor")], 1):
+        kernel.write_text(kernel.read_text() + f"// v{n}\n")
+        res = tmp_path / f"r{n}.json"
+        res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
+        assert main(["try", "-s", sid, "--result", str(res), *(["--question", q] if q else [])]) == 0
+    outcomes = lambda: {r["question"]: r for r in EfficacyStore(ws).records() if r["kind"] == "outcome"}  # noqa: E731
+    assert set(outcomes()) == {"layer-untouched"}  # closed by the next ask; limit-floor waits for K = 3 attempts
+    capsys.readouterr()
+    assert main(["questions", "settle", "-s", sid, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {"session": sid, "settled_now": 1, "pending": []}
+    assert outcomes()["limit-floor"]["attempts"] == 1 and outcomes()["limit-floor"]["best_after"] == pytest.approx(1.3)
+    assert main(["questions", "settle", "-s", sid]) == 0  # again: nothing left, nothing written twice
+    assert "0 ask(s) settled now; 0 still pending" in capsys.readouterr().out
+    assert sum(1 for r in EfficacyStore(ws).records() if r["kind"] == "outcome") == 2
