@@ -182,11 +182,8 @@ def test_the_next_ask_ends_a_window_so_a_gain_is_credited_to_the_question_before
     assert (s.stats().questions["qa"].asked, s.stats().questions["qa"].settled) == (2, 1)
 
 
-def test_attempts_in_a_row_that_answer_one_question_are_one_ask(tmp_path, monkeypatch):
-    import os
-
-    from tests.attempts.conftest import result_for
-
+def _cli_session(tmp_path, monkeypatch):
+    """A real workspace with one attention_cpu session, the current folder in it: (workspace, session id, kernel)."""
     for var, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@x"), ("GIT_COMMITTER_NAME", "t"),
                        ("GIT_COMMITTER_EMAIL", "t@x")):
         monkeypatch.setenv(var, value)
@@ -195,7 +192,15 @@ def test_attempts_in_a_row_that_answer_one_question_are_one_ask(tmp_path, monkey
     monkeypatch.chdir(ws)
     assert main(["session", "new", "attention_cpu"]) == 0
     sid = next(p.name for p in (ws / "sessions").iterdir() if p.is_dir())
-    kernel = ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
+    return ws, sid, ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
+
+
+def test_attempts_in_a_row_that_answer_one_question_are_one_ask(tmp_path, monkeypatch):
+    import os
+
+    from tests.attempts.conftest import result_for
+
+    ws, sid, kernel = _cli_session(tmp_path, monkeypatch)
     for n, (speedup, q) in enumerate([(1.0, "layer-untouched"), (1.1, "layer-untouched"), (1.2, "limit-floor")], 1):
         kernel.write_text(kernel.read_text() + f"// v{n}\n")
         res = tmp_path / f"r{n}.json"
@@ -224,15 +229,7 @@ def test_settle_command_closes_the_last_ask_of_a_command_line_session(tmp_path, 
     (flash_attn_fwd's layer-thread-roles at #61: asked 2, settled 1)."""
     from tests.attempts.conftest import result_for
 
-    for var, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@x"), ("GIT_COMMITTER_NAME", "t"),
-                       ("GIT_COMMITTER_EMAIL", "t@x")):
-        monkeypatch.setenv(var, value)
-    ws = tmp_path / "ws"
-    assert main(["init", str(ws)]) == 0
-    monkeypatch.chdir(ws)
-    assert main(["session", "new", "attention_cpu"]) == 0
-    sid = next(p.name for p in (ws / "sessions").iterdir() if p.is_dir())
-    kernel = ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
+    ws, sid, kernel = _cli_session(tmp_path, monkeypatch)
     for n, (speedup, q) in enumerate([(1.0, None), (1.1, "layer-untouched"), (1.3, "limit-floor")], 1):
         kernel.write_text(kernel.read_text() + f"// v{n}\n")
         res = tmp_path / f"r{n}.json"
