@@ -145,17 +145,17 @@ def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None)
     out = {"scenarios": ids, "common": common, "rows": rows, "time_ms": time_rows, "failed": failed,
            "baseline_off": _baseline_outliers(bases),
            **_rows_over(candidates, common, rows, time_rows, failed), "groups": by_group}
-    out["time_saved_us"] = {c.name: time_saved_us(out, c.name) for c in candidates}
+    out["time_saved_us"] = {c.name: _time_saved_us(time_rows, common, candidates[0].name, c.name)
+                            for c in candidates}
     return out
 
 
-def time_saved_us(summary: dict, name: str) -> float | None:
-    """The median over the common scenarios of the first file's kernel time minus `name`'s, in
-    microseconds (> 0: faster). A fixed cost that a change removes (a memset, a launch) shows here
-    as one number across every shape, where the ratios fall with the scenario's length."""
-    first = next(iter(summary["geomean"]), None)
-    diffs = [(summary["time_ms"][i][first] - summary["time_ms"][i][name]) * 1000 for i in summary["common"]
-             if summary["time_ms"][i].get(first) and summary["time_ms"][i].get(name)]
+def _time_saved_us(time_rows: dict, ids: list[str], first: str, name: str) -> float | None:
+    """The median over `ids` of the first file's kernel time minus `name`'s, in microseconds
+    (> 0: faster). A fixed cost that a change removes (a memset, a launch) shows here as one
+    number across every shape, where the ratios fall with the scenario's length."""
+    diffs = [(time_rows[i][first] - time_rows[i][name]) * 1000 for i in ids
+             if time_rows[i].get(first) and time_rows[i].get(name)]
     return statistics.median(diffs) if diffs else None
 
 
@@ -197,7 +197,7 @@ def render(candidates: list[Candidate], summary: dict, rounds: int, seeds: list[
             t = summary["time_ms"].get(sid, {})
             lines.append(row(sid, (fmt(t[names[0]] / t[n] if t.get(names[0]) and t.get(n) else None)
                                    for n in names)))
-        saved = [time_saved_us(summary, n) for n in names]
+        saved = [summary["time_saved_us"][n] for n in names]
         lines.append(row("median time saved (us)",
                          (f"{v:>{cell}.2f} " if v is not None else f"{'-':>{cell}} " for v in saved)))
     if off:
