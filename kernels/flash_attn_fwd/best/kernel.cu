@@ -1,11 +1,25 @@
+// v35 (ks session 20261203-194412-15bf, attempts 60-63): v34 with two changes of session 23's call 3 that gained.
+// (1) In the d96 functions on 128-row tiles, V is loaded by a second producer thread (thread 32), which reads each
+// published tile like a consumer warp (one more arrival on the slot's empty barrier) and walks its key blocks on
+// stage counters of its own. One in-order producer thread could not request K of block i + 2 before V of block
+// i + 1, which waits for an older P V to release its stage; d96's V is three 32-column boxes against the shortest
+// consumer block (m64n96 P V), so it gains most there. d96 128-row launches kernel time +6..+8% (s512-s1024), d96
+// subset +2.2% (session 24 call 1, 2 rounds). On every function (next_kvthreads, session 23 call 3 and session 24
+// call 3) the 192-row launches lost 1-5%, d128's 128-row ones split, d64 -0.5%, d256 long unmasked +1.2%; so only
+// d96's 128-row functions have it (if constexpr: every other function SASS SAME as v34's).
+// (2) No cudaMemsetAsync of the tile counter before each launch: the launch's last CTA to finish its tile loop zeroes
+// it (and the count of CTAs done), so the next launch on the stream starts from 0. The median launch 0.88 us faster
+// (session 23 call 3); with (1), short128 kernel time +0.9%, median 1.2 us saved (session 24 call 1).
+// Full grid 1.1598, 182/182 (results/2026-12-05-h200-s24-call2-v35-full-bench.json, measured as next_v35; v34's
+// machine code 1.1575 in session 23). Here only comments differ from the measured file (SASS SAME).
 // v34 (ks session 20261203-194412-15bf, attempts 54-56): v33 with causal d256 on the TMA epilogue (O staged in
 // its own 32 KB) at every s_k; v33 used the register epilogue above s_k 2048. d256 on the TMA epilogue at every s_k
 // (next_d256tma) read, in two calls (session 20, results/2026-12-04-h200-s20-call2/-call3-compare.txt, 1 and 2
 // rounds), causal long d256 kernel time 1.022 / 1.018 and unmasked long d256 0.986 / 0.977; so only the causal
-// launches moved (measured as next_d256tmac: 42 functions, the other 42 SASS SAME as v33's). Full grid 1.1575,
-// 182/182 (results/2026-12-05-h200-s23-call1-d256tmac-full-bench.json; v33 1.1575 / 1.1543): the grid reads level,
-// as predicted (+0.1%: 12 launches of 182). The unused d256 V barrier id is gone; here only comments differ from
-// the measured file (SASS SAME).
+// launches moved (measured as next_d256tmac; each of its 42 functions SASS SAME as in v33, which had 2 more).
+// Full grid 1.1575, 182/182 (results/2026-12-05-h200-s23-call1-d256tmac-full-bench.json; v33 1.1575 / 1.1543): the
+// grid reads level, as predicted (+0.1%: 12 launches of 182). The unused d256 V barrier id is gone; here only
+// comments differ from the measured file (SASS SAME).
 // v33 (ks session 20261203-194412-15bf, attempts 45-47): v32 with two changes measured apart in one call
 // (results/2026-12-04-h200-s19-call1-compare.txt, 2 rounds, interleaved).
 // (1) d256's TMA epilogue (s_k <= 2048) stages O in 32 KB of shared memory of its own (Q 64 + K/V 128 + O 32 of 227
@@ -288,6 +302,8 @@ template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 && k
 // v31: the P V / O width: d96 (Dp 128 with 6 Q K^T steps) runs m64n96 over V in 64-byte swizzle, three
 // 32-column panels; the others as before.
 template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;
+// v35: d96 on 128-row tiles loads V from a second producer thread
+template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;
 template <int Dp, int Steps> constexpr bool kV64 = kDv<Dp, Steps> == 96;
 template <int Dp, int Steps> constexpr uint32_t kVRowBytes = kV64<Dp, Steps> ? 64 : 128;  // a V panel's row
 template <int Dp, int Steps> constexpr int kVPanels = kV64<Dp, Steps> ? 3 : Dp / 64;
@@ -315,8 +331,9 @@ static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 
               "shared memory per CTA");
 
 // Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.
-// The host zeroes it on the launch stream before every launch.
+// v35: zero at load; the last CTA of a launch zeroes it again (and g_ctas_done) for the next one.
 __device__ unsigned int g_tile_counter;
+__device__ unsigned int g_ctas_done;  // CTAs past their last atomicAdd
 
 // ---- PTX wrappers: shared memory addresses, mbarriers, TMA ------------------------------
 
@@ -967,7 +984,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     }
     for (int i = 0; i < kTileSlots; ++i) {
       mbar_init(tile_full(i), 1);
-      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the slot
+      // per consumer warp, after reading the slot; v35: and the V thread where there is one
+      mbar_init(tile_empty(i), 4 * Cfg::kConsumers + (kVThread<Dp, kQkSteps, Cfg::kConsumers> ? 1 : 0));
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -1022,6 +1040,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             for (int p = 0; p < kPanels; ++p)
               tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
                        n * BN, w.batch);
+            if constexpr (!kVThread<Dp, kQkSteps, Cfg::kConsumers>) {  // v35: else thread 32 loads V
             if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);
             mbar_expect_tx(full_v(stage), kVPanels<Dp, kQkSteps> * BN * kVRowBytes<Dp, kQkSteps>);
             // d96's three boxes in a loop: unrolled, the 32-register producer of the 192-row tiles spilled 4 B
@@ -1030,6 +1049,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
               tma_load(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),
                        p * static_cast<int>(kVRowBytes<Dp, kQkSteps> / 2), kv_head,
                        n * BN, w.batch);
+            }
             if (++stage == kStages) { stage = 0; phase ^= 1; }
           }
         }
@@ -1038,6 +1058,47 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(grid));
         tile = atomicAdd(&g_tile_counter, 1u) + grid;
       }
+      // v35: this CTA's last atomicAdd on the counter is done; the launch's last CTA here resets both.
+      __threadfence();
+      uint32_t grid;
+      asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(grid));
+      if (atomicAdd(&g_ctas_done, 1u) == grid - 1) {
+        atomicExch(&g_tile_counter, 0u);
+        atomicExch(&g_ctas_done, 0u);
+      }
+    } else if constexpr (kVThread<Dp, kQkSteps, Cfg::kConsumers>) {
+    if (threadIdx.x == 32) {
+      // v35: V's loads, block by block in thread 0's order, on stage counters of their own
+      int stage = 0;
+      uint32_t phase = 0;
+      int slot = 0;
+      uint32_t slot_phase = 0;
+      while (true) {
+        mbar_wait(tile_full(slot), slot_phase);
+        Tile w;
+        w.head = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 4));
+        w.batch = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 8));
+        w.n_blocks = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 12));
+        mbar_arrive(tile_empty(slot));
+        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }
+        if (w.n_blocks < 0) break;
+        const int kv_head = w.head / group;
+        for (int i = 0; i < w.n_blocks; ++i) {
+          const int n = w.n_blocks - 1 - i;
+          // K and V share one empty barrier where kSplitKV is off (d64): thread 0 waits on it too
+          if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);
+          else mbar_wait(empty(stage), phase ^ 1);
+          mbar_expect_tx(full_v(stage), kVPanels<Dp, kQkSteps> * BN * kVRowBytes<Dp, kQkSteps>);
+          // d96's three boxes in a loop: unrolled, the 32-register producer of the 192-row tiles spilled 4 B
+#pragma unroll(kV64<Dp, kQkSteps> ? 1 : 4)
+          for (int p = 0; p < kVPanels<Dp, kQkSteps>; ++p)
+            tma_load(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),
+                     p * static_cast<int>(kVRowBytes<Dp, kQkSteps> / 2), kv_head,
+                     n * BN, w.batch);
+          if (++stage == kStages) { stage = 0; phase ^= 1; }
+        }
+      }
+    }
     }
     return;
   }
@@ -1601,16 +1662,6 @@ int num_sms() {
   return n;
 }
 
-// Device address of the tile counter (zeroed before each launch).
-void* tile_counter() {
-  static void* const p = [] {
-    void* a = nullptr;
-    if (cudaGetSymbolAddress(&a, g_tile_counter) != cudaSuccess) a = nullptr;
-    return a;
-  }();
-  return p;
-}
-
 // Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
 constexpr long long kSectionL2Bytes = 16ll << 20;
 
@@ -1627,8 +1678,6 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   static const cudaError_t attr = cudaFuncSetAttribute(
       attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return 3;
-  void* counter = tile_counter();
-  if (counter == nullptr) return 4;
   const int num_m_blocks = (s_q + kBlockM - 1) / kBlockM;
   const long long bh = static_cast<long long>(h_q) * b;
   const long long tiles = bh * num_m_blocks;
@@ -1647,7 +1696,6 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   }
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
-  if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;
   attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(
       tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
       num_bh, sec, num_tiles);

@@ -88,6 +88,10 @@ REPO = Path(__file__).resolve().parents[3]
 #   of v33, from 073dc52. Measured in session 23: next_d256tmac's full grid 1.1575 (became v34), probe_d256smem
 #   level (d256 long unmasked kernel time 1.005), next_l2pf1's gate-off launches 0.970 again (2 rounds),
 #   next_prodloop1 level (short128 0.999, d64c 1.002, d256c 1.006).
+# - session 23's next_nomemset, next_kvthreads, next_kvthreads96 and next_v35, all edits of v34, from f935112.
+#   Measured in sessions 23-24: next_nomemset the median short launch 0.88 us faster; next_kvthreads d96 128-row
+#   +4..+5%, 192-row launches -1..-5%, d256 long unmasked +1.2%, d64 -0.5%; next_kvthreads96 d96 +2.2% (128-row
+#   +6..+8%); next_v35 (both) full grid 1.1598, became v35.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -124,130 +128,29 @@ ROWS192_EDITS = [
 ]
 
 
-# next_nomemset (session 23, an edit of v34; layer-untouched: the host side's per-launch work). Every launch was
-# preceded by a cudaMemsetAsync of the 4-byte tile counter: one more operation on the stream inside the timed region
-# (the harness records its events around the call), so a memset's run and the gap before the kernel count in each
-# launch of 93-250 us at the grid's short end. Here the last CTA to take its sentinel zeroes the counter (and a count
-# of finished CTAs) for the next launch on the stream, and the host launches the kernel alone. A launch that never
-# ran leaves both at zero; the counter was already shared by every launch of the process, so concurrent launches on
-# two streams were unsafe before and still are. Predicted: 1-2 us less a launch: q128-k512 / q256-k1024 +1..+2%
-# kernel time, s512 launches +0.5..+1%, the grid +0.15..+0.3%; long launches level.
-NOMEMSET_EDITS = [
-    ("// The host zeroes it on the launch stream before every launch.\n__device__ unsigned int g_tile_counter;\n",
-     "// next_nomemset: zero at load; the last CTA of a launch zeroes it again (and g_ctas_done) for the next one.\n"
-     "__device__ unsigned int g_tile_counter;\n__device__ unsigned int g_ctas_done;  // CTAs past their last atomicAdd\n"),
-    ("        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n    }\n    return;\n  }\n",
-     "        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n"
-     "      // next_nomemset: this CTA's last atomicAdd on the counter is done; the launch's last CTA here resets both.\n"
-     "      __threadfence();\n"
-     "      uint32_t grid;\n"
-     "      asm volatile(\"mov.u32 %0, %%nctaid.x;\\n\" : \"=r\"(grid));\n"
-     "      if (atomicAdd(&g_ctas_done, 1u) == grid - 1) {\n"
-     "        atomicExch(&g_tile_counter, 0u);\n"
-     "        atomicExch(&g_ctas_done, 0u);\n"
-     "      }\n"
-     "    }\n    return;\n  }\n"),
-    ("// Device address of the tile counter (zeroed before each launch).\nvoid* tile_counter() {\n"
-     "  static void* const p = [] {\n    void* a = nullptr;\n"
-     "    if (cudaGetSymbolAddress(&a, g_tile_counter) != cudaSuccess) a = nullptr;\n    return a;\n  }();\n"
-     "  return p;\n}\n\n", ""),
-    ("  void* counter = tile_counter();\n  if (counter == nullptr) return 4;\n", ""),
-    ("  if (cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream) != cudaSuccess) return 4;\n", ""),
+# next_vtmore (session 24, an edit of v35; layer-thread-roles): v35's second producer thread for V also in two more
+# families' functions, each measured on its own in session 24's call 3 or session 23's call 3 with next_kvthreads
+# (the V thread in every function): (1) unmasked d256 at s_k > 2048 (the register-epilogue functions, used by no other
+# launch since v34): kernel time +1.2% on all 12 launches (11 of 12 above 1.005; session 24 call 3, 2 rounds);
+# (2) unmasked d128 on 128-row tiles (functions of their own since v33; 128- and 160-key blocks): +0.4% on average
+# over session 23's short ones (s512 +1.3%, q256-k1024 +2.7%, the rest level), the long ones unmeasured. Left out:
+# causal d256 (one function for every s_k: short causal -1.2%, long +0.6%), causal d128 (s1024-s2048 -2..-3%), d64
+# (-0.5%) and the 192-row tiles (-1..-5%). Predicted: d256 long unmasked +1..+1.5%, unmasked d128 128-row level to +1%;
+# the grid +0.1..+0.2%; every other function SASS SAME as v35's.
+VTMORE_EDITS = [
+    ("template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;\n",
+     "// next_vtmore: and unmasked d256 on the register epilogue, and unmasked d128 on 128-row tiles\n"
+     "template <int Dp, int Steps, int Consumers, bool TmaEpi, bool HalfDiag>\n"
+     "constexpr bool kVThread = (Dp == 128 && Steps == 6 && Consumers == 2) || (Dp == 256 && !TmaEpi && !HalfDiag) ||\n"
+     "                          (Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag);\n"),
+    ("kVThread<Dp, kQkSteps, Cfg::kConsumers>", "kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>", 3),
 ]
-
-
-# next_kvthreads (session 23, an edit of v34; layer-thread-roles): K and V loads issued by two producer threads.
-# v34's producer is one thread that walks each key block in order: wait for the K stage, load K, wait for the V
-# stage, load V. So K of block i + 2 cannot be requested before V of block i + 1 was, which waits for P_{i-1} V_{i-1}
-# to release its stage, though K's own stage was free earlier (its Q K^T finished first). Session 23 measured that
-# producer work per block shows in the consumers' time: next_l2pf1's gate (a test and a branch per block, its
-# prefetch never running) cost the 128-row d128 launches 3.0% (2 rounds), and not through code size
-# (next_prodloop1 level). Here thread 0 publishes tiles, loads Q and K; thread 32 (the producer's second warp) reads
-# each published tile like a consumer warp (one more arrival on tile_empty) and loads V, each on its own stage
-# counters. Predicted: if the in-order producer delays K, d96/d128 128-row and d256 launches +1..+3% kernel time;
-# d64 (K and V share one empty barrier: both threads wait on it) level.
-_V_PART = ("            if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);\n" + _V_HEAD + _V_LOAD)
-KVTHREADS_EDITS = [
-    ("      mbar_init(tile_empty(i), 4 * Cfg::kConsumers);  // per consumer warp, after reading the slot\n",
-     "      // per consumer warp, after reading the slot; next_kvthreads: and the V thread\n"
-     "      mbar_init(tile_empty(i), 4 * Cfg::kConsumers + 1);\n"),
-    (_V_PART, ""),
-    ("        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n    }\n    return;\n  }\n",
-     "        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n"
-     "    } else if (threadIdx.x == 32) {\n"
-     "      // next_kvthreads: V's loads, block by block in thread 0's order, on stage counters of their own\n"
-     "      int stage = 0;\n"
-     "      uint32_t phase = 0;\n"
-     "      int slot = 0;\n"
-     "      uint32_t slot_phase = 0;\n"
-     "      while (true) {\n"
-     "        mbar_wait(tile_full(slot), slot_phase);\n"
-     "        Tile w;\n"
-     "        w.head = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 4));\n"
-     "        w.batch = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 8));\n"
-     "        w.n_blocks = static_cast<int>(ld_shared_u32(slots + kSlotBytes * slot + 12));\n"
-     "        mbar_arrive(tile_empty(slot));\n"
-     "        if (++slot == kTileSlots) { slot = 0; slot_phase ^= 1; }\n"
-     "        if (w.n_blocks < 0) break;\n"
-     "        const int kv_head = w.head / group;\n"
-     "        for (int i = 0; i < w.n_blocks; ++i) {\n"
-     "          const int n = w.n_blocks - 1 - i;\n"
-     "          // K and V share one empty barrier where kSplitKV is off (d64): thread 0 waits on it too\n"
-     "          if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);\n"
-     "          else mbar_wait(empty(stage), phase ^ 1);\n" +
-     (_V_HEAD + _V_LOAD)[2:].replace("\n  ", "\n") +  # two columns less indented
-     "          if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-     "        }\n"
-     "      }\n"
-     "    }\n    return;\n  }\n"),
-]
-
-
-# next_kvthreads96 (session 23, an edit of v34): next_kvthreads on the d96 128-row functions only. Session 23's call 3
-# (short128, 2 rounds) read next_kvthreads at kernel time +4.1% / +4.7% on the d96 128-row launches (unmasked /
-# causal; s512-s1024 +5.4..+7%) and at a loss on every 192-row launch (-1.2..-4.7%) and on d128's causal s1024-s2048
-# (-2..-3%). d96's V is three 32-column boxes (64-byte swizzle) in a rolled loop and its P V is m64n96, so there one
-# producer thread's V part is longest against the shortest consumer block. Here the V thread runs only where Dp is
-# 128 with 6 Q K^T steps and 2 consumers (d96 on 128-row tiles: 128-key and 160-key blocks); every other function
-# is v34's code. Predicted: d96 128-row launches +4..+6% kernel time (6 scenarios of the grid; +0.15..+0.2% on it),
-# the rest SASS SAME.
-_KV96 = "kVThread<Dp, kQkSteps, Cfg::kConsumers>"
-KVTHREADS96_EDITS = [
-    ("template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;\n",
-     "template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;\n"
-     "// next_kvthreads96: d96 on 128-row tiles loads V from a second producer thread\n"
-     "template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;\n"),
-    (KVTHREADS_EDITS[0][0],
-     "      // per consumer warp, after reading the slot; next_kvthreads96: and the V thread where there is one\n"
-     f"      mbar_init(tile_empty(i), 4 * Cfg::kConsumers + ({_KV96} ? 1 : 0));\n"),
-    (_V_PART, f"            if constexpr (!{_KV96}) {{  // next_kvthreads96: else thread 32 loads V\n" + _V_PART + "            }\n"),
-    # `else if constexpr`: the V thread's code is not even instantiated elsewhere; as a plain `if (false && ...)`
-    # it moved the other functions' SASS (NVVM renumbers its values), d64's by 8 instructions.
-    (KVTHREADS_EDITS[2][0],
-     KVTHREADS_EDITS[2][1].replace("    } else if (threadIdx.x == 32) {\n",
-                                   f"    }} else if constexpr ({_KV96}) {{\n    if (threadIdx.x == 32) {{\n")
-                          .replace("next_kvthreads: V's loads", "next_kvthreads96: V's loads")
-                          .replace("    }\n    return;\n  }\n", "    }\n    }\n    return;\n  }\n")),
-]
-
-
-# next_v35 (session 23): next_kvthreads96 and next_nomemset together, the two parts of session 23's call 3 that
-# gained (d96 128-row +4.1..+4.7% kernel time; ~0.9 us a launch). nomemset's counter reset goes at the end of thread
-# 0's branch, before the V thread's.
-V35_EDITS = KVTHREADS96_EDITS + [e for i, e in enumerate(NOMEMSET_EDITS) if i != 1] + [(
-    "        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n      }\n    } else if constexpr (",
-    NOMEMSET_EDITS[1][1].replace("    }\n    return;\n  }\n", "    } else if constexpr ("))]
 
 
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_kvthreads": ("kernel.cu", "// next_kvthreads: v34 with K and V loaded by two producer threads.\n",
-                       KVTHREADS_EDITS),
-    "next_kvthreads96": ("kernel.cu", "// next_kvthreads96: v34 with V loaded by a second producer thread in the d96 128-row functions.\n",
-                         KVTHREADS96_EDITS),
-    "next_v35": ("kernel.cu", "// next_v35: v34 with next_kvthreads96 and next_nomemset.\n", V35_EDITS),
-    "next_nomemset": ("kernel.cu", "// next_nomemset: v34 with the tile counter zeroed by the launch's last CTA, no memset.\n",
-                      NOMEMSET_EDITS),
+    "next_vtmore": ("kernel.cu", "// next_vtmore: v35 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
+                    VTMORE_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
