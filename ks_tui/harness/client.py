@@ -1,7 +1,9 @@
 """Parent side: run the harness child, watch it, and always come back with a result dict.
 
 No torch here. The child runs in its own process group so a timeout or a cancel kills the
-kernel and anything it spawned; a signal death becomes `crashed` with the stderr tail.
+kernel and anything it spawned; a signal death becomes `crashed` with the stderr tail. At the
+end of every run, however it ended, whatever the kernel left running is killed and named in the
+result's warnings (harness/leftovers.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from ks_tui.errors import KsError
+from ks_tui.harness.leftovers import MARK_VARIABLE, end_leftovers, new_mark
 from ks_tui.harness.result import skeleton, summarize, where_text
 
 TAIL_LINES = 60
@@ -132,7 +135,8 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
         out = Path(tmp) / "result.json"
         cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **{MARK_VARIABLE: mark})
         spawned = time.time()
         t0 = time.monotonic()
         # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),
@@ -162,8 +166,9 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         finally:
             proc.stdin.close()
         proc.wait()
-        reader.join(timeout=5)
         wall = time.monotonic() - t0
+        left = end_leftovers(proc.pid, mark)  # before the join: a leftover holding the pipe would stall it
+        reader.join(timeout=5)
 
         if reader.bad_input is not None and proc.returncode == 2 and _said_in(out, reader.bad_input):
             raise KsError(reader.bad_input)
@@ -185,6 +190,10 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
 
     tail = "\n".join(reader.tail)
     result["stderr_tail"] = tail[-8000:]
+    if left:
+        result.setdefault("warnings", []).append(
+            f"the kernel left {len(left)} process(es) running after the harness child ended "
+            f"(pid {', '.join(map(str, left))}); killed")
     timings = result.setdefault("timings", {})
     started = timings.pop("started_at", None)
     if started:

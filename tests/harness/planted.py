@@ -70,6 +70,11 @@ DEFAULTS = {"ROUND": "keep", "PRELUDE": "", "ENTRY": "", "SKIP_ROW": "", "CAUSAL
 _CACHE_KEY = ("static std::map<std::tuple<const float*, const float*, float*, size_t>, "
               "std::pair<int, std::vector<float>>> seen;")
 
+_FORK_ONCE = ("{ static bool forked = false; if (!forked) { forked = true; pid_t child = fork();"
+              "  if (child == 0) { SETSID for (;;) pause(); }"
+              "  if (const char* path = std::getenv(\"KS_TEST_PID_FILE\")) {"
+              "    if (FILE* f = std::fopen(path, \"w\")) { std::fprintf(f, \"%d\\n\", (int)child); std::fclose(f); } } } }")
+
 VARIANTS = {
     # Honest: plain sequential fp32 sums, two passes, no blocking. Must pass.
     "naive": {},
@@ -122,6 +127,10 @@ VARIANTS = {
                  "    if (FILE* f = std::fopen(path, \"w\")) { std::fprintf(f, \"%d %d\\n\", (int)getpid(), (int)child); std::fclose(f); } }"
                  "  volatile int spin = 1; while (spin) {} }",
     },
+    # Honest, but its first call forks a process that outlives the harness: one in the child's process group,
+    # one that left it by setsid(). The fork's pid goes to $KS_TEST_PID_FILE.
+    "leaves_process": {"ENTRY": _FORK_ONCE.replace("SETSID", "")},
+    "escapes_session": {"ENTRY": _FORK_ONCE.replace("SETSID", "setsid();")},
     # Honest until the file named by $KS_TEST_HANG_FILE exists; from then on it spins (pid to $KS_TEST_PID_FILE):
     # a run to interrupt at a chosen point of a longer command.
     "hangs_on_flag": {

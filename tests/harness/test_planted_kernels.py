@@ -160,6 +160,25 @@ def test_cancel_stops_a_running_kernel(cpu_task, planted_dir, tmp_path, monkeypa
     assert _wait_gone(child) and _wait_gone(grandchild)
 
 
+@pytest.mark.parametrize("kind", ["leaves_process", "escapes_session"])
+def test_a_process_the_kernel_leaves_running_is_killed_and_named(cpu_task, planted_dir, tmp_path, monkeypatch, kind):
+    """A fork that outlives a run that ended normally, in the child's group or out of it by setsid(): the verdict
+    stands (the kernel is honest), the fork is dead when run_harness returns, and a warning names it."""
+    pid_file = tmp_path / "pid"
+    monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
+    r = check(cpu_task, planted_dir, kind, scenarios=SUBSET[:1])
+    assert r["status"] == "correct", r["message"]
+    fork = int(pid_file.read_text())
+    assert _wait_gone(fork)
+    assert [w for w in r["warnings"] if f"pid {fork}" in w and "killed" in w], r["warnings"]
+
+
+def test_an_honest_run_warns_of_no_leftover(cpu_task, planted_dir):
+    r = check(cpu_task, planted_dir, "naive", scenarios=SUBSET[:1])
+    assert r["status"] == "correct"
+    assert not [w for w in r["warnings"] if "process" in w]
+
+
 def _wait_for(path: Path) -> None:
     while not (path.exists() and path.read_text().strip().count(" ") == 1):
         time.sleep(0.05)

@@ -1,0 +1,59 @@
+"""Processes a kernel (or an agent's shell command) leaves behind: found by a mark in their environment, and killed.
+
+The harness child and each bash command of the agent run in a process group of their own, and
+killing that group ends them and whatever they forked. A process that called setsid() has left
+the group, though, and one forked into the group outlives a parent that exits normally. Either
+keeps running after the run: burning the CPU or the GPU under the next measurement, or writing
+where it should not. Every process started under the child inherits its environment, so each run
+puts a fresh mark there, and at its end the parent kills the group and every process that still
+carries the mark. A process that scrubs its environment before it forks escapes this; Linux only
+(/proc).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from pathlib import Path
+
+MARK_VARIABLE = "KS_RUN_MARK"
+
+
+def new_mark() -> str:
+    return uuid.uuid4().hex
+
+
+def marked_processes(mark: str, proc_root: Path = Path("/proc")) -> list[int]:
+    """Pids of the live processes whose environment holds MARK_VARIABLE=mark (this process excluded)."""
+    needle = f"{MARK_VARIABLE}={mark}".encode()
+    found = []
+    try:
+        entries = list(proc_root.iterdir())
+    except OSError:  # no /proc (not Linux): nothing can be found
+        return []
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()  # a zombie's reads empty; another user's is refused
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def end_leftovers(group: int, mark: str) -> list[int]:
+    """Kill the process group and every process still carrying the run's mark; the marked pids found."""
+    left = marked_processes(mark)
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return left

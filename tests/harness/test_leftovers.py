@@ -1,0 +1,24 @@
+"""Finding a run's leftover processes by the mark in their environment (a /proc laid out in a folder)."""
+
+from __future__ import annotations
+
+from ks_tui.harness.leftovers import MARK_VARIABLE, marked_processes
+
+
+def _proc(root, pid, *env: str) -> None:
+    (root / str(pid)).mkdir()
+    (root / str(pid) / "environ").write_bytes(b"\0".join(e.encode() for e in env) + b"\0")
+
+
+def test_only_processes_with_the_whole_mark_are_found(tmp_path):
+    _proc(tmp_path, 41, "PATH=/bin", f"{MARK_VARIABLE}=abc")
+    _proc(tmp_path, 7, f"{MARK_VARIABLE}=abc", "HOME=/root")
+    _proc(tmp_path, 42, f"{MARK_VARIABLE}=abcd")           # another run's mark, sharing a prefix
+    _proc(tmp_path, 43, f"X={MARK_VARIABLE}=abc")           # the text inside another variable
+    _proc(tmp_path, 44)                                     # a zombie: its environ reads empty
+    (tmp_path / "self").mkdir()                             # not a pid
+    assert marked_processes("abc", tmp_path) == [7, 41]
+
+
+def test_without_a_proc_folder_nothing_is_found(tmp_path):
+    assert marked_processes("abc", tmp_path / "absent") == []
