@@ -181,3 +181,27 @@ def test_every_named_subset_is_in_the_task_grid():
     for name, rule in compare.FILTERS.items():
         assert any(rule(p) for p in params), name   # a rule that selects nothing is a typo
     assert sum(compare.FILTERS["d96"](p) for p in params) == 14
+
+
+def test_two_device_run_invocations_in_one_call_keep_both_archives(tmp_path):
+    """`device_run.sh groups` chained twice into one $OUT: the second packs results-2.tgz, so the first's run
+    files survive (each archive holds its own runs), and compare.txt holds both tables."""
+    import tarfile
+
+    out = tmp_path / "out"
+    (tmp_path / "a.cpp").write_text(CPU_SEED.read_text())
+    (tmp_path / "b.cpp").write_text(CPU_SEED.read_text() + "\n// the same kernel, another file\n")
+    first = IDS.split("+")[0]
+    env = dict(os.environ, OUT=str(out), KS_TASK="attention_cpu", KS_ROUNDS="1")
+    script = REPO / "kernels" / "flash_attn_fwd" / "scripts" / "device_run.sh"
+    for _ in range(2):
+        p = subprocess.run(["bash", str(script), "groups", f"{first} a={tmp_path / 'a.cpp'} b={tmp_path / 'b.cpp'}"],
+                           capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert sorted(f.name for f in out.glob("*.tgz")) == ["results-2.tgz", "results.tgz"]
+    for name in ("results.tgz", "results-2.tgz"):
+        with tarfile.open(out / name) as tar:
+            runs = sorted(n for n in tar.getnames() if n.endswith("-r1.json") or n.endswith("-r2.json"))
+        assert runs == ["work/g1-a-r1.json", "work/g1-b-r2.json"], (name, runs)
+    assert (out / "compare.txt").read_text().count("kernel time: a / this") == 2
+    assert not (out / "work").exists()

@@ -21,7 +21,8 @@
 #                                 a full bench of that file; KS_BEST=auto benches the last group's
 #                                 file fastest on its first subset if its speedup beats the
 #                                 group's first file's by KS_MIN_GAIN (default 1.01)
-# Results are packed into $OUT/results.tgz (the device returns only a few files).
+# Results are packed into $OUT/results.tgz (the device returns only a few files); a second
+# invocation in the same call packs into results-2.tgz, and so on. Do not tar $OUT over them.
 set -uo pipefail
 MODE=${1:-all}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -31,6 +32,17 @@ mkdir -p "$OUT"
 # starts a run only if it can end by then (KS_RUN_SECONDS: the expected seconds of a group's first run).
 export KS_DEADLINE=${KS_DEADLINE:-$(( $(date +%s) + ${KS_CALL_SECONDS:-570} ))}
 S=kernels/flash_attn_fwd/scripts
+
+# The run JSONs under $OUT/work into an archive, then work/ goes. A second invocation in the same
+# device call (two commands chained) must not overwrite the first's archive: it writes results-2.tgz,
+# then results-3.tgz (session 24 lost a call's run files to a tar that reused the name).
+pack() {
+    local name=results.tgz n=1
+    while [[ -e "$OUT/$name" ]]; do n=$((n + 1)); name=results-$n.tgz; done
+    tar czf "$OUT/$name" -C "$OUT" work log.txt summary.json 2>/dev/null
+    rm -rf "$OUT/work"
+    echo "run files: $OUT/$name"
+}
 
 layout() {
     timeout 90 python3 $S/sdpa_layout.py > "$OUT/sdpa_layout.txt" 2>&1
@@ -68,7 +80,7 @@ candidates)
     win=${win:-${1#*=}}
     echo "full bench of the winner: $win"
     [[ -n "$win" ]] && KS_BEST=$win python3 $S/device_run.py full_best
-    tar czf "$OUT/results.tgz" -C "$OUT" work log.txt summary.json 2>/dev/null; rm -rf "$OUT/work" ;;
+    pack ;;
 groups)
     shift
     i=0
@@ -85,7 +97,7 @@ groups)
         echo "full bench of the winner: ${KS_BEST:-none}"
     fi
     [[ -n "${KS_BEST:-}" ]] && KS_BEST=$KS_BEST python3 $S/device_run.py full_best
-    tar czf "$OUT/results.tgz" -C "$OUT" work log.txt summary.json 2>/dev/null; rm -rf "$OUT/work" ;;
+    pack ;;
 verify)
     t0=$(date +%s)
     timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/flash tests/harness \
