@@ -137,20 +137,43 @@ ROWS192_EDITS = [
 # causal d256 (one function for every s_k: short causal -1.2%, long +0.6%), causal d128 (s1024-s2048 -2..-3%), d64
 # (-0.5%) and the 192-row tiles (-1..-5%). Predicted: d256 long unmasked +1..+1.5%, unmasked d128 128-row level to +1%;
 # the grid +0.1..+0.2%; every other function SASS SAME as v35's.
-VTMORE_EDITS = [
-    ("template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;\n",
-     "// next_vtmore: and unmasked d256 on the register epilogue, and unmasked d128 on 128-row tiles\n"
-     "template <int Dp, int Steps, int Consumers, bool TmaEpi, bool HalfDiag>\n"
-     "constexpr bool kVThread = (Dp == 128 && Steps == 6 && Consumers == 2) || (Dp == 256 && !TmaEpi && !HalfDiag) ||\n"
-     "                          (Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag);\n"),
-    ("kVThread<Dp, kQkSteps, Cfg::kConsumers>", "kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>", 3),
-]
+def _vthread_edits(comment: str, more: str) -> list[tuple]:
+    """v35's V thread (kVThread: the d96 128-row functions) also where `more` holds, a condition on the function's
+    Dp, Steps, Consumers, TmaEpi and HalfDiag."""
+    return [
+        ("template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;\n",
+         f"// {comment}\n"
+         "template <int Dp, int Steps, int Consumers, bool TmaEpi, bool HalfDiag>\n"
+         f"constexpr bool kVThread = (Dp == 128 && Steps == 6 && Consumers == 2) || {more};\n"),
+        ("kVThread<Dp, kQkSteps, Cfg::kConsumers>", "kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>", 3),
+    ]
+
+
+VTMORE_EDITS = _vthread_edits(
+    "next_vtmore: and unmasked d256 on the register epilogue, and unmasked d128 on 128-row tiles",
+    "(Dp == 256 && !TmaEpi && !HalfDiag) ||\n                          (Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag)")
+
+
+# next_vt192l (session 24, an edit of v35; measure-sass): is it the V thread that costs the 192-row launches 1-5%, or
+# the compiler? `sass.py keyloop` of v34 against next_kvthreads (session 24) found the consumers' key loop reordered or
+# changed by an instruction or two in every 192-row function that session 23's call 3 ran (the TMA-epilogue ones,
+# s_k <= 2048: d128 "IMAD.MOV 8->7, IMAD.U32 0->1, LOP3 3->2, ULOP3 7->8", d96 "UMOV 3->5"), but SAME in the unmasked
+# 192-row register-epilogue ones (s_k > 2048), which no call ran with the thread. Those get the V thread here (d96 and
+# d128), nothing else. Their loop is v6's (K of block i + 1 is needed only after P_i V_i), so the in-order argument
+# predicts nothing to gain; d256, also on v6's loop, gained 1.2% anyway (session 24 call 3). Predicted: the 192-row
+# long unmasked launches level to +1% if the loss was the compiler's; -1..-5% if the thread itself costs 192-row
+# tiles (their producer has 32 registers and 3 consumer warpgroups to feed). Its key loops must stay SAME as v35's.
+VT192L_EDITS = _vthread_edits(
+    "next_vt192l: and the unmasked 192-row d96/d128 functions on the register epilogue (s_k > 2048)",
+    "(Dp == 128 && Consumers == 3 && !TmaEpi && !HalfDiag)")
 
 
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vtmore": ("kernel.cu", "// next_vtmore: v35 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
                     VTMORE_EDITS),
+    "next_vt192l": ("kernel.cu", "// next_vt192l: v35 with the V thread also in the unmasked long 192-row d96/d128 functions.\n",
+                    VT192L_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
