@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ks_tui.agent.bash import run_bash
+from tests.support.processes import wait_gone
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
-
-
-def _wait_gone(pid: int) -> bool:
-    import time
-
-    for _ in range(100):  # an orphan is reaped by init a moment after the kill
-        if _gone(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.parametrize("launcher", ["", "setsid "], ids=["in-group", "own-session"])
@@ -35,7 +16,7 @@ def test_a_background_job_is_killed_when_its_command_ends(tmp_path, launcher):
     pid = int((tmp_path / "pid").read_text())
     assert out.startswith("exit code 0; killed 1 process(es) it left running"), out
     assert f"pid {pid}" in out and "started" in out
-    assert _wait_gone(pid)
+    assert wait_gone(pid)
 
 
 def test_a_command_that_leaves_nothing_gets_no_note(tmp_path):

@@ -15,6 +15,7 @@ import sys
 
 from ks_tui.session import Trace
 from tests.support.fake_messages_api import hang, reply, text, tool_use
+from tests.support.processes import wait_gone
 
 OLD = "std::vector<float> acc(d);"
 
@@ -191,15 +192,8 @@ def _wait_for_pid(pid_file, child, timeout: float = 90) -> int:
 def _gone(pid: int, timeout: float = 15) -> bool:
     """True when PID ends within TIMEOUT; else its process group is killed (no orphan outlives a
     failed test) and False."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
+    if wait_gone(pid, timeout):
+        return True
     os.killpg(os.getpgid(pid), signal.SIGKILL)
     return False
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ks_tui.harness.client import run_harness
+from tests.support.processes import wait_gone
 
 # A subset that covers GQA, odd lengths, causal with s_q < s_k and s_q > s_k.
 SUBSET = ["d48-h8-2-q77-k301-b1-causal", "d16-h4-4-q200-k50-b1-causal", "d24-h2-1-q31-k45-b4"]
@@ -111,22 +112,6 @@ def test_crashing_kernels_are_crashed_with_stderr(cpu_task, planted_dir, kind, s
     assert r["compile"]["ok"] is True
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
-
-
-def _wait_gone(pid: int) -> bool:
-    for _ in range(100):  # an orphan is reaped by init a moment after the kill
-        if _gone(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_infinite_loop_times_out_and_the_whole_group_dies(cpu_task, planted_dir, tmp_path, monkeypatch):
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
@@ -136,7 +121,7 @@ def test_infinite_loop_times_out_and_the_whole_group_dies(cpu_task, planted_dir,
     pids = pid_file.read_text().split() if pid_file.exists() else []
     if len(pids) == 2:  # the kernel was reached (the usual case): it and its fork are gone
         child, grandchild = (int(x) for x in pids)
-        assert _wait_gone(child) and _wait_gone(grandchild)
+        assert wait_gone(child) and wait_gone(grandchild)
         assert "during check of" in r["message"]
 
 
@@ -157,7 +142,7 @@ def test_cancel_stops_a_running_kernel(cpu_task, planted_dir, tmp_path, monkeypa
     assert r["status"] == "cancelled"
     assert any(p.get("phase") == "compile" for p in seen)
     child, grandchild = (int(x) for x in pid_file.read_text().split())
-    assert _wait_gone(child) and _wait_gone(grandchild)
+    assert wait_gone(child) and wait_gone(grandchild)
 
 
 @pytest.mark.parametrize("kind", ["leaves_process", "escapes_session"])
@@ -169,7 +154,7 @@ def test_a_process_the_kernel_leaves_running_is_killed_and_named(cpu_task, plant
     r = check(cpu_task, planted_dir, kind, scenarios=SUBSET[:1])
     assert r["status"] == "correct", r["message"]
     fork = int(pid_file.read_text())
-    assert _wait_gone(fork)
+    assert wait_gone(fork)
     assert [w for w in r["warnings"] if f"pid {fork}" in w and "killed" in w], r["warnings"]
 
 
