@@ -24,24 +24,45 @@ def new_mark() -> str:
     return uuid.uuid4().hex
 
 
+def _carries(environ_file: Path, needle: bytes) -> bool:
+    try:
+        environ = environ_file.read_bytes()  # a zombie's reads empty; another user's is refused
+    except OSError:
+        return False
+    return needle in environ.split(b"\0")
+
+
 def marked_processes(mark: str, proc_root: Path = Path("/proc")) -> list[int]:
     """Pids of the live processes whose environment holds MARK_VARIABLE=mark (this process excluded)."""
     needle = f"{MARK_VARIABLE}={mark}".encode()
-    found = []
     try:
         entries = list(proc_root.iterdir())
     except OSError:  # no /proc (not Linux): nothing can be found
         return []
-    for entry in entries:
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()  # a zombie's reads empty; another user's is refused
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return sorted(found)
+    return sorted(int(e.name) for e in entries
+                  if e.name.isdigit() and int(e.name) != os.getpid() and _carries(e / "environ", needle))
+
+
+def _kill_marked(pid: int, mark: str) -> None:
+    """SIGKILL pid if it still carries the mark. Through a pidfd where there is one: the pid is pinned to one
+    process while the mark is read again, so a pid that ended and was reused in between is never signalled."""
+    needle = f"{MARK_VARIABLE}={mark}".encode()
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd (old kernel or Python, not Linux), or the process is gone
+        fd = None
+    try:
+        if not _carries(Path(f"/proc/{pid}/environ"), needle):
+            return
+        if fd is not None:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def end_leftovers(group: int, mark: str) -> list[int]:
@@ -52,8 +73,5 @@ def end_leftovers(group: int, mark: str) -> list[int]:
     except (ProcessLookupError, PermissionError):
         pass
     for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_marked(pid, mark)
     return left

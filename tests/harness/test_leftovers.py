@@ -22,3 +22,29 @@ def test_only_processes_with_the_whole_mark_are_found(tmp_path):
 
 def test_without_a_proc_folder_nothing_is_found(tmp_path):
     assert marked_processes("abc", tmp_path / "absent") == []
+
+
+
+def test_the_group_and_the_marked_processes_are_killed_and_no_other():
+    """A marked process in a session of its own is found and killed with the run's group; a process without the
+    mark is left alone even when asked for by pid (the mark is read again just before each kill: a pid can end and
+    be reused after the scan)."""
+    import os
+    import subprocess
+
+    from ks_tui.harness.leftovers import _kill_marked, end_leftovers
+    from tests.support.processes import wait_gone
+
+    def sleeper(**env):
+        return subprocess.Popen(["sleep", "30"], start_new_session=True, env={**os.environ, **env})
+
+    group, marked, other = sleeper(), sleeper(**{MARK_VARIABLE: "m1"}), sleeper()
+    try:
+        assert end_leftovers(group.pid, "m1") == [marked.pid]
+        assert group.wait(timeout=5) == -9 and marked.wait(timeout=5) == -9
+        _kill_marked(other.pid, "m1")
+        assert other.poll() is None and not wait_gone(other.pid, timeout=0.3)
+    finally:
+        for p in (group, marked, other):
+            p.kill()
+            p.wait()
