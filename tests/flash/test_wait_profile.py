@@ -42,10 +42,13 @@ def test_every_wait_of_the_best_kernel_is_wrapped_with_its_own_line_and_role():
     for no, (role, code) in sites.items():
         assert code == lines[no - 1].strip()
         assert f"KS_TIMED({no}, " in text or f"ks_timed_test({no}, " in text
-    # The producer's waits come before the consumers' section, the consumers' after it.
+    # The producer's waits come before the consumers' section, the consumers' after it; the producer's second
+    # thread (v35: V in the d96 128-row functions) has its own role from the line that opens its branch.
     consumers = next(i for i, ln in enumerate(lines, 1) if "--- consumers ---" in ln)
-    assert all((role == "producer") == (no < consumers) for no, (role, _) in sites.items())
-    assert {"producer", "consumer"} == {role for role, _ in sites.values()}
+    v_thread = next(i for i, ln in enumerate(lines, 1) if wp.V_THREAD_BRANCH in ln)
+    assert all((role != "consumer") == (no < consumers) for no, (role, _) in sites.items())
+    assert all((role == "producer-v") == (v_thread < no < consumers) for no, (role, _) in sites.items())
+    assert {"producer", "producer-v", "consumer"} == {role for role, _ in sites.values()}
     # No bare wait or test is left in the kernel's body.
     body = text[text.index("__global__"):text.index("// ---- host side")]
     assert len(re.findall(r"KS_TIMED\(\d+, mbar_wait\(", body)) == len(re.findall(r"\bmbar_wait\(", body))
@@ -60,6 +63,17 @@ def test_a_kernel_without_the_anchors_is_refused_with_one_clear_message(tmp_path
     assert r.returncode == 2
     assert r.stderr.startswith("wait_profile.py: anchor not found exactly once") and "Traceback" not in r.stderr
     assert not (tmp_path / "x.cu").exists()
+
+
+def test_a_wait_on_a_line_that_counts_a_total_is_refused():
+    src = BEST.read_text()
+    with pytest.raises(wp.ProfileError, match="line 2 holds a wait"):
+        wp.instrument("// header\nmbar_wait(x);\n" + src)
+
+
+def test_a_kernel_without_a_second_producer_thread_has_no_producer_v_role():
+    _, sites = wp.instrument(BEST.read_text().replace(wp.V_THREAD_BRANCH, "false"))
+    assert {"producer", "consumer"} == {role for role, _ in sites.values()}
 
 
 def test_two_waits_on_one_line_are_refused():
@@ -106,7 +120,8 @@ def _cuda() -> bool:
 @pytest.mark.skipif(not _cuda(), reason="needs CUDA")
 def test_a_profile_on_the_gpu_accounts_for_every_tile(tmp_path):
     js = tmp_path / "p.json"
-    r = run_script("--launches", "3", "--json", str(js), "d128-h16-16-s512", "d64-h32-8-s1024-causal", env_out=tmp_path)
+    r = run_script("--launches", "3", "--json", str(js), "d128-h16-16-s512", "d64-h32-8-s1024-causal",
+                   "d96-h16-16-s512", env_out=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(js.read_text())
     for res in doc["results"]:
@@ -118,4 +133,12 @@ def test_a_profile_on_the_gpu_accounts_for_every_tile(tmp_path):
         assert res["tiles"] == 3 * tiles * warpgroups
         consumer = sum(s["cycles"] for s in res["sites"] if s["role"] == "consumer")
         assert 0 < consumer < res["consumer_total"]
+        # d96 on 128-row tiles loads V from the producer's second thread (v35): its waits are counted, once per
+        # key block of every tile; no other function has that thread
+        v_calls = sum(s["calls"] for s in res["sites"] if s["role"] == "producer-v" and "empty" in s["code"])
+        if p["d"] == 96:
+            assert v_calls == 3 * tiles * -(-p["s_k"] // 128)
+            assert 0 < sum(s["cycles"] for s in res["sites"] if s["role"] == "producer-v") < res["producer_v_total"]
+        else:
+            assert v_calls == 0
         assert all(t > 0 for t in res["us"].values())

@@ -9,7 +9,8 @@ kernels are compiled by the harness (its flags and build cache) and called throu
 The script writes an instrumented copy of the kernel: every `mbar_wait(...)`, `named_sync(...)` and
 `wgmma_wait<N>()` statement, and every one-shot `mbar_try(...)` test, is wrapped so that thread 0 of each warpgroup (the producer's issuing
 thread, each consumer warpgroup's first thread) adds the cycles it spent there to a counter of that
-source line. It also counts each warpgroup's whole run (producer / consumer totals) and the tiles
+source line; so does the producer's second thread (thread 32, v35's V loads), whose waits are the rows
+of role "producer-v", their shares of its own total. It also counts each warpgroup's whole run (producer / consumer totals) and the tiles
 and key blocks a consumer warpgroup handled. The table gives, per wait site, the share of its
 warpgroup's cycles, and cycles per tile, so short and long shapes can be compared.
 
@@ -38,8 +39,11 @@ from ks_tui.task import Task, load_task  # noqa: E402
 
 KERNEL = REPO / "kernels" / "flash_attn_fwd" / "best" / "kernel.cu"
 LINES = 4096  # counter slots, one per source line of the original file
-# Pseudo-lines (no real wait sits on lines 1-3 of the file: they are the header comment).
-CONSUMER_TOTAL, PRODUCER_TOTAL, TILES = 1, 2, 3
+# Pseudo-lines (no real wait sits on lines 1-4 of the file: they are the header comment; instrument() checks).
+CONSUMER_TOTAL, PRODUCER_TOTAL, TILES, V_TOTAL = 1, 2, 3, 4
+# The producer's second thread (v35: V's loads in the d96 128-row functions) is stamped too; its waits are the
+# lines of its branch, which opens on the line holding this text.
+V_THREAD_BRANCH = "threadIdx.x == 32"
 
 PRELUDE = r"""
 // ---- wait profile (scripts/wait_profile.py): cycles per source line, thread 0 of each warpgroup ----
@@ -49,7 +53,7 @@ __device__ unsigned long long g_ks_count[%(lines)d];
   do {                                                                                     \
     const long long ks_t0 = clock64();                                                     \
     stmt;                                                                                  \
-    if ((threadIdx.x & 127) == 0) {                                                        \
+    if ((threadIdx.x & 127) == 0 || threadIdx.x == 32) {                                   \
       atomicAdd(&g_ks_cycles[line], static_cast<unsigned long long>(clock64() - ks_t0));   \
       atomicAdd(&g_ks_count[line], 1ull);                                                  \
     }                                                                                      \
@@ -59,7 +63,7 @@ template <typename F>
 __device__ __forceinline__ bool ks_timed_test(int line, F test) {
   const long long ks_t0 = clock64();
   const bool ok = test();
-  if ((threadIdx.x & 127) == 0) {
+  if ((threadIdx.x & 127) == 0 || threadIdx.x == 32) {
     atomicAdd(&g_ks_cycles[line], static_cast<unsigned long long>(clock64() - ks_t0));
     atomicAdd(&g_ks_count[line], 1ull);
   }
@@ -95,8 +99,9 @@ ANCHORS = [
     ('    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kProducerRegs));\n', "",
      "    const long long ks_p0 = clock64();\n"),
     (PRODUCER_ANCHOR,
-     "    if (threadIdx.x == 0)\n"
-     "      atomicAdd(&g_ks_cycles[%d], static_cast<unsigned long long>(clock64() - ks_p0));\n" % PRODUCER_TOTAL, ""),
+     "    if (threadIdx.x == 0 || threadIdx.x == 32)\n"
+     "      atomicAdd(&g_ks_cycles[threadIdx.x == 0 ? %d : %d], static_cast<unsigned long long>(clock64() - ks_p0));\n"
+     % (PRODUCER_TOTAL, V_TOTAL), ""),
     ('  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\\n" ::"n"(Cfg::kConsumerRegs));\n', "",
      "  const long long ks_c0 = clock64();\n"),
     ("    const int n_blocks = w.n_blocks;\n", "",
@@ -114,13 +119,17 @@ class ProfileError(Exception):
 
 def instrument(src: str) -> tuple[str, dict[int, tuple[str, str]]]:
     """The instrumented source and {original line: (role, its code)} for every wrapped wait; the role
-    is "producer" for lines before the consumers' section of the kernel, else "consumer"."""
+    is "consumer" for lines in the consumers' section of the kernel, "producer-v" for the producer's second
+    thread's branch (V_THREAD_BRANCH), else "producer"."""
     for anchor, _, _ in ANCHORS:
         if src.count(anchor) != 1:
             raise ProfileError(f"anchor not found exactly once: {anchor.strip()[:70]!r}")
     if src.count("\n") >= LINES:
         raise ProfileError(f"the kernel has more than {LINES} lines (one counter per line)")
     consumers_from = src[: src.index(PRODUCER_ANCHOR)].count("\n") + 3
+    producer_src = src[: src.index(PRODUCER_ANCHOR)]
+    v_from = (producer_src[: producer_src.index(V_THREAD_BRANCH)].count("\n") + 1
+              if V_THREAD_BRANCH in producer_src else consumers_from)
     sites: dict[int, tuple[str, str]] = {}
     out = []
     for no, line in enumerate(src.splitlines(keepends=True), start=1):
@@ -132,8 +141,11 @@ def instrument(src: str) -> tuple[str, dict[int, tuple[str, str]]]:
         n += n_tests
         if n > 1:
             raise ProfileError(f"line {no} holds {n} waits; one per line is needed to tell them apart")
+        if n and no <= V_TOTAL:
+            raise ProfileError(f"line {no} holds a wait, but lines 1-{V_TOTAL} count the totals")
         if n:
-            sites[no] = ("producer" if no < consumers_from else "consumer", line.strip())
+            role = "consumer" if no >= consumers_from else "producer-v" if no > v_from else "producer"
+            sites[no] = (role, line.strip())
         out.append(new)
     text = "".join(out)
     for anchor, before, after in ANCHORS:
@@ -200,7 +212,7 @@ def run_scenario(libs: dict, p: dict, launches: int) -> dict:
 
 def report(sid: str, p: dict, res: dict, sites: dict[int, tuple[str, str]], launches: int) -> tuple[str, dict]:
     cyc, cnt = res["cycles"], res["counts"]
-    c_total, p_total = cyc[CONSUMER_TOTAL], cyc[PRODUCER_TOTAL]
+    c_total, p_total, v_total = cyc[CONSUMER_TOTAL], cyc[PRODUCER_TOTAL], cyc[V_TOTAL]
     tiles, blocks = max(cnt[TILES], 1), cyc[TILES]
     rows = [{"line": no, "role": role, "code": code, "calls": cnt[no], "cycles": cyc[no]}
             for no, (role, code) in sorted(sites.items()) if cnt[no]]
@@ -208,17 +220,20 @@ def report(sid: str, p: dict, res: dict, sites: dict[int, tuple[str, str]], laun
              f"  | consumer warpgroup-tiles {tiles // launches}, key blocks per tile {blocks / tiles:.2f}",
              f"   consumer total {c_total / tiles:.0f} cycles per warpgroup-tile; producer total "
              f"{p_total / launches:.3g} cycles per launch (all CTAs)",
-             f"   {'role':<8} {'line':>5} {'calls/tile':>10} {'cyc/call':>9} {'cyc/tile':>9} {'share':>6}  code"
+             f"   {'role':<10} {'line':>5} {'calls/tile':>10} {'cyc/call':>9} {'cyc/tile':>9} {'share':>6}  code"
              " (share: of the role's total cycles)"]
     for r in sorted(rows, key=lambda r: (r["role"], -r["cycles"])):
-        share_of = c_total if r["role"] == "consumer" else p_total
-        lines.append(f"   {r['role']:<8} {r['line']:>5} {r['calls'] / tiles:>10.2f} {r['cycles'] / r['calls']:>9.0f} "
+        share_of = {"consumer": c_total, "producer": p_total}.get(r["role"], v_total)
+        lines.append(f"   {r['role']:<10} {r['line']:>5} {r['calls'] / tiles:>10.2f} {r['cycles'] / r['calls']:>9.0f} "
                      f"{r['cycles'] / tiles:>9.0f} {100 * r['cycles'] / max(share_of, 1):>5.1f}%  {r['code'][:90]}")
-    for role, total in (("consumer", c_total), ("producer", p_total)):
+    for role, total in (("consumer", c_total), ("producer", p_total), ("producer-v", v_total)):
+        if role == "producer-v" and not any(r["role"] == role for r in rows):
+            continue  # no second producer thread in this launch's function
         waited = sum(r["cycles"] for r in rows if r["role"] == role)
         lines.append(f"   {role}: {100 * waited / max(total, 1):.1f}% of its cycles in these waits, "
                      f"{100 - 100 * waited / max(total, 1):.1f}% elsewhere (issue, softmax, epilogue, stamps)")
-    return "\n".join(lines), {"scenario": sid, "params": p, "us": res["us"], "consumer_total": c_total, "producer_total": p_total,
+    return "\n".join(lines), {"scenario": sid, "params": p, "us": res["us"], "consumer_total": c_total,
+                              "producer_total": p_total, "producer_v_total": v_total,
                               "tiles": tiles, "blocks": blocks, "launches": launches, "sites": rows}
 
 
