@@ -15,8 +15,9 @@ def gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def wait_gone(pid: int, timeout: float = 5.0) -> bool:
-    """True once PID has ended (an orphan is reaped by init a moment after a kill), False after TIMEOUT seconds."""
+def wait_gone(pid: int, timeout: float = 15.0) -> bool:
+    """True once PID has ended (an orphan is reaped by init a moment after a kill), False after TIMEOUT seconds
+    (generous: on a loaded machine a killed process can take seconds to end)."""
     deadline = time.monotonic() + timeout
     while not gone(pid):
         if time.monotonic() > deadline:
