@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -65,13 +66,29 @@ def _kill_marked(pid: int, mark: str) -> None:
             os.close(fd)
 
 
+SWEEP_PAUSE_S = 0.01
+SWEEP_ROUNDS = 200  # at most ~2 s of sweeping, even against a process that keeps forking
+
+
 def end_leftovers(group: int, mark: str) -> list[int]:
-    """Kill the process group and every process still carrying the run's mark; the marked pids found."""
-    left = marked_processes(mark)
+    """Kill the process group and every process still carrying the run's mark; the marked pids found.
+
+    One scan is not enough: a process caught inside execve() (a `setsid sleep` turning into `sleep`) has no
+    readable environment for that moment, and a killed one keeps its /proc entry until it has exited. So the
+    scan repeats until two in a row find nothing, which also leaves the killed processes gone on return."""
+    found = set(marked_processes(mark))  # before the group's kill, so that its members are named too
     try:
         os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in left:
-        _kill_marked(pid, mark)
-    return left
+    pending, quiet = sorted(found), 0
+    for _ in range(SWEEP_ROUNDS):
+        for pid in pending:
+            _kill_marked(pid, mark)
+        time.sleep(SWEEP_PAUSE_S)
+        pending = marked_processes(mark)
+        found.update(pending)
+        quiet = 0 if pending else quiet + 1
+        if quiet >= 2:
+            break
+    return sorted(found)
