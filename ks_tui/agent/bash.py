@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from ks_tui.harness.leftovers import MARK_VARIABLE, end_leftovers, new_mark
+from ks_tui.harness.leftovers import end_leftovers, marked_environ, new_mark
 
 MAX_OUTPUT_CHARS = 20_000
 POLL_S = 0.2
@@ -22,7 +22,7 @@ def run_bash(command: str, cwd: Path, timeout_s: float, cancel: threading.Event 
     mark = new_mark()
     proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True,
-                            env={**os.environ, MARK_VARIABLE: mark})
+                            env=marked_environ(mark))
     deadline = time.monotonic() + timeout_s
     status = None
     while status is None:

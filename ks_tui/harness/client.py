@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from ks_tui.errors import KsError
-from ks_tui.harness.leftovers import MARK_VARIABLE, end_leftovers, new_mark
+from ks_tui.harness.leftovers import end_leftovers, marked_environ, new_mark
 from ks_tui.harness.result import skeleton, summarize, where_text
 
 TAIL_LINES = 60
@@ -136,7 +136,7 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         out = Path(tmp) / "result.json"
         cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines)
         mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
-        env = dict(os.environ, PYTHONUNBUFFERED="1", **{MARK_VARIABLE: mark})
+        env = dict(marked_environ(mark), PYTHONUNBUFFERED="1")
         spawned = time.time()
         t0 = time.monotonic()
         # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),

@@ -17,6 +17,7 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Mapping
 
 MARK_VARIABLE = "KS_RUN_MARK"
 
@@ -25,35 +26,42 @@ def new_mark() -> str:
     return uuid.uuid4().hex
 
 
-def _carries(environ_file: Path, needle: bytes) -> bool:
+def marked_environ(mark: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """ENVIRON with the run's mark added. A run inside another (`ks bench` in an agent's bash command) keeps the
+    outer marks before its own, colon-separated, so the outer run's sweep finds its processes too."""
+    outer = environ.get(MARK_VARIABLE, "")
+    return {**environ, MARK_VARIABLE: f"{outer}:{mark}" if outer else mark}
+
+
+def _carries(environ_file: Path, mark: str) -> bool:
     try:
         environ = environ_file.read_bytes()  # a zombie's reads empty; another user's is refused
     except OSError:
         return False
-    return needle in environ.split(b"\0")
+    prefix = f"{MARK_VARIABLE}=".encode()
+    return any(entry.startswith(prefix) and mark.encode() in entry[len(prefix):].split(b":")
+               for entry in environ.split(b"\0"))
 
 
 def marked_processes(mark: str, proc_root: Path = Path("/proc")) -> list[int]:
-    """Pids of the live processes whose environment holds MARK_VARIABLE=mark (this process excluded)."""
-    needle = f"{MARK_VARIABLE}={mark}".encode()
+    """Pids of the live processes whose MARK_VARIABLE holds the mark (this process excluded)."""
     try:
         entries = list(proc_root.iterdir())
     except OSError:  # no /proc (not Linux): nothing can be found
         return []
     return sorted(int(e.name) for e in entries
-                  if e.name.isdigit() and int(e.name) != os.getpid() and _carries(e / "environ", needle))
+                  if e.name.isdigit() and int(e.name) != os.getpid() and _carries(e / "environ", mark))
 
 
 def _kill_marked(pid: int, mark: str) -> None:
     """SIGKILL pid if it still carries the mark. Through a pidfd where there is one: the pid is pinned to one
     process while the mark is read again, so a pid that ended and was reused in between is never signalled."""
-    needle = f"{MARK_VARIABLE}={mark}".encode()
     try:
         fd = os.pidfd_open(pid)
     except (AttributeError, OSError):  # no pidfd (old kernel or Python, not Linux), or the process is gone
         fd = None
     try:
-        if not _carries(Path(f"/proc/{pid}/environ"), needle):
+        if not _carries(Path(f"/proc/{pid}/environ"), mark):
             return
         if fd is not None:
             signal.pidfd_send_signal(fd, signal.SIGKILL)

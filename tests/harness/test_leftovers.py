@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ks_tui.harness.leftovers import MARK_VARIABLE, marked_processes
+from ks_tui.harness.leftovers import MARK_VARIABLE, marked_environ, marked_processes
 
 
 def _proc(root, pid, *env: str) -> None:
@@ -16,8 +16,15 @@ def test_only_processes_with_the_whole_mark_are_found(tmp_path):
     _proc(tmp_path, 42, f"{MARK_VARIABLE}=abcd")           # another run's mark, sharing a prefix
     _proc(tmp_path, 43, f"X={MARK_VARIABLE}=abc")           # the text inside another variable
     _proc(tmp_path, 44)                                     # a zombie: its environ reads empty
+    _proc(tmp_path, 45, f"{MARK_VARIABLE}=outer:abc")       # a run inside another's: both marks
     (tmp_path / "self").mkdir()                             # not a pid
-    assert marked_processes("abc", tmp_path) == [7, 41]
+    assert marked_processes("abc", tmp_path) == [7, 41, 45]
+    assert marked_processes("outer", tmp_path) == [45]
+
+
+def test_a_run_inside_another_keeps_the_outer_marks():
+    assert marked_environ("b", {"PATH": "/bin"}) == {"PATH": "/bin", MARK_VARIABLE: "b"}
+    assert marked_environ("c", {MARK_VARIABLE: "a:b"})[MARK_VARIABLE] == "a:b:c"
 
 
 def test_without_a_proc_folder_nothing_is_found(tmp_path):
