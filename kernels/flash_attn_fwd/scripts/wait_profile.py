@@ -7,11 +7,12 @@ SCENARIO: an id of the task's grid (`ks scenarios flash_attn_fwd`), e.g. d128-h1
 kernels are compiled by the harness (its flags and build cache) and called through its ABI helpers.
 
 The script writes an instrumented copy of the kernel: every `mbar_wait(...)`, `named_sync(...)` and
-`wgmma_wait<N>()` statement, and every one-shot `mbar_try(...)` test, is wrapped so that thread 0 of each warpgroup (the producer's issuing
-thread, each consumer warpgroup's first thread) adds the cycles it spent there to a counter of that
-source line; so does the producer's second thread (thread 32, v35's V loads), whose waits are the rows
-of role "producer-v", their shares of its own total. It also counts each warpgroup's whole run (producer / consumer totals) and the tiles
-and key blocks a consumer warpgroup handled. The table gives, per wait site, the share of its
+`wgmma_wait<N>()` statement, and every one-shot `mbar_try(...)` test, is wrapped so that thread 0 of
+each warpgroup (the producer's issuing thread, each consumer warpgroup's first thread) adds the cycles
+it spent there to a counter of that source line; so does the producer's second thread (thread 32,
+v35's V loads), whose waits are the rows of role "producer-v", their shares of its own total. It also
+counts each warpgroup's whole run (producer / consumer totals) and the tiles and key blocks a consumer
+warpgroup handled. The table gives, per wait site, the share of its
 warpgroup's cycles, and cycles per tile, so short and long shapes can be compared.
 
 The stamps change the code (clock reads and atomics in the loop), so the script also times the
