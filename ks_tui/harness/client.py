@@ -160,6 +160,7 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
             _kill_group(proc)
             try:
                 proc.wait(timeout=5)  # reap it: no zombie left behind
+                end_leftovers(proc.pid, mark)  # and nothing the kernel started outside its group
             except BaseException:
                 pass
             raise

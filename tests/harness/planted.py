@@ -131,6 +131,8 @@ VARIANTS = {
     # one that left it by setsid(). The fork's pid goes to $KS_TEST_PID_FILE.
     "leaves_process": {"ENTRY": _FORK_ONCE.replace("SETSID", "")},
     "escapes_session": {"ENTRY": _FORK_ONCE.replace("SETSID", "setsid();")},
+    # The same setsid() fork, then it spins: a run to interrupt once the fork exists.
+    "escapes_then_hangs": {"ENTRY": _FORK_ONCE.replace("SETSID", "setsid();") + " volatile int spin = 1; while (spin) {}"},
     # Honest until the file named by $KS_TEST_HANG_FILE exists; from then on it spins (pid to $KS_TEST_PID_FILE):
     # a run to interrupt at a chosen point of a longer command.
     "hangs_on_flag": {

@@ -158,6 +158,30 @@ def test_a_process_the_kernel_leaves_running_is_killed_and_named(cpu_task, plant
     assert [w for w in r["warnings"] if f"pid {fork}" in w and "killed" in w], r["warnings"]
 
 
+def test_an_interrupted_run_leaves_no_fork_running(cpu_task, planted_dir, tmp_path, monkeypatch):
+    """Ctrl-C in ks while the kernel spins, after it forked a process that left the group by setsid(): the
+    interrupt propagates, and the fork is gone too, not only the child's group."""
+    import signal
+
+    pid_file = tmp_path / "pid"
+    monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
+
+    def interrupt_once_forked(signum, frame):
+        if pid_file.exists() and pid_file.read_text().strip():
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt_once_forked)
+    signal.setitimer(signal.ITIMER_REAL, 0.2, 0.2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            check(cpu_task, planted_dir, "escapes_then_hangs", scenarios=SUBSET[:1], timeout=100)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert wait_gone(int(pid_file.read_text()))
+
+
 def test_an_honest_run_warns_of_no_leftover(cpu_task, planted_dir):
     r = check(cpu_task, planted_dir, "naive", scenarios=SUBSET[:1])
     assert r["status"] == "correct"
