@@ -3,7 +3,7 @@
 Layered like other terminal agents: built-in defaults, then ~/.config/ks/config.toml
 (`$XDG_CONFIG_HOME` honoured), then <workspace>/.ks/config.toml, then environment variables
 (KS_MODEL, KS_MAX_TOKENS, KS_THINKING, KS_API_MAX_RETRIES, KS_API_TIMEOUT, KS_TURN_RETRIES,
-KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT), then command-line flags (applied by the caller).
+KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT, KS_CONTEXT_WINDOW, KS_COMPACT_AT), then command-line flags (applied by the caller).
 The API key is never read from these files: the SDK takes it from ANTHROPIC_API_KEY.
 """
 
@@ -46,6 +46,10 @@ class Config:
     question_timeout_s: float = 300.0  # a person present: the bank picks when nobody answers
     bash_timeout_s: float = 120.0
     enable_bash: bool = False
+    # The model's context window, and the share of it at which older turns are compacted
+    # (ks_tui/agent/context.py): a long session goes on instead of failing with "prompt is too long".
+    context_window: int = 200_000
+    compact_at: float = 0.8
     prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     sources: list[str] = field(default_factory=list)  # files that were read, for `ks doctor`
 
@@ -132,8 +136,10 @@ def _check_prices(path: Path, value: Any) -> dict[str, dict[str, float]]:
 
 # The smallest value each number may take (retries and a delay may be 0; --max-turns and
 # --max-cost are refused below these too), and the ones that must be above zero.
-_AT_LEAST = {"max_tokens": 1, "max_turns": 1, "api_max_retries": 0, "turn_retries": 0, "turn_retry_delay_s": 0}
-_ABOVE_ZERO = {"api_timeout_s", "max_cost_usd", "question_timeout_s", "bash_timeout_s"}
+_AT_LEAST = {"max_tokens": 1, "max_turns": 1, "api_max_retries": 0, "turn_retries": 0, "turn_retry_delay_s": 0,
+             "context_window": 1000}
+_AT_MOST = {"compact_at": 1.0}
+_ABOVE_ZERO = {"api_timeout_s", "max_cost_usd", "question_timeout_s", "bash_timeout_s", "compact_at"}
 
 
 def _coerce(path: Path | str, key: str, value: Any) -> Any:
@@ -142,6 +148,8 @@ def _coerce(path: Path | str, key: str, value: Any) -> Any:
         if not math.isfinite(v) or v < _AT_LEAST.get(key, v) or (key in _ABOVE_ZERO and v <= 0):
             low = f"at least {_AT_LEAST[key]}" if key in _AT_LEAST else "above 0"
             _bad(path, f"{key} = {value!r} must be a finite number {low}")
+        if v > _AT_MOST.get(key, v):
+            _bad(path, f"{key} = {value!r} must be at most {_AT_MOST[key]}")
     return v
 
 
@@ -190,6 +198,7 @@ _ENV = {
     "KS_API_MAX_RETRIES": "api_max_retries", "KS_API_TIMEOUT": "api_timeout_s",
     "KS_TURN_RETRIES": "turn_retries", "KS_TURN_RETRY_DELAY": "turn_retry_delay_s",
     "KS_QUESTION_TIMEOUT": "question_timeout_s", "KS_BASH_TIMEOUT": "bash_timeout_s",
+    "KS_CONTEXT_WINDOW": "context_window", "KS_COMPACT_AT": "compact_at",
 }
 
 

@@ -131,7 +131,24 @@ class Usage(Event):
     session_tokens: int
     priced: bool = True  # False: the model has no price in the config; costs read 0
     turn: int = 0  # model turn number within the session
+    context_tokens: int = 0  # the request's prompt as the API counted it (input + cache read + write)
+    context_estimate: int = 0  # ks's own estimate of that prompt (agent/context.py), for calibration
+    context_window: int = 0  # the configured window the prompt must fit
     kind = "usage"
+
+
+@dataclass
+class ContextCompacted(Event):
+    """Older turns were compacted to fit the context window (agent/context.py). `levels`
+    are indexes into context.LEVELS, applied in order; replaying them rebuilds the messages."""
+
+    levels: list[int]
+    reason: str  # threshold (the estimate passed compact_at) | too_long (the API refused the prompt)
+    tokens_before: int
+    tokens_after: int
+    window: int
+    cleared: int
+    kind = "context_compacted"
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from ks_tui.config import Config
 from ks_tui.errors import KsError
@@ -78,3 +79,17 @@ def _detail(err) -> str:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return body["error"].get("message", "") or str(err)
     return str(getattr(err, "message", err))
+
+
+_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)")
+
+
+def prompt_too_long(err: Exception) -> tuple[int, int] | None:
+    """(tokens, maximum) when the API refused the request because the prompt does not fit
+    the context window (400 "prompt is too long: 203284 tokens > 200000 maximum")."""
+    import anthropic
+
+    if not isinstance(err, anthropic.APIStatusError):
+        return None
+    m = _TOO_LONG.search(_detail(err))
+    return (int(m.group(1)), int(m.group(2))) if m else None

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterable
 
+from ks_tui.agent.context import LEVELS, compact
+
 
 class Conversation:
     def __init__(self, messages: list[dict] | None = None):
@@ -83,7 +85,8 @@ def conversation_from_events(events: Iterable[dict[str, Any]]) -> Conversation:
     """Fold trace records (event dicts, oldest first) back into the conversation.
 
     Only events that change the conversation matter: user messages, whole assistant
-    messages, tool results, and rollbacks (which cut the conversation back).
+    messages, tool results, compactions (agent/context.py) and rollbacks (which cut the
+    conversation back).
     """
     conv = Conversation()
     for rec in events:
@@ -103,3 +106,6 @@ def apply_event(conv: Conversation, rec: dict[str, Any]) -> None:
         conv.add_tool_result(ev["id"], ev["output"], ev.get("is_error", False))
     elif kind == "rollback" and ev.get("conversation_len") is not None:
         conv.truncate(ev["conversation_len"])
+    elif kind == "context_compacted":
+        for level in ev["levels"]:
+            compact(conv.messages, LEVELS[level])  # IndexError for a level this version lacks

@@ -39,7 +39,9 @@ class TaskFiles:
     def rel(self, full: Path) -> str:
         return full.relative_to(self.root).as_posix() if full != self.root else "."
 
-    def read(self, path: str) -> str:
+    def read(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
+        """The file's text; with `offset` (first line, from 1) or `limit` (lines), that part only,
+        under a header naming the lines, so a large kernel can be read a piece at a time."""
         full = self.resolve(path)
         if full.is_dir():
             names = sorted(c.name + ("/" if c.is_dir() else "") for c in full.iterdir() if not c.name.startswith("."))
@@ -51,8 +53,11 @@ class TaskFiles:
             txt = data.decode()
         except UnicodeDecodeError:
             raise ToolRefused(f"{path}: not a text file") from None
+        if offset is not None or limit is not None:
+            txt = _lines(txt, self.rel(full), offset, limit)
         if len(txt) > MAX_READ_CHARS:
-            return txt[:MAX_READ_CHARS] + f"\n[... cut at {MAX_READ_CHARS} of {len(txt)} characters]"
+            return txt[:MAX_READ_CHARS] + (f"\n[... cut at {MAX_READ_CHARS} of {len(txt)} characters; "
+                                           "read the rest with offset and limit]")
         return txt
 
     def check_writable(self, path: str) -> Path:
@@ -85,3 +90,15 @@ class TaskFiles:
         full.write_text(text.replace(old, new, 1))
         line = text[:text.index(old)].count("\n") + 1
         return f"edited {self.rel(full)} at line {line} (-{old.count(chr(10)) + 1} +{new.count(chr(10)) + 1} lines)"
+
+
+def _lines(txt: str, name: str, offset: int | None, limit: int | None) -> str:
+    for value, what in ((offset, "offset"), (limit, "limit")):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ToolRefused(f"{what} must be a whole number of at least 1, not {value!r}")
+    lines = txt.splitlines(keepends=True)
+    first = (offset or 1) - 1
+    if first >= len(lines) and lines:
+        raise ToolRefused(f"offset {offset} is past the end of {name} ({len(lines)} lines)")
+    part = lines[first:first + limit if limit else None]
+    return f"[{name}: lines {first + 1}-{first + len(part)} of {len(lines)}]\n" + "".join(part)

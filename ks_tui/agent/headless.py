@@ -81,8 +81,13 @@ class HeadlessPrinter:
             self._line(f"?? asked {e.question_id} ({e.category}, chosen by {e.chosen_by})")
         elif isinstance(e, ev.Usage):
             cost = f"${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})" if e.priced else "cost unknown (no price)"
+            window = f"; context {e.context_tokens / e.context_window:.0%} of {e.context_window}" \
+                if e.context_window and e.context_tokens else ""
             self._line(f"   turn {e.turn}: {e.input_tokens} in, {e.output_tokens} out, "
-                       f"{e.cache_read_tokens} cache read, {e.cache_write_tokens} cache write; {cost}")
+                       f"{e.cache_read_tokens} cache read, {e.cache_write_tokens} cache write; {cost}{window}")
+        elif isinstance(e, ev.ContextCompacted):
+            self._line(f"   context: {e.cleared} older items cleared, about {e.tokens_before} -> "
+                       f"{e.tokens_after} of {e.window} tokens ({e.reason})")
         elif isinstance(e, ev.RolledBack):
             self._line(f"== rolled back to attempt {e.to_attempt} (new attempt {e.new_attempt})")
         elif isinstance(e, ev.BashApprovalRequested):

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ks_tui.agent.client import describe_api_error
+from ks_tui.agent.client import describe_api_error, prompt_too_long
 from ks_tui.agent.usage import TokenCount
 from ks_tui.config import Config
 
@@ -29,6 +29,15 @@ class TurnFailed(Exception):
     def __init__(self, message: str, fatal: bool):
         super().__init__(message)
         self.fatal = fatal  # True: retrying cannot help (bad key, unknown model, bad request)
+
+
+class ContextTooLong(TurnFailed):
+    """The API refused the prompt as longer than the context window: compaction can help."""
+
+    def __init__(self, message: str, tokens: int, limit: int):
+        super().__init__(message, fatal=True)
+        self.tokens = tokens
+        self.limit = limit
 
 
 class StreamCut(Exception):
@@ -93,6 +102,9 @@ class ModelCaller:
                 msg, retryable = (str(err), True) if isinstance(err, StreamCut) else \
                     describe_api_error(err, params["model"])
                 if not retryable:
+                    too_long = prompt_too_long(err)
+                    if too_long:
+                        raise ContextTooLong(msg, *too_long) from None
                     raise TurnFailed(msg, fatal=True) from None
                 if retries >= self.cfg.turn_retries:
                     raise TurnFailed(f"{msg} (gave up after {retries} retries of the turn)", fatal=False) from None

@@ -54,3 +54,11 @@ MAX_TOKENS_NOTE = ("[ks] Your last reply was cut off at the max_tokens limit. Co
 TRUNCATED_TOOL = "not run: the tool input was cut off by the max_tokens limit; send it again, shorter"
 EMPTY_REPLY_NOTE = ("[ks] Your last reply was empty. Continue with the next step, or say briefly that you "
                     "are done.")
+
+
+def compacted_note(tokens_before: int, window: int, cleared: int) -> str:
+    return (f"[ks] This conversation neared the model's context window (about {tokens_before:,} of {window:,} "
+            f"tokens), so ks compacted its older part: {cleared} older tool outputs, file contents in tool "
+            "calls, thinking blocks or long texts now read \"[ks: cleared ...]\". The kernel file, list_attempts "
+            "and show_attempt hold the current state; read again what you need instead of relying on what "
+            "was cleared.")

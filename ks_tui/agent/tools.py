@@ -17,8 +17,13 @@ _ATTEMPT = {"type": ["integer", "string"],
             "description": "attempt number, commit hash prefix, \"best\" or \"latest\""}
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
-    {"name": "read_file", "description": "Read a text file (or list a folder) in the task folder.",
-     "input_schema": {"type": "object", "properties": {"path": _PATH}, "required": ["path"]}},
+    {"name": "read_file",
+     "description": ("Read a text file (or list a folder) in the task folder. For a large file, offset (the "
+                     "first line, from 1) and limit (a number of lines) read a part, under a header naming "
+                     "the lines."),
+     "input_schema": {"type": "object", "properties": {"path": _PATH, "offset": {"type": "integer", "minimum": 1},
+                                                       "limit": {"type": "integer", "minimum": 1}},
+                      "required": ["path"]}},
     {"name": "write_file", "description": "Replace the whole content of the kernel file.",
      "input_schema": {"type": "object", "properties": {"path": _PATH, "content": {"type": "string"}},
                       "required": ["path", "content"]}},
@@ -80,6 +85,17 @@ def _flag(value, name: str) -> bool:
     raise ToolRefused(f"{name} must be true or false, not {value!r}")
 
 
+def _count(value, name: str) -> int | None:
+    """A line number or count as the schema asks; "40" from a model that quoted it is 40."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolRefused(f"{name} must be a whole number, not {value!r}")
+    return value
+
+
 class ToolBox:
     def __init__(self, files: TaskFiles, host: ToolHost, enable_bash: bool = False):
         self.files = files
@@ -101,7 +117,7 @@ class ToolBox:
 
     def _dispatch(self, name: str, a: dict[str, Any]) -> str:
         if name == "read_file":
-            return self.files.read(a["path"])
+            return self.files.read(a["path"], _count(a.get("offset"), "offset"), _count(a.get("limit"), "limit"))
         if name == "write_file":
             self.files.check_writable(a["path"])
             self.host.before_edit()

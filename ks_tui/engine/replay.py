@@ -22,6 +22,7 @@ class Replayed:
     agent_kernel: str | None = None     # the kernel's sha256 after the agent's last edit
     cut_tools: set[str] = field(default_factory=set)  # tool_use ids of replies cut by max_tokens
     paused_turn: bool = False           # the last reply stopped with pause_turn: send it back
+    context_scale: float | None = None  # API tokens per estimated token, from the last measured request
 
 
 class TraceEventError(ValueError):
@@ -34,7 +35,7 @@ def replay(records: list[dict]) -> Replayed:
         try:
             apply_event(out.conv, rec)
             _fold(out, rec)
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:
             raise TraceEventError(f"event {n} ({rec.get('kind')}) lacks what its kind needs: "
                                   f"{type(e).__name__}: {e}") from None
     return out
@@ -49,6 +50,8 @@ def _fold(out: Replayed, rec: dict) -> None:
         out.spend.cost = p.get("session_cost_usd", out.spend.cost)
         out.spend.turns = max(out.spend.turns, p.get("turn", 0))
         out.spend.priced = out.spend.priced and p.get("priced", True)
+        if p.get("context_estimate") and p.get("context_tokens"):
+            out.context_scale = p["context_tokens"] / p["context_estimate"]
     elif kind == "question":
         out.asked.append(p["question_id"])
         out.pending_question = p["question_id"]

@@ -2,8 +2,8 @@
 
 The loop's parts live in sibling modules, each a mixin over the same session state:
 turns.py (model turns), toolhost.py (tool calls), runs.py (harness runs, attempts,
-rollback), decisions.py (decision points and questions); replay.py rebuilds the state
-from the trace.
+rollback), decisions.py (decision points and questions), window.py (the context window);
+replay.py rebuilds the state from the trace.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ks_tui.engine.replay import TraceEventError, replay
 from ks_tui.engine.runs import AttemptsMixin
 from ks_tui.engine.toolhost import ToolHostMixin
 from ks_tui.engine.turns import TurnsMixin
+from ks_tui.engine.window import WindowMixin
 from ks_tui.errors import InputFileError, KsError
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class _Cmd:
     args: tuple = ()
 
 
-class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
+class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
     """Build with `Session.create(...)` (a new session) or `Session.open(...)` (resume)."""
 
     def __init__(self, workspace: Path, store, info, cfg: Config, *, autonomous: bool = False,
@@ -94,6 +95,7 @@ class Session(TurnsMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
         self.marks = past.marks
         self.results = past.results
         self._cut_tools = past.cut_tools
+        self._context_scale = past.context_scale  # API tokens per estimated token (engine/window.py)
         # The last reply stopped with pause_turn: it goes back as it is, to be continued.
         self._pause_turn = (past.paused_turn and bool(self.conv.messages)
                             and self.conv.messages[-1]["role"] == "assistant")

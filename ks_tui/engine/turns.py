@@ -4,8 +4,9 @@ Stop reasons (DESIGN.md, docs/agent.md): tool_use leaves tool calls for the main
 end_turn and stop_sequence leave the conversation with the assistant, which the main loop
 turns into the agent_stop decision point; max_tokens answers any cut tool call and asks the
 model to go on in smaller steps; pause_turn sends the turn back as it is; refusal and
-model_context_window_exceeded are not kept, and end the agent's run. An empty reply is not
-kept either: the model is asked to go on.
+model_context_window_exceeded are not kept and end the agent's run, unless compacting older
+turns (window.py) makes room, when the request goes again. An empty reply is not kept
+either: the model is asked to go on.
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ class TurnsMixin:
 
     def _model_turn(self) -> str | None:
         """One model turn. Returns a reason when the session must end, else None."""
-        from ks_tui.agent.loop import TurnCallbacks, TurnFailed, TurnStopped
+        from ks_tui.agent.loop import ContextTooLong, TurnCallbacks, TurnFailed, TurnStopped
 
         caller = self._ensure_caller()
+        if not self._pause_turn:
+            self._fit_context()
+        estimate = self._request_estimate()
         self._set_state("running")
         cb = TurnCallbacks(
             on_text=lambda s: self.emit(ev.TextDelta(s)),
@@ -62,16 +66,25 @@ class TurnsMixin:
             turn = caller.call(self.conv.request_messages(), cb)
         except TurnStopped:
             return "stopped"
+        except ContextTooLong as e:
+            if self._compact_refused(e.tokens, e.limit):
+                return None  # older turns were compacted: the loop sends the request again
+            self.emit(ev.ErrorEvent(f"{e} ({DEAD_ENDS['model_context_window_exceeded']})", recoverable=False))
+            return self._wait_or_end("ended: the conversation does not fit the context window")
         except TurnFailed as e:
             self.emit(ev.ErrorEvent(str(e), recoverable=not e.fatal))
             if e.fatal:
                 return f"error: {e}"
             return self._wait_or_end(f"api unavailable: {e}")
 
-        self._account(turn)
+        self._account(turn, estimate)
         for block in turn.content:
             if block.get("type") == "text" and block.get("text"):
                 self.emit(ev.AssistantText(block["text"]))
+        if turn.stop_reason == "model_context_window_exceeded" and \
+                self._compact("too_long", self.cfg.context_window):
+            self.emit(ev.TurnEnded(turn.stop_reason))  # the cut reply is dropped; ask again with room
+            return None
         if turn.stop_reason in DEAD_ENDS:
             self.emit(ev.TurnEnded(turn.stop_reason))
             self.emit(ev.ErrorEvent(DEAD_ENDS[turn.stop_reason], recoverable=False))
@@ -102,13 +115,16 @@ class TurnsMixin:
             return reason
         return None if self._wait_for_input() else "stopped"
 
-    def _account(self, turn) -> None:
+    def _account(self, turn, estimate: int) -> None:
         model = turn.model or self.cfg.resolved_model()
         price = self.cfg.price_for(model) or self.cfg.price_for(self.cfg.resolved_model())
         cost = cost_usd(turn.tokens, price)
         self.spend.add(turn.tokens, cost)
         self.run.add(turn.tokens, cost)
         t = turn.tokens
+        prompt = t.input_tokens + t.cache_read_tokens + t.cache_write_tokens
+        self._measured(prompt, estimate)
         self.emit(ev.Usage(t.input_tokens, t.output_tokens, t.cache_read_tokens, t.cache_write_tokens,
                            round(cost or 0.0, 6), round(self.spend.cost, 6), self.spend.tokens.total,
-                           priced=price is not None, turn=self.spend.turns))
+                           priced=price is not None, turn=self.spend.turns, context_tokens=prompt,
+                           context_estimate=estimate, context_window=self.cfg.context_window))

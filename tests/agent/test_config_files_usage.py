@@ -7,6 +7,7 @@ import pytest
 from ks_tui.agent.conversation import Conversation, conversation_from_events
 from ks_tui.agent.files import TaskFiles, ToolRefused
 from ks_tui.agent.summary import summarize_result
+from ks_tui.agent.tools import ToolBox
 from ks_tui.agent.usage import TokenCount, cost_usd
 from ks_tui.config import DEFAULT_MODEL, Config, load_config
 from ks_tui.errors import InputFileError, KsError
@@ -55,6 +56,9 @@ def test_bad_config_names_the_file_and_line(tmp_path, monkeypatch):
     ("max_tokens = true", "is not a valid int"),
     ("enable_bash = 5", "enable_bash = 5 is not a valid bool"),
     ("api_timeout_s = nan", "api_timeout_s = nan must be a finite number above 0"),
+    ("compact_at = 1.5", "compact_at = 1.5 must be at most 1.0"),
+    ("compact_at = 0", "compact_at = 0 must be a finite number above 0"),
+    ("context_window = 500", "context_window = 500 must be a finite number at least 1000"),
     ('[prices."m"]\ninput = -1\noutput = 1\ncache_write = 1\ncache_read = 1', "finite and not negative"),
 ])
 def test_a_config_value_the_flags_would_refuse_is_refused_in_the_file_too(tmp_path, line, words):
@@ -122,6 +126,21 @@ def test_paths_are_confined_and_only_the_kernel_is_writable(task_dir):
     files.write("kernel.cpp", "int a;\nint a;\n")
     with pytest.raises(ToolRefused, match="2 times"):
         files.edit("kernel.cpp", "int a;", "x")
+
+
+def test_read_file_reads_a_part_of_a_large_kernel_by_lines(task_dir):
+    kernel = task_dir / "kernel.cpp"
+    kernel.write_text("".join(f"line {i}\n" for i in range(1, 3001)))
+    box = ToolBox(TaskFiles(task_dir, kernel, [task_dir / "reference.py"]), host=None)
+    out, err = box.execute("read_file", {"path": "kernel.cpp", "offset": 1200, "limit": 3})
+    assert not err and out == "[kernel.cpp: lines 1200-1202 of 3000]\nline 1200\nline 1201\nline 1202\n"
+    out, err = box.execute("read_file", {"path": "kernel.cpp", "offset": "2999"})  # a quoted number is a number
+    assert not err and out.endswith("line 2999\nline 3000\n") and "lines 2999-3000 of 3000" in out
+    assert box.execute("read_file", {"path": "kernel.cpp"})[0] == kernel.read_text()  # no range: the file as it is
+    for bad, words in (({"offset": 3001}, "past the end of kernel.cpp (3000 lines)"), ({"limit": 0}, "at least 1"),
+                       ({"offset": -2}, "at least 1"), ({"limit": True}, "whole number"), ({"offset": 1.5}, "whole number")):
+        out, err = box.execute("read_file", {"path": "kernel.cpp", **bad})
+        assert err and words in out, (bad, out)
 
 
 def test_conversation_fold_keeps_tool_results_first_and_applies_rollbacks():

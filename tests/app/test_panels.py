@@ -80,3 +80,16 @@ async def test_progress_shows_while_the_harness_runs_and_text_streams_whole():
                                                  load("bench_kernel_a.json")))
         await wait_for(pilot, lambda: not bench.has_class("-running"), "the progress bar to go")
         assert "best 1.250x (4/4)" in shown(app, "#status")
+
+
+async def test_the_status_bar_shows_the_share_of_the_context_window_and_compaction_says_so():
+    app = KernelSeekApp()
+    async with app.run_test(size=(160, 36)) as pilot:
+        assert "ctx" not in shown(app, "#status")  # nothing measured yet
+        app.post_engine_event(ev.Usage(1200, 300, 60_000, 2_000, 0.1, 0.1, 63_500, turn=4,
+                                       context_tokens=63_200, context_estimate=80_000, context_window=200_000))
+        await wait_for(pilot, lambda: "ctx 32%" in shown(app, "#status"), "the window's share")
+        app.post_engine_event(ev.ContextCompacted([0, 1], "threshold", 161_000, 70_000, 200_000, 23))
+        await wait_for(pilot, lambda: "ctx 35%" in shown(app, "#status"), "the share after compaction")
+        assert "older turns compacted (23 items cleared), about 161,000 -> 70,000 of 200,000" in \
+            shown(app, "#conversation")

@@ -16,7 +16,9 @@ assert exactly what the client sent. The real `anthropic` SDK reaches it through
 
 A step may also be a callable `step(request_body) -> Reply | Fault`, to answer from what the
 client sent (for instance to echo a file the agent read). Requests with a wrong API key or
-an unknown model are answered 401 / 404 without consuming a step, as the real API does.
+an unknown model are answered 401 / 404 without consuming a step, as the real API does;
+so is a prompt longer than `context_window` tokens (counted as `usage` counts them: four
+characters a token), with the API's 400 "prompt is too long: N tokens > M maximum".
 When the script runs out, the server answers HTTP 400 with `x-should-retry: false`, so an
 over-long session fails loudly instead of hanging.
 """
@@ -118,11 +120,13 @@ class FakeMessagesAPI:
     """Scripted Messages API on 127.0.0.1:<free port>. Use as a context manager."""
 
     def __init__(self, script: list[Step] | None = None, *, api_key: str | None = None,
-                 models: set[str] | None = None, model_echo: str | None = None):
+                 models: set[str] | None = None, model_echo: str | None = None,
+                 context_window: int | None = None):
         self.script: list[Step] = list(script or [])
         self.api_key = api_key  # None: accept any key
         self.models = models  # None: accept any model
         self.model_echo = model_echo
+        self.context_window = context_window  # None: any prompt fits
         self.requests: list[dict] = []  # every POST body that reached a step, in order
         self.rejected: list[dict] = []  # bodies answered 401/404/400 without a step
         self.headers: list[dict[str, str]] = []
@@ -251,6 +255,12 @@ class _Handler(BaseHTTPRequestHandler):
         if problem:
             api.rejected.append(body)
             return self._error(400, "invalid_request_error", problem, {"x-should-retry": "false"})
+        prompt = prompt_tokens(body)
+        if api.context_window is not None and prompt > api.context_window:
+            api.rejected.append(body)
+            return self._error(400, "invalid_request_error",
+                               f"prompt is too long: {prompt} tokens > {api.context_window} maximum",
+                               {"x-should-retry": "false"})
 
         step = api._take_step(body, headers)
         if step is None:
@@ -348,6 +358,11 @@ def _stop_seq(r: Reply, body: dict) -> str | None:
 def _approx_tokens(obj: Any) -> int:
     """A rough, deterministic token count (4 characters a token), enough for usage fields."""
     return max(1, len(json.dumps(obj)) // 4)
+
+
+def prompt_tokens(body: dict) -> int:
+    """The request's prompt in tokens, as this server counts them (system, tools, messages)."""
+    return _approx_tokens([body.get("system"), body.get("tools")]) + _approx_tokens(body.get("messages"))
 
 
 def _message_json(api: FakeMessagesAPI, r: Reply, body: dict, with_content: bool) -> dict:

@@ -171,7 +171,15 @@ class MainScreen(Screen):
             self.query_one(Conversation).focus()
 
     def _on_usage(self, e: ev.Usage) -> None:
-        self.query_one(StatusBar).update_info(tokens=e.session_tokens, cost_usd=e.session_cost_usd)
+        context = e.context_tokens / e.context_window if e.context_window and e.context_tokens else None
+        self.query_one(StatusBar).update_info(tokens=e.session_tokens, cost_usd=e.session_cost_usd,
+                                              context=context)
+
+    def _on_context_compacted(self, e: ev.ContextCompacted) -> None:
+        self.query_one(Conversation).note(
+            f"context: older turns compacted ({e.cleared} items cleared), about {e.tokens_before:,} -> "
+            f"{e.tokens_after:,} of {e.window:,} tokens")
+        self.query_one(StatusBar).update_info(context=e.tokens_after / e.window)
 
     def _on_rollback(self, e: ev.RolledBack) -> None:
         self.query_one(Conversation).note(f"rolled back to attempt {e.to_attempt} (new attempt {e.new_attempt})")
@@ -209,7 +217,7 @@ class MainScreen(Screen):
         self.query_one("#questions-panel").remove_class("-pending")
         self.query_one(Conversation).remove_children()
         self.query_one(StatusBar).update_info(attempts=0, best_speedup=None, best_correct="", state="idle",
-                                              tokens=0, cost_usd=0.0, harness="")
+                                              tokens=0, cost_usd=0.0, harness="", context=None)
 
     # ---- data loaded by workers ---------------------------------------------------------
 

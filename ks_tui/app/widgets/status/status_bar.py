@@ -1,4 +1,5 @@
-"""One line at the top: task, agent state, attempts, best speedup, harness run, tokens, cost, session."""
+"""One line at the top: task, agent state, attempts, best speedup, harness run, tokens, cost,
+the last request's share of the context window, session."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class StatusInfo:
     tokens: int = 0
     cost_usd: float = 0.0
     harness: str = ""  # "bench 3/18" while a run is in flight
+    context: float | None = None  # the last request's share of the context window
 
 
 class StatusBar(Static):
@@ -65,6 +67,8 @@ class StatusBar(Static):
         if info.harness:
             parts.append((info.harness, "cyan"))
         parts.append((f"{_tokens(info.tokens)} tok ${info.cost_usd:.2f}", "dim"))
+        if info.context is not None:
+            parts.append((f"ctx {info.context:.0%}", "bold yellow" if info.context >= 0.7 else "dim"))
         parts.append((f"session {info.session}", "dim"))
         text = Text(no_wrap=True, overflow="ellipsis")
         for i, (chunk, chunk_style) in enumerate(parts):

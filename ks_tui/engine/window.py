@@ -1,0 +1,70 @@
+"""Keeping the conversation inside the model's context window (agent/context.py does the cutting).
+
+Before each request the prompt's size is estimated from its characters, scaled by what the
+API counted for the last request (API tokens per estimated token). Past `compact_at` of the
+window the older turns are compacted, level by level, until the estimate is under half of
+that share; a request the API still refuses as too long is compacted with the API's own count
+and sent again. Each compaction is one trace record, so a resumed session rebuilds the same
+messages, and the model is told in a note what was cleared.
+"""
+
+from __future__ import annotations
+
+from ks_tui import events as ev
+from ks_tui.agent import prompts
+from ks_tui.agent.context import LEVELS, Compaction, compact, estimate_tokens
+
+
+class WindowMixin:
+    """Part of Session (ks_tui/engine/session.py): the conversation's size against the window."""
+
+    def _context_tokens(self) -> int:
+        """The next request's prompt, estimated and scaled by the last measurement."""
+        raw = estimate_tokens(self.conv.messages) + self._fixed_tokens()
+        return int(raw * (self._context_scale or 1.0))
+
+    def _fixed_tokens(self) -> int:
+        caller = self._ensure_caller()
+        return estimate_tokens([caller.system, caller.tools])
+
+    def _request_estimate(self) -> int:
+        """The unscaled estimate of the request about to go out (kept to calibrate the next)."""
+        return estimate_tokens(self.conv.messages) + self._fixed_tokens()
+
+    def _measured(self, prompt_tokens: int, estimate: int) -> None:
+        if prompt_tokens > 0 and estimate > 0:
+            self._context_scale = prompt_tokens / estimate
+
+    def _fit_context(self) -> None:
+        """Compact when the next request would pass compact_at of the window."""
+        if self._context_tokens() > self.cfg.compact_at * self.cfg.context_window:
+            self._compact("threshold", self.cfg.context_window)
+
+    def _compact_refused(self, tokens: int, limit: int) -> bool:
+        """The API refused the prompt as too long: calibrate on its count and compact.
+        True when something was cleared (send the request again)."""
+        raw = self._request_estimate()
+        if raw > 0:
+            self._context_scale = tokens / raw
+        return self._compact("too_long", min(limit, self.cfg.context_window))
+
+    def _compact(self, reason: str, window: int) -> bool:
+        msgs = self.conv.messages
+        if not msgs or msgs[-1]["role"] != "user":  # a pause_turn reply goes back unchanged
+            return False
+        target = 0.5 * self.cfg.compact_at * window
+        before = self._context_tokens()
+        done, total = [], Compaction()
+        for i, level in enumerate(LEVELS):
+            step = compact(msgs, level)
+            if step.cleared:
+                done.append(i)
+                total += step
+            if self._context_tokens() <= target:
+                break
+        if not done:
+            return False
+        after = self._context_tokens()
+        self.emit(ev.ContextCompacted(done, reason, before, after, window, total.cleared))
+        self._user(prompts.compacted_note(before, window, total.cleared), "system")
+        return True

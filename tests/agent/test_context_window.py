@@ -1,0 +1,200 @@
+"""A long session outgrows the model's context window and goes on: older turns are compacted
+before the request would not fit, a prompt the API still refuses as too long is compacted and
+sent again, and a resumed session rebuilds the compacted conversation from its trace.
+
+The scripted server counts a prompt as its `usage` does (four characters a token) and refuses
+one above its window with the API's 400 "prompt is too long"; the real SDK, g++ and git run."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ks_tui import events as ev
+from ks_tui.agent.context import LEVELS, STUB, compact
+from ks_tui.config import load_config
+from ks_tui.engine import Session
+from tests.support.fake_messages_api import prompt_tokens, reply, text, tool_use
+
+pytestmark = pytest.mark.timeout(180)
+
+# A kernel file of ~40k characters (~10k tokens as the server counts): each read or write of
+# it is a third of the 30k-token window below.
+FILLER = "".join(f"// note {i:05d}: a comment line that makes the kernel file long\n" for i in range(600))
+WINDOW = 30_000
+
+
+def start(ws, max_turns: int, sid: str | None = None, **over) -> tuple[Session, list[ev.Event]]:
+    cfg = load_config(ws).with_overrides(max_turns=max_turns, **over)
+    kw = dict(autonomous=True, human_present=False)
+    session = Session.open(ws, sid, cfg, **kw) if sid else Session.create(ws, "attention_cpu", cfg, **kw)
+    seen: list[ev.Event] = []
+    session.subscribe(seen.append)
+    return session, seen
+
+
+def big_kernel(ws) -> str:
+    return (ws / "kernels" / "attention_cpu" / "kernel.cpp").read_text() + FILLER
+
+
+def reads(n: int) -> list:
+    return [reply(text(f"Reading it again ({i})."), tool_use("read_file", {"path": "kernel.cpp"})) for i in range(n)]
+
+
+def test_a_session_longer_than_the_window_goes_on_with_older_turns_compacted(workspace, fake_api):
+    script = [reply(tool_use("write_file", {"path": "kernel.cpp", "content": big_kernel(workspace)})),
+              *reads(6), reply(text("Done."))]
+    api = fake_api(script, context_window=WINDOW)
+    session, seen = start(workspace, max_turns=len(script), context_window=WINDOW)
+    end = session.run_forever()
+
+    # Eight reads and writes of ~10k tokens each would need ~80k: without compaction the
+    # server refuses the fourth request and the session ends with an error.
+    assert end.reason == f"max turns reached ({len(script)})", end.reason
+    assert not api.rejected
+    assert all(prompt_tokens(body) <= WINDOW for body in api.requests)
+    done = [e for e in seen if isinstance(e, ev.ContextCompacted)]
+    assert done and all(e.reason == "threshold" and e.cleared > 0 and e.tokens_after < e.tokens_before for e in done)
+
+    last = api.requests[-1]["messages"]
+    results = [b for m in last if m["role"] == "user" for b in m["content"] if b["type"] == "tool_result"]
+    # The newest read is whole; the older file contents are stubs that name their call.
+    assert results[-1]["content"] == big_kernel(workspace)
+    stubs = [r["content"] for r in results if r["content"].startswith(STUB)]
+    assert stubs and all("read_file(kernel.cpp)" in s or "write_file(kernel.cpp)" in s for s in stubs)
+    written = next(b for m in last if m["role"] == "assistant" for b in m["content"] if b.get("name") == "write_file")
+    assert written["input"]["content"].startswith(STUB) and written["input"]["path"] == "kernel.cpp"
+    # The model is told what happened, once per compaction.
+    notes = [b["text"] for m in last if m["role"] == "user" for b in m["content"]
+             if b["type"] == "text" and "neared the model's context window" in b["text"]]
+    assert len(notes) == len(done)
+    # The status line's figure: the share of the window the API counted for each request.
+    usage = [e for e in seen if isinstance(e, ev.Usage)]
+    assert [u.context_tokens for u in usage] == [prompt_tokens(b) for b in api.requests]
+    assert all(u.context_window == WINDOW for u in usage)
+
+    # A resumed session replays the compactions into the same messages, and the next request
+    # it sends is the conversation as it was, plus the new turn.
+    again, _ = start(workspace, max_turns=1, sid=session.id, context_window=WINDOW)
+    assert again.conv.messages == session.conv.messages
+    again.send_message("And now?")
+    fake_api([reply(text("Still here."))], context_window=WINDOW)
+    assert again.run_forever().reason == "max turns reached (1)"
+
+
+def test_a_prompt_the_api_refuses_as_too_long_is_compacted_and_sent_again(workspace, fake_api):
+    # ks believes the window is ten times larger than the server's, so only the API's 400 can
+    # tell it: the refused request is compacted with the API's count and goes again.
+    script = [reply(tool_use("write_file", {"path": "kernel.cpp", "content": big_kernel(workspace)})),
+              *reads(3), reply(text("Done."))]
+    api = fake_api(script, context_window=WINDOW)
+    session, seen = start(workspace, max_turns=len(script), context_window=10 * WINDOW)
+    end = session.run_forever()
+
+    assert end.reason == f"max turns reached ({len(script)})", end.reason
+    assert len(api.rejected) == 1 and prompt_tokens(api.rejected[0]) > WINDOW
+    [done] = [e for e in seen if isinstance(e, ev.ContextCompacted)]
+    assert done.reason == "too_long" and done.window == WINDOW
+    assert prompt_tokens(api.requests[-2]) <= WINDOW  # the request sent again fits
+    assert not any(isinstance(e, ev.ErrorEvent) for e in seen)
+
+
+def test_a_prompt_that_cannot_be_made_to_fit_ends_with_one_clear_message(workspace, fake_api):
+    # Nothing older to clear: the first request alone is over the server's window.
+    api = fake_api([reply(text("never sent"))], context_window=200)
+    session, seen = start(workspace, max_turns=2)
+    end = session.run_forever()
+
+    assert end.reason == "ended: the conversation does not fit the context window"
+    [error] = [e for e in seen if isinstance(e, ev.ErrorEvent)]
+    assert "prompt is too long" in error.message and "roll back or start a new session" in error.message
+    assert not error.recoverable and api.requests == [] and len(api.rejected) == 1
+    assert not any(isinstance(e, ev.ContextCompacted) for e in seen)
+
+
+def test_a_rollback_after_a_compaction_cuts_the_conversation_where_its_attempt_was(workspace, fake_api):
+    edit = {"path": "kernel.cpp", "old_string": "std::vector<float> acc(d);",
+            "new_string": "std::vector<float> acc(d);  // one row"}
+    script = [reply(tool_use("edit_file", edit)), reply(tool_use("run_harness", {"mode": "check", "quick": True})),
+              reply(tool_use("write_file", {"path": "kernel.cpp", "content": big_kernel(workspace)})),
+              *reads(4), reply(text("Done."))]
+    fake_api(script, context_window=WINDOW)
+    session, seen = start(workspace, max_turns=len(script), context_window=WINDOW)
+    session.run_forever()
+    [attempt] = [e for e in seen if isinstance(e, ev.AttemptRecorded)]
+    assert any(isinstance(e, ev.ContextCompacted) for e in seen)
+    mark = attempt.conversation_len
+
+    again, seen2 = start(workspace, max_turns=1, sid=session.id, context_window=WINDOW)
+    again.rollback(1)
+    api = fake_api([reply(text("Back at attempt 1."))], context_window=WINDOW)
+    assert again.run_forever().reason == "max turns reached (1)"
+    sent = api.requests[0]["messages"]
+    assert len(sent) == mark and "rolled the kernel and this conversation back to attempt 1" in json.dumps(sent[-1])
+    assert "// one row" in again.files.kernel.read_text() and FILLER not in again.files.kernel.read_text()
+
+
+def test_headless_prints_the_window_share_and_each_compaction(workspace, fake_api, monkeypatch):
+    script = [reply(tool_use("write_file", {"path": "kernel.cpp", "content": big_kernel(workspace)})),
+              *reads(3), reply(text("Done."))]
+    api = fake_api(script, context_window=WINDOW)
+    monkeypatch.setenv("KS_CONTEXT_WINDOW", str(WINDOW))
+    out = subprocess.run([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "run", "attention_cpu",
+                          "--headless", "--autonomous", "--max-turns", str(len(script))],
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    assert not api.rejected and f"max turns reached ({len(script)})" in out.stdout
+    shares = [int(m) for m in re.findall(rf"; context (\d+)% of {WINDOW}", out.stdout)]
+    assert len(shares) == len(script) and max(shares) <= 100
+    assert re.search(rf"context: \d+ older items cleared, about \d+ -> \d+ of {WINDOW} tokens \(threshold\)",
+                     out.stdout), out.stdout
+    assert "[ks] This conversation neared the model's context window" in out.stdout
+
+
+def conversation() -> list[dict]:
+    """A conversation as the engine keeps it: the task, then tool calls and their results."""
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "the task " * 400}]}]
+    for i in range(6):
+        msgs.append({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "hmm " * 300, "signature": "s"},
+            {"type": "text", "text": f"step {i}: " + "why " * 1500},
+            {"type": "tool_use", "id": f"t{i}", "name": "write_file",
+             "input": {"path": "kernel.cpp", "content": "x" * 5000}}]})
+        msgs.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "y" * 3000},
+            {"type": "text", "text": "a short note"}]})
+    return msgs
+
+
+@pytest.mark.parametrize("level", range(len(LEVELS)))
+def test_compaction_keeps_the_shape_the_api_needs_and_only_ever_saves(level):
+    msgs = conversation()
+    before = copy.deepcopy(msgs)
+    keep = LEVELS[level].keep_recent
+    done = compact(msgs, LEVELS[level])
+
+    shrunk = len(json.dumps(before)) - len(json.dumps(msgs))
+    # What it says it saved is what the request lost (give or take a separator a dropped block).
+    assert done.cleared > 0 and done.chars_saved > 0 and abs(shrunk - done.chars_saved) <= 2 * done.cleared
+    assert len(msgs) == len(before) and [m["role"] for m in msgs] == [m["role"] for m in before]
+    assert msgs[0] == before[0] and msgs[-keep:] == before[-keep:]  # the task and the newest turns are whole
+    for old, new in zip(before[1:-keep], msgs[1:-keep]):
+        ids = lambda m: [b.get("id") or b.get("tool_use_id") for b in m["content"] if b.get("type") != "thinking"]
+        assert ids(old) == ids(new)  # every tool_use keeps its id and its tool_result
+        assert all(b["type"] != "thinking" for b in new["content"]) and new["content"]
+    again = copy.deepcopy(msgs)
+    assert compact(again, LEVELS[level]).cleared == 0 and again == msgs  # a second pass finds nothing
+
+
+def test_each_level_clears_more_than_the_one_before():
+    sizes = []
+    for level in LEVELS:
+        msgs = conversation()
+        compact(msgs, level)
+        sizes.append(len(json.dumps(msgs)))
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes)
