@@ -4,8 +4,10 @@ Hours of pairing outgrow any window: one read of a 117 kB kernel is ~35k tokens,
 write_file carries the whole file again. Before a request would pass a share of the window,
 the older part of the conversation is compacted in place (`compact`): bulky tool outputs and
 the file contents in older tool inputs become one-line stubs, old thinking blocks are dropped,
-and at the harder levels long old texts are cut. The attempt store and the kernel file hold
-the state that matters, and the model is told to read again what it needs.
+at the harder levels long old texts are cut, and at the last every message but the newest
+16 is replaced by a placeholder (what stubs and texts are left grows with every turn: ~225
+tokens a turn in benchmarks/long_session.py, against ~15 a placeholder). The attempt store and the kernel
+file hold the state that matters, and the model is told to read again what it needs.
 
 Two properties the rest of the engine relies on:
 - The message count never changes, so the conversation lengths that rollback marks hold
@@ -16,6 +18,7 @@ Two properties the rest of the engine relies on:
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 # run at 3-4 characters a token; erring low makes compaction come early rather than late.
 CHARS_PER_TOKEN = 3.0
 STUB = "[ks: cleared"  # every stub starts with it; a stub is never cleared again
+REMOVED = "[ks: removed to fit the context window]"  # a whole old message's content, at the last level
 
 
 @dataclass(frozen=True)
@@ -30,10 +34,11 @@ class Level:
     keep_recent: int  # the newest messages, left whole
     min_chars: int  # tool outputs and tool input strings longer than this are cleared
     text_chars: int | None = None  # old text blocks are cut to this many characters; None: kept
+    remove_before: int | None = None  # all but this many newest messages become placeholders
 
 
 # Gentlest first; the engine takes the next while the estimate stays above its target.
-LEVELS = (Level(8, 2000), Level(4, 400, 4000), Level(2, 120, 400))
+LEVELS = (Level(8, 2000), Level(4, 400, 4000), Level(2, 120, 400), Level(2, 120, 400, remove_before=16))
 
 
 @dataclass
@@ -58,7 +63,20 @@ def compact(messages: list[dict], level: Level) -> Compaction:
     calls = {b["id"]: b for m in messages if m["role"] == "assistant" for b in m["content"]
              if b.get("type") == "tool_use"}
     out = Compaction()
-    for m in messages[1:max(1, len(messages) - level.keep_recent)]:
+    older = max(1, len(messages) - level.keep_recent)
+    if level.remove_before is not None:
+        # Whole assistant/user pairs, so that no tool_use loses its tool_result: the messages
+        # alternate from the task's (user, index 0), so the pairs are (1, 2), (3, 4), ...
+        end = 1 + 2 * max(0, (len(messages) - level.remove_before - 1) // 2)
+        placeholder = [{"type": "text", "text": REMOVED}]
+        for pair in zip(messages[1:end:2], messages[2:end:2]):
+            saved = sum(len(json.dumps(m["content"])) - len(json.dumps(placeholder)) for m in pair)
+            if saved > 0:  # every change must save, so repeated compaction ends
+                for m in pair:
+                    m["content"] = copy.deepcopy(placeholder)
+                out.cleared += 2
+                out.chars_saved += saved
+    for m in messages[1:older]:
         if m["role"] == "assistant":
             m["content"] = _assistant(m["content"], level, out)
         else:

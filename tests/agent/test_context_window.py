@@ -16,10 +16,10 @@ import sys
 import pytest
 
 from ks_tui import events as ev
-from ks_tui.agent.context import LEVELS, STUB, compact
+from ks_tui.agent.context import LEVELS, REMOVED, STUB, compact
 from ks_tui.config import load_config
 from ks_tui.engine import Session
-from tests.support.fake_messages_api import prompt_tokens, reply, text, tool_use
+from tests.support.fake_messages_api import prompt_tokens, reply, text, tool_use, validate_request
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -67,12 +67,15 @@ def test_a_session_longer_than_the_window_goes_on_with_older_turns_compacted(wor
     assert results[-1]["content"] == big_kernel(workspace)
     stubs = [r["content"] for r in results if r["content"].startswith(STUB)]
     assert stubs and all("read_file(kernel.cpp)" in s or "write_file(kernel.cpp)" in s for s in stubs)
-    written = next(b for m in last if m["role"] == "assistant" for b in m["content"] if b.get("name") == "write_file")
-    assert written["input"]["content"].startswith(STUB) and written["input"]["path"] == "kernel.cpp"
-    # The model is told what happened, once per compaction.
+    # The file written at the start is no longer sent: a stub in its call, or the call removed.
+    writes = [b for m in last if m["role"] == "assistant" for b in m["content"] if b.get("name") == "write_file"]
+    assert all(w["input"]["content"].startswith(STUB) and w["input"]["path"] == "kernel.cpp" for w in writes)
+    assert FILLER not in json.dumps(last[:-2])
+    # The model is told what happened, once per compaction (the oldest notes may be removed since).
     notes = [b["text"] for m in last if m["role"] == "user" for b in m["content"]
              if b["type"] == "text" and "neared the model's context window" in b["text"]]
-    assert len(notes) == len(done)
+    assert 1 <= len(notes) <= len(done)
+    assert sum("neared the model's context window" in json.dumps(b["messages"][-1]) for b in api.requests) == len(done)
     # The status line's figure: the share of the window the API counted for each request.
     usage = [e for e in seen if isinstance(e, ev.Usage)]
     assert [u.context_tokens for u in usage] == [prompt_tokens(b) for b in api.requests]
@@ -156,10 +159,10 @@ def test_headless_prints_the_window_share_and_each_compaction(workspace, fake_ap
     assert "[ks] This conversation neared the model's context window" in out.stdout
 
 
-def conversation() -> list[dict]:
+def conversation(turns: int = 6) -> list[dict]:
     """A conversation as the engine keeps it: the task, then tool calls and their results."""
     msgs = [{"role": "user", "content": [{"type": "text", "text": "the task " * 400}]}]
-    for i in range(6):
+    for i in range(turns):
         msgs.append({"role": "assistant", "content": [
             {"type": "thinking", "thinking": "hmm " * 300, "signature": "s"},
             {"type": "text", "text": f"step {i}: " + "why " * 1500},
@@ -169,6 +172,10 @@ def conversation() -> list[dict]:
             {"type": "tool_result", "tool_use_id": f"t{i}", "content": "y" * 3000},
             {"type": "text", "text": "a short note"}]})
     return msgs
+
+
+def request(msgs: list[dict]) -> dict:
+    return {"model": "m", "max_tokens": 10, "messages": msgs}
 
 
 @pytest.mark.parametrize("level", range(len(LEVELS)))
@@ -181,12 +188,14 @@ def test_compaction_keeps_the_shape_the_api_needs_and_only_ever_saves(level):
     shrunk = len(json.dumps(before)) - len(json.dumps(msgs))
     # What it says it saved is what the request lost (give or take a separator a dropped block).
     assert done.cleared > 0 and done.chars_saved > 0 and abs(shrunk - done.chars_saved) <= 2 * done.cleared
+    assert validate_request(request(msgs)) is None  # roles alternate, every tool_use has its result
     assert len(msgs) == len(before) and [m["role"] for m in msgs] == [m["role"] for m in before]
     assert msgs[0] == before[0] and msgs[-keep:] == before[-keep:]  # the task and the newest turns are whole
     for old, new in zip(before[1:-keep], msgs[1:-keep]):
-        ids = lambda m: [b.get("id") or b.get("tool_use_id") for b in m["content"] if b.get("type") != "thinking"]
-        assert ids(old) == ids(new)  # every tool_use keeps its id and its tool_result
         assert all(b["type"] != "thinking" for b in new["content"]) and new["content"]
+        if new["content"] != [{"type": "text", "text": REMOVED}]:
+            ids = lambda m: [b.get("id") or b.get("tool_use_id") for b in m["content"] if b.get("type") != "thinking"]
+            assert ids(old) == ids(new)  # a tool_use keeps its id, a tool_result its call
     again = copy.deepcopy(msgs)
     assert compact(again, LEVELS[level]).cleared == 0 and again == msgs  # a second pass finds nothing
 
@@ -194,7 +203,19 @@ def test_compaction_keeps_the_shape_the_api_needs_and_only_ever_saves(level):
 def test_each_level_clears_more_than_the_one_before():
     sizes = []
     for level in LEVELS:
-        msgs = conversation()
+        msgs = conversation(12)
         compact(msgs, level)
         sizes.append(len(json.dumps(msgs)))
     assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes)
+
+
+@pytest.mark.parametrize("turns", [1, 7, 8, 9, 10, 21, 200])
+def test_the_last_level_removes_whole_pairs_of_all_but_the_newest_messages(turns):
+    msgs = conversation(turns)
+    compact(msgs, LEVELS[-1])
+    assert validate_request(request(msgs)) is None
+    removed = [i for i, m in enumerate(msgs) if m["content"] == [{"type": "text", "text": REMOVED}]]
+    kept = LEVELS[-1].remove_before
+    # Pairs (1, 2), (3, 4), ... up to the newest `kept` messages (one more when that splits a pair).
+    assert removed == list(range(1, 1 + 2 * max(0, (len(msgs) - kept - 1) // 2)))
+    assert len(msgs) - 1 - len(removed) in (kept, kept - 1) or not removed

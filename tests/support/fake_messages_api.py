@@ -251,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
         if api.models is not None and model not in api.models:
             api.rejected.append(body)
             return self._error(404, "not_found_error", f"model: {model}")
-        problem = _validate(body)
+        problem = validate_request(body)
         if problem:
             api.rejected.append(body)
             return self._error(400, "invalid_request_error", problem, {"x-should-retry": "false"})
@@ -399,7 +399,7 @@ def _block_json(b: Block) -> dict:
     return {"type": "tool_use", "id": b.id, "name": b.name, "input": b.input}
 
 
-def _validate(body: dict) -> str | None:
+def validate_request(body: dict) -> str | None:
     """The checks the real API makes that a client bug would trip; 400 with the reason."""
     for key in ("model", "max_tokens", "messages"):
         if key not in body:
