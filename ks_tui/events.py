@@ -148,6 +148,7 @@ class ContextCompacted(Event):
     tokens_after: int
     window: int
     cleared: int
+    removed: int = 0  # whole messages removed (the last level), counted in the conversation's length
     kind = "context_compacted"
 
 

@@ -4,21 +4,20 @@ Hours of pairing outgrow any window: one read of a 117 kB kernel is ~35k tokens,
 write_file carries the whole file again. Before a request would pass a share of the window,
 the older part of the conversation is compacted in place (`compact`): bulky tool outputs and
 the file contents in older tool inputs become one-line stubs, old thinking blocks are dropped,
-at the harder levels long old texts are cut, and at the last every message but the newest
-16 is replaced by a placeholder (what stubs and texts are left grows with every turn: ~225
-tokens a turn in benchmarks/long_session.py, against ~15 a placeholder). The attempt store and the kernel
-file hold the state that matters, and the model is told to read again what it needs.
+at the harder levels long old texts are cut, and at the last every message but the task and
+the newest 16 is removed (what stubs and texts are left grows with every turn: ~225 tokens a
+turn in benchmarks/long_session.py). The attempt store and the kernel file hold the state
+that matters, and the model is told to read again what it needs.
 
 Two properties the rest of the engine relies on:
-- The message count never changes, so the conversation lengths that rollback marks hold
-  stay valid.
+- `compact` reports how many messages it removed, and the conversation counts them in its
+  length (Conversation.base), so the lengths that rollback marks hold stay valid.
 - `compact` is a pure function of the messages and its level, so the trace records only the
   level and a resumed session replays it into the same messages.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 
@@ -26,7 +25,10 @@ from dataclasses import dataclass
 # run at 3-4 characters a token; erring low makes compaction come early rather than late.
 CHARS_PER_TOKEN = 3.0
 STUB = "[ks: cleared"  # every stub starts with it; a stub is never cleared again
-REMOVED = "[ks: removed to fit the context window]"  # a whole old message's content, at the last level
+# Added to the task's message when older messages are removed, with their running count.
+REMOVED = "[ks: the {n} messages that followed this one were removed to fit the context window; " \
+          "list_attempts and show_attempt hold what was done in them]"
+_REMOVED_HEAD = REMOVED.split("{n}")[0]
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class Level:
     keep_recent: int  # the newest messages, left whole
     min_chars: int  # tool outputs and tool input strings longer than this are cleared
     text_chars: int | None = None  # old text blocks are cut to this many characters; None: kept
-    remove_before: int | None = None  # all but this many newest messages become placeholders
+    remove_before: int | None = None  # all messages but the task and this many newest are removed
 
 
 # Gentlest first; the engine takes the next while the estimate stays above its target.
@@ -43,12 +45,14 @@ LEVELS = (Level(8, 2000), Level(4, 400, 4000), Level(2, 120, 400), Level(2, 120,
 
 @dataclass
 class Compaction:
-    cleared: int = 0  # blocks cleared, cut or dropped
+    cleared: int = 0  # blocks cleared, cut or dropped, and messages removed
     chars_saved: int = 0
+    removed: int = 0  # messages removed (after the task's)
 
     def __iadd__(self, other: "Compaction") -> "Compaction":
         self.cleared += other.cleared
         self.chars_saved += other.chars_saved
+        self.removed += other.removed
         return self
 
 
@@ -59,29 +63,38 @@ def estimate_tokens(obj) -> int:
 
 def compact(messages: list[dict], level: Level) -> Compaction:
     """Compact, in place, every message but the first (the task) and the newest
-    `level.keep_recent`. Returns what was cleared."""
+    `level.keep_recent`. Returns what was cleared and how many messages were removed."""
+    out = Compaction()
+    if level.remove_before is not None:
+        _remove(messages, level.remove_before, out)
     calls = {b["id"]: b for m in messages if m["role"] == "assistant" for b in m["content"]
              if b.get("type") == "tool_use"}
-    out = Compaction()
     older = max(1, len(messages) - level.keep_recent)
-    if level.remove_before is not None:
-        # Whole assistant/user pairs, so that no tool_use loses its tool_result: the messages
-        # alternate from the task's (user, index 0), so the pairs are (1, 2), (3, 4), ...
-        end = 1 + 2 * max(0, (len(messages) - level.remove_before - 1) // 2)
-        placeholder = [{"type": "text", "text": REMOVED}]
-        for pair in zip(messages[1:end:2], messages[2:end:2]):
-            saved = sum(len(json.dumps(m["content"])) - len(json.dumps(placeholder)) for m in pair)
-            if saved > 0:  # every change must save, so repeated compaction ends
-                for m in pair:
-                    m["content"] = copy.deepcopy(placeholder)
-                out.cleared += 2
-                out.chars_saved += saved
     for m in messages[1:older]:
         if m["role"] == "assistant":
             m["content"] = _assistant(m["content"], level, out)
         else:
             m["content"] = [_user_block(b, calls, level, out) for b in m["content"]]
     return out
+
+
+def _remove(messages: list[dict], keep: int, out: Compaction) -> None:
+    """Remove whole assistant/user pairs after the task's message, all but the newest `keep`
+    messages, so that no tool_use loses its tool_result: the messages alternate from the
+    task's (user, index 0), so the pairs are (1, 2), (3, 4), ..."""
+    end = 1 + 2 * max(0, (len(messages) - keep - 1) // 2)
+    if end <= 1:
+        return
+    gone = messages[1:end]
+    first = messages[0]["content"]
+    before = next((int(b["text"][len(_REMOVED_HEAD):].split()[0]) for b in first
+                   if b.get("type") == "text" and b.get("text", "").startswith(_REMOVED_HEAD)), 0)
+    marker = {"type": "text", "text": REMOVED.format(n=before + len(gone))}
+    messages[0]["content"] = [b for b in first if not b.get("text", "").startswith(_REMOVED_HEAD)] + [marker]
+    del messages[1:end]
+    out.removed += len(gone)
+    out.cleared += len(gone)
+    out.chars_saved += len(json.dumps(gone)) - len(marker["text"])
 
 
 def _assistant(content: list[dict], level: Level, out: Compaction) -> list[dict]:

@@ -10,15 +10,29 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterable
 
-from ks_tui.agent.context import LEVELS, compact
+from ks_tui.agent.context import LEVELS, Compaction, compact
 
 
 class Conversation:
+    """Lengths (len, truncate, head) count the messages that compaction removed after the
+    first one (`base`), so a length taken before a removal still names the same point."""
+
     def __init__(self, messages: list[dict] | None = None):
         self.messages: list[dict] = messages or []
+        self.base = 0  # messages removed after the first (agent/context.py)
 
     def __len__(self) -> int:
-        return len(self.messages)
+        return self.base + len(self.messages)
+
+    def head(self, n: int) -> list[dict]:
+        """The messages of the conversation as it was at length n (the task's alone when
+        the rest of that stretch was removed since)."""
+        return self.messages[:max(1, n - self.base)]
+
+    def compact(self, level) -> Compaction:
+        done = compact(self.messages, level)
+        self.base += done.removed
+        return done
 
     def snapshot(self) -> list[dict]:
         return copy.deepcopy(self.messages)
@@ -64,7 +78,7 @@ class Conversation:
         return []
 
     def truncate(self, n: int) -> None:
-        del self.messages[n:]
+        del self.messages[len(self.head(n)):]
 
     def ready_for_model(self) -> bool:
         """True when the last message is the user's and no tool_use waits for its result."""
@@ -108,4 +122,4 @@ def apply_event(conv: Conversation, rec: dict[str, Any]) -> None:
         conv.truncate(ev["conversation_len"])
     elif kind == "context_compacted":
         for level in ev["levels"]:
-            compact(conv.messages, LEVELS[level])  # IndexError for a level this version lacks
+            conv.compact(LEVELS[level])  # IndexError for a level this version lacks

@@ -86,7 +86,8 @@ class HeadlessPrinter:
             self._line(f"   turn {e.turn}: {e.input_tokens} in, {e.output_tokens} out, "
                        f"{e.cache_read_tokens} cache read, {e.cache_write_tokens} cache write; {cost}{window}")
         elif isinstance(e, ev.ContextCompacted):
-            self._line(f"   context: {e.cleared} older items cleared, about {e.tokens_before} -> "
+            removed = f" ({e.removed} messages removed)" if e.removed else ""
+            self._line(f"   context: {e.cleared} older items cleared{removed}, about {e.tokens_before} -> "
                        f"{e.tokens_after} of {e.window} tokens ({e.reason})")
         elif isinstance(e, ev.RolledBack):
             self._line(f"== rolled back to attempt {e.to_attempt} (new attempt {e.new_attempt})")

@@ -56,9 +56,9 @@ EMPTY_REPLY_NOTE = ("[ks] Your last reply was empty. Continue with the next step
                     "are done.")
 
 
-def compacted_note(tokens_before: int, window: int, cleared: int) -> str:
+def compacted_note(tokens_before: int, window: int, cleared: int, removed: int = 0) -> str:
+    gone = f" and {removed} of the oldest messages were removed" if removed else ""
     return (f"[ks] This conversation neared the model's context window (about {tokens_before:,} of {window:,} "
-            f"tokens), so ks compacted its older part: {cleared} older tool outputs, file contents in tool "
-            "calls, thinking blocks or long texts now read \"[ks: cleared ...]\". The kernel file, list_attempts "
-            "and show_attempt hold the current state; read again what you need instead of relying on what "
-            "was cleared.")
+            f"tokens), so ks compacted its older part: older tool outputs, file contents in tool calls, thinking "
+            f"blocks or long texts now read \"[ks: cleared ...]\"{gone}. The kernel file, list_attempts and "
+            "show_attempt hold the current state; read again what you need instead of relying on what was cleared.")

@@ -14,6 +14,7 @@ def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[
     questions, errors, points = [], 0, Counter()
     stop_reasons = Counter()
     ended = None
+    compactions, removed, largest = 0, 0, 0  # the context window (agent/context.py)
     for rec in records:
         kind, p = rec.get("kind"), rec.get("payload", {})
         if kind == "usage":
@@ -23,6 +24,11 @@ def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[
             cost = p.get("session_cost_usd", cost)
             priced = priced and p.get("priced", True)
             turns = max(turns, p.get("turn", 0))
+            if isinstance(p.get("context_tokens"), int):
+                largest = max(largest, p["context_tokens"])
+        elif kind == "context_compacted":
+            compactions += 1
+            removed += p.get("removed", 0) if isinstance(p.get("removed"), int) else 0
         elif kind == "assistant_message":
             models[p.get("model", "")] += 1
             stop_reasons[p.get("stop_reason", "")] += 1
@@ -40,7 +46,8 @@ def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[
             "tokens": dict(tokens), "cost_usd": round(cost, 6), "priced": priced,
             "attempts": attempts, "best_attempt": best["number"] if best else None,
             "best_speedup": best["speedup"] if best else None, "questions": questions,
-            "decision_points": dict(points), "errors": errors, "last_end": ended, "events": len(records)}
+            "decision_points": dict(points), "errors": errors, "last_end": ended, "events": len(records),
+            "context": {"largest_prompt_tokens": largest, "compactions": compactions, "messages_removed": removed}}
 
 
 def report_text(r: dict) -> str:
@@ -51,6 +58,7 @@ def report_text(r: dict) -> str:
              f"tokens: {t.get('input_tokens', 0)} in, {t.get('output_tokens', 0)} out, "
              f"{t.get('cache_read_tokens', 0)} cache read, {t.get('cache_write_tokens', 0)} cache write",
              f"cost: ${r['cost_usd']:.4f}" + ("" if r["priced"] else " (some turns had no price in the config)"),
+             _context_line(r.get("context") or {}),
              f"best: " + (f"{r['best_speedup']:.3f}x (attempt {r['best_attempt']})" if r["best_attempt"] else "-"),
              f"attempts ({len(r['attempts'])}):"]
     for a in r["attempts"]:
@@ -66,3 +74,12 @@ def report_text(r: dict) -> str:
     if r["last_end"]:
         lines.append(f"last run ended: {r['last_end']}")
     return "\n".join(lines)
+
+
+def _context_line(c: dict) -> str:
+    line = f"largest prompt: {c.get('largest_prompt_tokens', 0)} tokens"
+    if c.get("compactions"):
+        line += f"; older turns compacted {c['compactions']} times"
+        if c.get("messages_removed"):
+            line += f", {c['messages_removed']} messages removed"
+    return line

@@ -66,7 +66,7 @@ class AttemptsMixin:
         if author == "agent":
             last_assistant = max((i for i, m in enumerate(self.conv.messages) if m["role"] == "assistant"), default=None)
             if last_assistant is not None:
-                return last_assistant + 2
+                return self.conv.base + last_assistant + 2
         return len(self.conv)
 
     def _attempt_summary(self, mode: str, quick: bool) -> str:
@@ -100,14 +100,14 @@ class AttemptsMixin:
         """The engineer's rollback: the kernel and the conversation go back to that attempt."""
         try:
             target = self.store.resolve(self.id, ref)
-        except KsError as e:
+            later = [a for a in self.store.attempts(self.id) if a.number > target.number]
+            new = self.store.rollback(self.id, target.number, trace=False)  # RolledBack is its trace line
+        except KsError as e:  # an unknown attempt, or the latest one already: say so, keep the session
             self.emit(ev.ErrorEvent(e.message))
             return
-        later = [a for a in self.store.attempts(self.id) if a.number > target.number]
-        new = self.store.rollback(self.id, target.number, trace=False)  # RolledBack is its trace line
         mark = self.marks.get(target.number)
         cut = mark if mark is not None and mark <= len(self.conv) else None
-        if cut is not None and Conversation(self.conv.messages[:cut]).pending_tool_uses():
+        if cut is not None and Conversation(self.conv.head(cut)).pending_tool_uses():
             cut = None  # never leave a tool_use unanswered; keep the conversation whole instead
         if cut is not None:
             self.conv.truncate(cut)

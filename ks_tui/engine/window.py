@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ks_tui import events as ev
 from ks_tui.agent import prompts
-from ks_tui.agent.context import LEVELS, Compaction, compact, estimate_tokens
+from ks_tui.agent.context import LEVELS, Compaction, estimate_tokens
 
 
 class WindowMixin:
@@ -56,7 +56,7 @@ class WindowMixin:
         before = self._context_tokens()
         done, total = [], Compaction()
         for i, level in enumerate(LEVELS):
-            step = compact(msgs, level)
+            step = self.conv.compact(level)
             if step.cleared:
                 done.append(i)
                 total += step
@@ -65,6 +65,6 @@ class WindowMixin:
         if not done:
             return False
         after = self._context_tokens()
-        self.emit(ev.ContextCompacted(done, reason, before, after, window, total.cleared))
-        self._user(prompts.compacted_note(before, window, total.cleared), "system")
+        self.emit(ev.ContextCompacted(done, reason, before, after, window, total.cleared, total.removed))
+        self._user(prompts.compacted_note(before, window, total.cleared, total.removed), "system")
         return True

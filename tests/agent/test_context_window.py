@@ -42,8 +42,10 @@ def big_kernel(ws) -> str:
     return (ws / "kernels" / "attention_cpu" / "kernel.cpp").read_text() + FILLER
 
 
-def reads(n: int) -> list:
-    return [reply(text(f"Reading it again ({i})."), tool_use("read_file", {"path": "kernel.cpp"})) for i in range(n)]
+def reads(n: int, words: int = 0) -> list:
+    """n turns that read the whole kernel, each saying `words` words of reasoning first."""
+    return [reply(text(f"Reading it again ({i}). " + "hmm " * words), tool_use("read_file", {"path": "kernel.cpp"}))
+            for i in range(n)]
 
 
 def test_a_session_longer_than_the_window_goes_on_with_older_turns_compacted(workspace, fake_api):
@@ -120,26 +122,45 @@ def test_a_prompt_that_cannot_be_made_to_fit_ends_with_one_clear_message(workspa
     assert not any(isinstance(e, ev.ContextCompacted) for e in seen)
 
 
-def test_a_rollback_after_a_compaction_cuts_the_conversation_where_its_attempt_was(workspace, fake_api):
+def test_a_rollback_after_compactions_cuts_the_conversation_where_its_attempt_was(workspace, fake_api):
     edit = {"path": "kernel.cpp", "old_string": "std::vector<float> acc(d);",
             "new_string": "std::vector<float> acc(d);  // one row"}
-    script = [reply(tool_use("edit_file", edit)), reply(tool_use("run_harness", {"mode": "check", "quick": True})),
+    late = {"path": "kernel.cpp", "old_string": "// note 00000:", "new_string": "// note zero:"}
+    last = {"path": "kernel.cpp", "old_string": "// note 00001:", "new_string": "// note one:"}
+    check = tool_use("run_harness", {"mode": "check", "quick": True})
+    script = [reply(tool_use("edit_file", edit)), reply(check),  # attempt 1, early
               reply(tool_use("write_file", {"path": "kernel.cpp", "content": big_kernel(workspace)})),
-              *reads(4), reply(text("Done."))]
+              *reads(10, words=400), reply(tool_use("edit_file", late)), reply(check),  # attempt 2, late
+              reply(tool_use("edit_file", last)), reply(check), reply(text("Done."))]  # attempt 3, the latest
     fake_api(script, context_window=WINDOW)
     session, seen = start(workspace, max_turns=len(script), context_window=WINDOW)
     session.run_forever()
-    [attempt] = [e for e in seen if isinstance(e, ev.AttemptRecorded)]
-    assert any(isinstance(e, ev.ContextCompacted) for e in seen)
-    mark = attempt.conversation_len
+    marks = {e.attempt["number"]: e.conversation_len for e in seen if isinstance(e, ev.AttemptRecorded)}
+    assert sorted(marks) == [1, 2, 3]
+    # The oldest messages, attempt 1's point among them, were removed; attempt 2's point is kept.
+    base = session.conv.base
+    assert any(e.removed for e in seen if isinstance(e, ev.ContextCompacted)) and base > 0
+    assert marks[1] - base <= 1 < marks[2] - base
 
-    again, seen2 = start(workspace, max_turns=1, sid=session.id, context_window=WINDOW)
-    again.rollback(1)
-    api = fake_api([reply(text("Back at attempt 1."))], context_window=WINDOW)
+    again, _ = start(workspace, max_turns=1, sid=session.id, context_window=WINDOW)
+    assert again.conv.base == base and again.conv.messages == session.conv.messages
+    again.rollback(2)
+    api = fake_api([reply(text("Back at attempt 2."))], context_window=WINDOW)
     assert again.run_forever().reason == "max turns reached (1)"
     sent = api.requests[0]["messages"]
-    assert len(sent) == mark and "rolled the kernel and this conversation back to attempt 1" in json.dumps(sent[-1])
-    assert "// one row" in again.files.kernel.read_text() and FILLER not in again.files.kernel.read_text()
+    assert len(sent) == marks[2] - base and "recorded as attempt 2" in json.dumps(sent[-1])
+    assert "rolled the kernel and this conversation back to attempt 2" in json.dumps(sent[-1])
+    assert "// note zero:" in again.files.kernel.read_text() and "// note one:" not in again.files.kernel.read_text()
+
+    # Attempt 1's stretch of the conversation is gone: a rollback to it keeps the task alone.
+    third, _ = start(workspace, max_turns=1, sid=session.id, context_window=WINDOW)
+    third.rollback(1)
+    api = fake_api([reply(text("Back at attempt 1."))], context_window=WINDOW)
+    assert third.run_forever().reason == "max turns reached (1)"
+    [task] = api.requests[0]["messages"]
+    assert "messages that followed this one were removed" in json.dumps(task)
+    assert "rolled the kernel and this conversation back to attempt 1" in json.dumps(task)
+    assert "// one row" in third.files.kernel.read_text() and FILLER not in third.files.kernel.read_text()
 
 
 def test_headless_prints_the_window_share_and_each_compaction(workspace, fake_api, monkeypatch):
@@ -154,9 +175,20 @@ def test_headless_prints_the_window_share_and_each_compaction(workspace, fake_ap
     assert not api.rejected and f"max turns reached ({len(script)})" in out.stdout
     shares = [int(m) for m in re.findall(rf"; context (\d+)% of {WINDOW}", out.stdout)]
     assert len(shares) == len(script) and max(shares) <= 100
-    assert re.search(rf"context: \d+ older items cleared, about \d+ -> \d+ of {WINDOW} tokens \(threshold\)",
+    assert re.search(rf"context: \d+ older items cleared( \(\d+ messages removed\))?, about \d+ -> \d+ of {WINDOW} "
+                     r"tokens \(threshold\)",
                      out.stdout), out.stdout
     assert "[ks] This conversation neared the model's context window" in out.stdout
+
+    # `ks report` counts the compactions and names the largest prompt the API counted.
+    [sid] = [p.name for p in (workspace / "sessions").iterdir() if p.is_dir()]
+    ks = [sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "report", sid]
+    report = json.loads(subprocess.run(ks + ["--json"], capture_output=True, text=True, timeout=60).stdout)
+    compactions = len(re.findall(r"context: \d+ older items cleared", out.stdout))
+    assert report["context"]["compactions"] == compactions >= 1
+    assert report["context"]["largest_prompt_tokens"] == max(prompt_tokens(b) for b in api.requests)
+    text_out = subprocess.run(ks, capture_output=True, text=True, timeout=60).stdout
+    assert f"older turns compacted {compactions} times" in text_out
 
 
 def conversation(turns: int = 6) -> list[dict]:
@@ -180,22 +212,21 @@ def request(msgs: list[dict]) -> dict:
 
 @pytest.mark.parametrize("level", range(len(LEVELS)))
 def test_compaction_keeps_the_shape_the_api_needs_and_only_ever_saves(level):
-    msgs = conversation()
+    msgs = conversation(12)
     before = copy.deepcopy(msgs)
     keep = LEVELS[level].keep_recent
     done = compact(msgs, LEVELS[level])
 
     shrunk = len(json.dumps(before)) - len(json.dumps(msgs))
     # What it says it saved is what the request lost (give or take a separator a dropped block).
-    assert done.cleared > 0 and done.chars_saved > 0 and abs(shrunk - done.chars_saved) <= 2 * done.cleared
+    assert done.cleared > 0 and done.chars_saved > 0 and abs(shrunk - done.chars_saved) <= 2 * done.cleared + 4
     assert validate_request(request(msgs)) is None  # roles alternate, every tool_use has its result
-    assert len(msgs) == len(before) and [m["role"] for m in msgs] == [m["role"] for m in before]
-    assert msgs[0] == before[0] and msgs[-keep:] == before[-keep:]  # the task and the newest turns are whole
-    for old, new in zip(before[1:-keep], msgs[1:-keep]):
+    assert len(msgs) + done.removed == len(before)
+    assert msgs[0]["content"][0] == before[0]["content"][0] and msgs[-keep:] == before[-keep:]  # kept whole
+    for old, new in zip(before[1 + done.removed:-keep], msgs[1:-keep]):
         assert all(b["type"] != "thinking" for b in new["content"]) and new["content"]
-        if new["content"] != [{"type": "text", "text": REMOVED}]:
-            ids = lambda m: [b.get("id") or b.get("tool_use_id") for b in m["content"] if b.get("type") != "thinking"]
-            assert ids(old) == ids(new)  # a tool_use keeps its id, a tool_result its call
+        ids = lambda m: [b.get("id") or b.get("tool_use_id") for b in m["content"] if b.get("type") != "thinking"]
+        assert ids(old) == ids(new)  # a tool_use keeps its id, a tool_result its call
     again = copy.deepcopy(msgs)
     assert compact(again, LEVELS[level]).cleared == 0 and again == msgs  # a second pass finds nothing
 
@@ -210,12 +241,35 @@ def test_each_level_clears_more_than_the_one_before():
 
 
 @pytest.mark.parametrize("turns", [1, 7, 8, 9, 10, 21, 200])
-def test_the_last_level_removes_whole_pairs_of_all_but_the_newest_messages(turns):
+def test_the_last_level_removes_whole_pairs_and_the_task_message_counts_them(turns):
     msgs = conversation(turns)
-    compact(msgs, LEVELS[-1])
-    assert validate_request(request(msgs)) is None
-    removed = [i for i, m in enumerate(msgs) if m["content"] == [{"type": "text", "text": REMOVED}]]
+    first = compact(msgs, LEVELS[-1])
     kept = LEVELS[-1].remove_before
     # Pairs (1, 2), (3, 4), ... up to the newest `kept` messages (one more when that splits a pair).
-    assert removed == list(range(1, 1 + 2 * max(0, (len(msgs) - kept - 1) // 2)))
-    assert len(msgs) - 1 - len(removed) in (kept, kept - 1) or not removed
+    assert first.removed == 2 * max(0, (2 * turns - kept) // 2)
+    assert validate_request(request(msgs)) is None and msgs[1]["role"] == "assistant" if len(msgs) > 1 else True
+    # Two more turns and another pass: the task's message names the running count, once.
+    msgs += conversation(1)[1:] * 2
+    for i, m in enumerate(msgs[-4:]):
+        for b in m["content"]:
+            if "id" in b or "tool_use_id" in b:
+                b["id" if "id" in b else "tool_use_id"] = f"new{i // 2}"
+    second = compact(msgs, LEVELS[-1])
+    total = first.removed + second.removed
+    notes = [b["text"] for b in msgs[0]["content"] if "were removed" in b.get("text", "")]
+    assert notes == ([f"[ks: the {total} messages that followed this one were removed to fit the context window; "
+                      "list_attempts and show_attempt hold what was done in them]"] if total else [])
+    assert validate_request(request(msgs)) is None
+
+
+def test_a_conversations_length_counts_what_was_removed_so_marks_keep_their_place():
+    from ks_tui.agent.conversation import Conversation
+
+    conv = Conversation(conversation(20))  # 41 messages
+    mark_old, mark_new = 5, 37  # lengths taken before the removal, as attempts record them
+    conv.compact(LEVELS[-1])
+    assert conv.base == 24 and len(conv) == 41
+    assert conv.head(mark_new)[-1] is conv.messages[mark_new - conv.base - 1]
+    assert conv.head(mark_old) == conv.messages[:1]  # that stretch is gone: the task alone
+    conv.truncate(mark_new)
+    assert len(conv) == mark_new and conv.messages[-1]["content"][0]["tool_use_id"] == "t17"

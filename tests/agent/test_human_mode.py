@@ -207,3 +207,28 @@ def test_attempts_made_while_a_decision_point_waits_do_not_open_another(workspac
     assert session.join(timeout=170)
     assert [a.status for a in session.store.attempts(session.id)] == ["compile_error"] * 6
     assert [p.point for p in points] == ["failure_streak"]
+
+
+def test_a_rollback_to_the_latest_attempt_is_refused_and_the_session_goes_on(workspace):  # base_env: no key
+    session = Session.create(workspace, "attention_cpu", load_config(workspace))
+    kernel = session.files.kernel
+    kernel.write_text(kernel.read_text().replace(OLD, OLD + "  // typed by a person"))
+    seen: list[ev.Event] = []
+
+    def on(e):
+        seen.append(e)
+        if isinstance(e, ev.AttemptRecorded):
+            session.rollback(e.attempt["number"])  # the latest already: nothing to roll back
+        elif isinstance(e, ev.ErrorEvent):
+            session.run_harness_now(mode="check", quick=True)  # the session still takes commands
+        elif isinstance(e, ev.HarnessFinished) and e.attempt is None:
+            session.stop()
+
+    session.subscribe(on)
+    session.start()
+    session.run_harness_now(mode="check", quick=True)
+    assert session.join(timeout=120)
+    [error] = [e for e in seen if isinstance(e, ev.ErrorEvent)]
+    assert "already has attempt 1's kernel; nothing to roll back" in error.message and error.recoverable
+    assert seen[-1].reason == "stopped"  # not "error: ...": a refused rollback does not end the session
+    assert [e.status for e in seen if isinstance(e, ev.HarnessFinished)][-1] == "correct"

@@ -176,8 +176,9 @@ class MainScreen(Screen):
                                               context=context)
 
     def _on_context_compacted(self, e: ev.ContextCompacted) -> None:
+        removed = f", {e.removed} oldest messages removed" if e.removed else ""
         self.query_one(Conversation).note(
-            f"context: older turns compacted ({e.cleared} items cleared), about {e.tokens_before:,} -> "
+            f"context: older turns compacted ({e.cleared} items cleared{removed}), about {e.tokens_before:,} -> "
             f"{e.tokens_after:,} of {e.window:,} tokens")
         self.query_one(StatusBar).update_info(context=e.tokens_after / e.window)
 
