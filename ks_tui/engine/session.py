@@ -96,6 +96,7 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
         self.results = past.results
         self._cut_tools = past.cut_tools
         self._context_scale = past.context_scale  # API tokens per estimated token (engine/window.py)
+        self._api_window: int | None = None  # the window a "prompt is too long" refusal named
         # The last reply stopped with pause_turn: it goes back as it is, to be continued.
         self._pause_turn = (past.paused_turn and bool(self.conv.messages)
                             and self.conv.messages[-1]["role"] == "assistant")

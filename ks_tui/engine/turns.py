@@ -81,8 +81,7 @@ class TurnsMixin:
         for block in turn.content:
             if block.get("type") == "text" and block.get("text"):
                 self.emit(ev.AssistantText(block["text"]))
-        if turn.stop_reason == "model_context_window_exceeded" and \
-                self._compact("too_long", self.cfg.context_window):
+        if turn.stop_reason == "model_context_window_exceeded" and self._compact("too_long", self._window()):
             self.emit(ev.TurnEnded(turn.stop_reason))  # the cut reply is dropped; ask again with room
             return None
         if turn.stop_reason in DEAD_ENDS:
@@ -127,4 +126,4 @@ class TurnsMixin:
         self.emit(ev.Usage(t.input_tokens, t.output_tokens, t.cache_read_tokens, t.cache_write_tokens,
                            round(cost or 0.0, 6), round(self.spend.cost, 6), self.spend.tokens.total,
                            priced=price is not None, turn=self.spend.turns, context_tokens=prompt,
-                           context_estimate=estimate, context_window=self.cfg.context_window))
+                           context_estimate=estimate, context_window=self._window()))

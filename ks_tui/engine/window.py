@@ -20,16 +20,16 @@ class WindowMixin:
 
     def _context_tokens(self) -> int:
         """The next request's prompt, estimated and scaled by the last measurement."""
-        raw = estimate_tokens(self.conv.messages) + self._fixed_tokens()
-        return int(raw * (self._context_scale or 1.0))
-
-    def _fixed_tokens(self) -> int:
-        caller = self._ensure_caller()
-        return estimate_tokens([caller.system, caller.tools])
+        return int(self._request_estimate() * (self._context_scale or 1.0))
 
     def _request_estimate(self) -> int:
         """The unscaled estimate of the request about to go out (kept to calibrate the next)."""
-        return estimate_tokens(self.conv.messages) + self._fixed_tokens()
+        caller = self._ensure_caller()
+        return estimate_tokens(self.conv.messages) + estimate_tokens([caller.system, caller.tools])
+
+    def _window(self) -> int:
+        """The configured window, or the API's own when a refusal showed it is smaller."""
+        return min(self.cfg.context_window, self._api_window or self.cfg.context_window)
 
     def _measured(self, prompt_tokens: int, estimate: int) -> None:
         if prompt_tokens > 0 and estimate > 0:
@@ -37,8 +37,8 @@ class WindowMixin:
 
     def _fit_context(self) -> None:
         """Compact when the next request would pass compact_at of the window."""
-        if self._context_tokens() > self.cfg.compact_at * self.cfg.context_window:
-            self._compact("threshold", self.cfg.context_window)
+        if self._context_tokens() > self.cfg.compact_at * self._window():
+            self._compact("threshold", self._window())
 
     def _compact_refused(self, tokens: int, limit: int) -> bool:
         """The API refused the prompt as too long: calibrate on its count and compact.
@@ -46,7 +46,8 @@ class WindowMixin:
         raw = self._request_estimate()
         if raw > 0:
             self._context_scale = tokens / raw
-        return self._compact("too_long", min(limit, self.cfg.context_window))
+        self._api_window = limit  # later requests are kept under it too
+        return self._compact("too_long", self._window())
 
     def _compact(self, reason: str, window: int) -> bool:
         msgs = self.conv.messages
