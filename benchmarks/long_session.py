@@ -16,7 +16,9 @@ Two runs of the same script:
 Reported: the turn at which the unbounded prompt first passes 200k (where a session without
 compaction stops), the bounded run's largest prompt and its end, each compaction (levels,
 estimate before/after), and the engine's bookkeeping time per turn (`_fit_context`: the
-estimate and any compaction), which runs on the session's thread before every request.
+estimate and any compaction), which runs on the session's thread before every request; and
+the trace's size and the time to resume the session from it (the conversation rebuilt must
+equal the one that ran).
 
     python benchmarks/long_session.py [--turns 80] [--out benchmarks/results/long_session.json]
 """
@@ -87,6 +89,11 @@ def run(ws: Path, turns: int, kernel: str, bounded: bool) -> dict:
             spent.append(time.perf_counter() - t)
         session._fit_context = timed  # the engine's own method, timed where it runs
         end = session.run_forever()
+        # Resuming reads the whole trace and replays it, compactions included.
+        t = time.perf_counter()
+        again = Session.open(ws, session.id, cfg, autonomous=True, human_present=False)
+        resume_s = time.perf_counter() - t
+        assert again.conv.messages == session.conv.messages and len(again.conv) == len(session.conv)
     finally:
         api.close()
     prompts = [prompt_tokens(b) for b in api.requests]
@@ -104,6 +111,8 @@ def run(ws: Path, turns: int, kernel: str, bounded: bool) -> dict:
                         for e in seen if isinstance(e, ev.ContextCompacted)],
         "fit_ms": {"median": round(1e3 * statistics.median(spent), 3), "max": round(1e3 * max(spent), 3),
                    "calls": len(spent)},
+        "trace_mb": round(session.trace_path.stat().st_size / 1e6, 1),
+        "resume_s": round(resume_s, 2),
     }
 
 
@@ -135,6 +144,7 @@ def main() -> None:
         print(f"  before turn {c['turn_before']}: levels {c['levels']}, ~{c['tokens_before']} -> ~{c['tokens_after']}"
               f" tokens, {c['cleared']} items")
     print(f"_fit_context per turn: median {b['fit_ms']['median']} ms, max {b['fit_ms']['max']} ms")
+    print(f"trace {b['trace_mb']} MB; resuming it (read, replay, the same conversation) {b['resume_s']} s")
     if args.out:
         args.out.write_text(json.dumps(out, indent=1) + "\n")
 

@@ -58,7 +58,7 @@ def report_text(r: dict) -> str:
              f"tokens: {t.get('input_tokens', 0)} in, {t.get('output_tokens', 0)} out, "
              f"{t.get('cache_read_tokens', 0)} cache read, {t.get('cache_write_tokens', 0)} cache write",
              f"cost: ${r['cost_usd']:.4f}" + ("" if r["priced"] else " (some turns had no price in the config)"),
-             _context_line(r.get("context") or {}),
+             *_context_lines(r.get("context") or {}),
              f"best: " + (f"{r['best_speedup']:.3f}x (attempt {r['best_attempt']})" if r["best_attempt"] else "-"),
              f"attempts ({len(r['attempts'])}):"]
     for a in r["attempts"]:
@@ -76,10 +76,13 @@ def report_text(r: dict) -> str:
     return "\n".join(lines)
 
 
-def _context_line(c: dict) -> str:
+def _context_lines(c: dict) -> list[str]:
+    """The largest prompt and the compactions (agent/context.py); nothing without a model turn."""
+    if not c.get("largest_prompt_tokens") and not c.get("compactions"):
+        return []
     line = f"largest prompt: {c.get('largest_prompt_tokens', 0)} tokens"
     if c.get("compactions"):
         line += f"; older turns compacted {c['compactions']} times"
         if c.get("messages_removed"):
             line += f", {c['messages_removed']} messages removed"
-    return line
+    return [line]

@@ -168,6 +168,7 @@ def test_report_text_lists_each_attempts_remarks():
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("1 agent"))
     assert lines[at + 1].strip().startswith("remark ") and "human: the baseline ran slow" in lines[at + 1]
     assert lines[at + 2].strip().startswith("2 agent")
+    assert not any(line.startswith("largest prompt") for line in lines)  # no model turn: no context line
 
 
 def _hanging_kernel(ws, pid_file) -> str:
