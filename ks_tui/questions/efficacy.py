@@ -241,6 +241,11 @@ class EfficacyStore:
                         counted.append(h)
                         if h.kernel_sha256 and h.timed_speedup is not None:
                             known.add((h.kernel_sha256, h.scope))
+                # Compare like with like: a best taken from quick runs only (no full grid before
+                # the ask) is compared with the quick runs after it, never with a full grid's
+                # geomean over other scenarios.
+                if not any(h.full_grid and h.timed_speedup is not None for h in counted if h.number <= start):
+                    counted = [h for h in counted if not h.full_grid]
                 best_after = best_speedup(counted)
                 seen = [h for h in history if h.number <= after[-1].number]
                 self._append(fd, self._outcome(a, best_after, len(after), noise=measured_noise(seen)))

@@ -163,6 +163,23 @@ def test_a_window_counts_runs_only_and_not_the_drift_of_a_remeasure(tmp_path):
     assert (out["best_before"], out["best_after"]) == (1.10, 1.12)
 
 
+@pytest.mark.parametrize("after, best_after, new_best", [
+    ([ok(3, 1.50), ok(4, 1.40)], 0.90, False),                   # full grids only: not comparable with quick
+    ([ok(3, 1.50), ok(4, 1.00, scope="quick")], 1.00, True),     # a quick run after it is: 0.90 -> 1.00
+    ([ok(3, 0.85, scope="quick"), ok(4, 1.50)], 0.90, False),    # the quick run fell; the full one does not count
+])
+def test_an_ask_after_quick_runs_only_is_judged_on_quick_runs(tmp_path, after, best_after, new_best):
+    from ks_tui.questions.efficacy import compute_stats
+    (tmp_path / "kernels").mkdir()
+    s = EfficacyStore(tmp_path, k=2)
+    hist = [ok(1, 0.80, scope="quick"), ok(2, 0.90, scope="quick")]
+    s.record_asked("s", A, point="plateau", history=hist)
+    assert s.settle("s", hist + after) == 1
+    [out] = [r for r in s.records() if r["kind"] == "outcome"]
+    assert (out["best_before"], out["best_after"]) == (0.90, best_after)
+    assert compute_stats(s.records()).tally("qa").new_best == int(new_best)
+
+
 def test_the_next_ask_ends_a_window_so_a_gain_is_credited_to_the_question_before_it(tmp_path):
     (tmp_path / "kernels").mkdir()
     s = EfficacyStore(tmp_path, k=3)
