@@ -19,6 +19,7 @@ Two properties the rest of the engine relies on:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 # Characters per token for the estimate before any request has been measured. Code and JSON
@@ -28,7 +29,7 @@ STUB = "[ks: cleared"  # every stub starts with it; a stub is never cleared agai
 # Added to the task's message when older messages are removed, with their running count.
 REMOVED = "[ks: the {n} messages that followed this one were removed to fit the context window; " \
           "list_attempts and show_attempt hold what was done in them]"
-_REMOVED_HEAD = REMOVED.split("{n}")[0]
+_REMOVED_COUNT = re.compile(re.escape(REMOVED).replace(re.escape("{n}"), r"(\d+)"))
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,10 @@ def _remove(messages: list[dict], keep: int, out: Compaction) -> None:
         return
     gone = messages[1:end]
     first = messages[0]["content"]
-    before = next((int(b["text"][len(_REMOVED_HEAD):].split()[0]) for b in first
-                   if b.get("type") == "text" and b.get("text", "").startswith(_REMOVED_HEAD)), 0)
+    ours = [b for b in first if b.get("type") == "text" and _REMOVED_COUNT.fullmatch(b.get("text", ""))]
+    before = int(_REMOVED_COUNT.fullmatch(ours[0]["text"]).group(1)) if ours else 0
     marker = {"type": "text", "text": REMOVED.format(n=before + len(gone))}
-    messages[0]["content"] = [b for b in first if not b.get("text", "").startswith(_REMOVED_HEAD)] + [marker]
+    messages[0]["content"] = [b for b in first if b not in ours] + [marker]
     del messages[1:end]
     out.removed += len(gone)
     out.cleared += len(gone)

@@ -23,6 +23,10 @@ Tools: {tools}.
   "check"), and in mode "bench" also times it against the best library baseline. Every run of a
   changed kernel is recorded as an attempt (a git commit) you can list, show and roll back to.
 - The kernel must stay one self-contained source file: no CUTLASS, CuTe, cuBLAS, cuDNN or torch headers.
+- Sessions are long and the context window is not: for a large kernel, change it with edit_file
+  and read the part you need with read_file's offset and limit; write_file and a whole read put
+  the whole file into the conversation. Near the window, older tool outputs are cleared
+  ("[ks: cleared ...]"): read again what you need.
 
 How results are judged: correctness on every scenario with fresh random inputs each run (an
 output element the kernel does not write fails; results must not be cached between calls), then

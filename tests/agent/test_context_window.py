@@ -274,3 +274,11 @@ def test_a_conversations_length_counts_what_was_removed_so_marks_keep_their_plac
     assert conv.head(mark_old) == conv.messages[:1]  # that stretch is gone: the task alone
     conv.truncate(mark_new)
     assert len(conv) == mark_new and conv.messages[-1]["content"][0]["tool_use_id"] == "t17"
+
+
+def test_a_task_message_that_only_looks_like_the_removal_line_is_kept_as_it_is():
+    msgs = conversation(12)
+    typed = {"type": "text", "text": "[ks: the many messages that followed this one were removed, said nobody]"}
+    msgs[0]["content"].append(typed)
+    assert compact(msgs, LEVELS[-1]).removed == 8
+    assert msgs[0]["content"][1] == typed and "the 8 messages that followed" in msgs[0]["content"][2]["text"]
