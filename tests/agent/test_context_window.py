@@ -17,9 +17,8 @@ import pytest
 
 from ks_tui import events as ev
 from ks_tui.agent.context import LEVELS, REMOVED, STUB, compact
-from ks_tui.config import load_config
-from ks_tui.engine import Session
 from tests.support.fake_messages_api import prompt_tokens, reply, text, tool_use, validate_request
+from tests.support.sessions import autonomous_session as start
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -27,15 +26,6 @@ pytestmark = pytest.mark.timeout(180)
 # it is a third of the 30k-token window below.
 FILLER = "".join(f"// note {i:05d}: a comment line that makes the kernel file long\n" for i in range(600))
 WINDOW = 30_000
-
-
-def start(ws, max_turns: int, sid: str | None = None, **over) -> tuple[Session, list[ev.Event]]:
-    cfg = load_config(ws).with_overrides(max_turns=max_turns, **over)
-    kw = dict(autonomous=True, human_present=False)
-    session = Session.open(ws, sid, cfg, **kw) if sid else Session.create(ws, "attention_cpu", cfg, **kw)
-    seen: list[ev.Event] = []
-    session.subscribe(seen.append)
-    return session, seen
 
 
 def big_kernel(ws) -> str:

@@ -14,22 +14,12 @@ import subprocess
 import sys
 
 from ks_tui import events as ev
-from ks_tui.config import load_config
-from ks_tui.engine import Session
 from ks_tui.session import Trace
 from tests.support.fake_messages_api import reply, text, tool_use
+from tests.support.sessions import autonomous_session as start
 from tests.support.workspace import git
 
 OLD = "std::vector<float> acc(d);"
-
-
-def start(ws, max_turns: int, sid: str | None = None, **over) -> tuple[Session, list[ev.Event]]:
-    cfg = load_config(ws).with_overrides(max_turns=max_turns, **over)
-    kw = dict(autonomous=True, human_present=False)
-    session = Session.open(ws, sid, cfg, **kw) if sid else Session.create(ws, "attention_cpu", cfg, **kw)
-    seen: list[ev.Event] = []
-    session.subscribe(seen.append)
-    return session, seen
 
 
 def test_a_nul_byte_in_a_path_or_command_is_an_error_result_and_the_session_goes_on(workspace, fake_api):

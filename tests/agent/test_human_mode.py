@@ -120,11 +120,17 @@ def test_bash_is_refused_when_not_enabled(workspace, fake_api):
     assert not (session.info.worktree / "x").exists()
 
 
-def test_without_a_key_the_session_runs_in_human_mode(workspace):  # base_env: no key
-    session = Session.create(workspace, "attention_cpu", load_config(workspace))
-    assert not session.agent_enabled
+def edited_by_a_person(ws) -> Session:
+    """A new session without an agent (base_env: no key), its kernel edited by a person."""
+    session = Session.create(ws, "attention_cpu", load_config(ws))
     kernel = session.files.kernel
     kernel.write_text(kernel.read_text().replace(OLD, OLD + "  // typed by a person"))
+    return session
+
+
+def test_without_a_key_the_session_runs_in_human_mode(workspace):
+    session = edited_by_a_person(workspace)
+    assert not session.agent_enabled
     seen: list[ev.Event] = []
 
     def on(e):
@@ -209,10 +215,8 @@ def test_attempts_made_while_a_decision_point_waits_do_not_open_another(workspac
     assert [p.point for p in points] == ["failure_streak"]
 
 
-def test_a_rollback_to_the_latest_attempt_is_refused_and_the_session_goes_on(workspace):  # base_env: no key
-    session = Session.create(workspace, "attention_cpu", load_config(workspace))
-    kernel = session.files.kernel
-    kernel.write_text(kernel.read_text().replace(OLD, OLD + "  // typed by a person"))
+def test_a_rollback_to_the_latest_attempt_is_refused_and_the_session_goes_on(workspace):
+    session = edited_by_a_person(workspace)
     seen: list[ev.Event] = []
 
     def on(e):
