@@ -111,6 +111,11 @@ def _suspicious(history: Sequence[AttemptView], config: DecisionConfig) -> str |
     if last.scope == "subset":  # a few chosen scenarios: no earlier run covers the same ones
         return None
     previous = [a.timed_speedup for a in history[:-1] if a.timed_speedup is not None and a.scope == last.scope]
+    first = not any(a.timed_speedup is not None for a in history[:-1])
+    if first and last.timed_speedup is not None and last.timed_speedup > config.suspicious_factor:
+        # Nothing earlier to jump from: the fastest library baseline (1.0x) is the reference.
+        return (f"attempt {last.number}, the session's first timed run, is {last.timed_speedup:.2f}x the "
+                f"fastest baseline, more than {config.suspicious_factor:g}x")
     if last.timed_speedup is not None and previous and max(previous) > 0:
         jump = last.timed_speedup / max(previous)
         if jump > config.suspicious_factor:

@@ -105,6 +105,14 @@ def test_suspicious_gain_on_a_jump_larger_than_the_factor():
     assert "suspicious_gain" not in points(run(1.0, 1.1, 1.6))  # 1.45x the best, under 1.5
 
 
+def test_the_first_timed_run_is_suspicious_when_it_beats_the_fastest_baseline_by_the_factor():
+    found = detect([fail(1, "compile_error"), ok(2, 1.7)], "attempt", CFG)
+    assert [p.point for p in found] == ["suspicious_gain"]
+    assert "first timed run, is 1.70x the fastest baseline, more than 1.5x" in found[0].reason
+    assert "suspicious_gain" not in points([ok(1, 1.4)])  # under the factor
+    assert "suspicious_gain" not in points([ok(1, 1.7, scope="subset")])  # a few chosen scenarios
+
+
 def test_suspicious_gain_above_the_device_peak():
     history = [ok(1, 1.0, device="NVIDIA H200", max_tflops=600.0),
                ok(2, 1.05, device="NVIDIA H200", max_tflops=1200.0)]
