@@ -31,7 +31,9 @@ def measured_noise(history: Sequence[AttemptView]) -> float:
     """Relative spread of speedups measured more than once for the same kernel source.
 
     A rollback or a re-run of an unchanged kernel is a free repeat measurement; the largest
-    (max - min) / min over such groups is the noise the session has actually seen.
+    (max - min) / min over such groups is the noise the session has actually seen. With three
+    groups or more the single largest is left out: one disturbed re-measure (a throttled GPU)
+    must not set the floor for the rest of the session, while two that agree still do.
     """
     groups: dict[tuple[str, str], list[float]] = {}
     for a in history:
@@ -40,7 +42,9 @@ def measured_noise(history: Sequence[AttemptView]) -> float:
             groups.setdefault((a.kernel_sha256, a.scope), []).append(a.timed_speedup)
     # Relative to the smallest, as a gain is judged (s > best * (1 + noise)): with the median a
     # re-measure that drifted up by the spread would still clear it.
-    spreads = [(max(v) - min(v)) / min(v) for v in groups.values() if len(v) > 1 and min(v) > 0]
+    spreads = sorted((max(v) - min(v)) / min(v) for v in groups.values() if len(v) > 1 and min(v) > 0)
+    if len(spreads) >= 3:
+        spreads.pop()
     return max(spreads, default=0.0)
 
 

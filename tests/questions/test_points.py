@@ -173,6 +173,20 @@ def test_quick_and_full_runs_are_compared_within_their_own_scope():
     assert "suspicious_gain" in points([ok(1, 1.0, scope="quick"), ok(2, 1.6, scope="quick")])
 
 
+@pytest.mark.parametrize("spreads, noise", [
+    ([0.10], 0.10), ([0.01, 0.15], 0.15),           # too few repeats to call one an outlier
+    ([0.01, 0.012, 0.15], 0.012),                    # one disturbed re-measure does not set the floor
+    ([0.01, 0.14, 0.15], 0.14),                      # two that agree still do
+])
+def test_measured_noise_leaves_out_one_outlier_among_three_or_more_repeats(spreads, noise):
+    history, n = [], 0
+    for i, spread in enumerate(spreads):
+        for value in (1.0, 1.0 + spread):
+            n += 1
+            history.append(ok(n, value, kernel_sha256=f"k{i}"))
+    assert measured_noise(history) == pytest.approx(noise)
+
+
 def test_measured_noise_ignores_one_kernel_measured_over_different_scenarios():
     same = dict(kernel_sha256="abc")
     history = [ok(1, 1.00, **same), ok(2, 1.20, scope="quick", **same), ok(3, 0.9, scope="subset", **same)]
