@@ -69,6 +69,18 @@ def script(turns: int, kernel: str) -> list:
     return steps
 
 
+def compactions(seen: list[ev.Event]) -> list[dict]:
+    """Each compaction with the turn it came before (the model turns answered so far, plus one)."""
+    out, turns = [], 0
+    for e in seen:
+        if isinstance(e, ev.Usage):
+            turns += 1
+        elif isinstance(e, ev.ContextCompacted):
+            out.append({"turn_before": turns + 1, "levels": e.levels, "reason": e.reason,
+                        "tokens_before": e.tokens_before, "tokens_after": e.tokens_after, "cleared": e.cleared})
+    return out
+
+
 def run(ws: Path, turns: int, kernel: str, bounded: bool) -> dict:
     if not bounded:  # the unbounded prompt grows ~60k tokens a cycle: it passes 200k within 20 turns
         turns = min(turns, UNBOUNDED_TURNS)
@@ -83,10 +95,11 @@ def run(ws: Path, turns: int, kernel: str, bounded: bool) -> dict:
         fit = session._fit_context
         spent: list[float] = []
 
-        def timed() -> None:
+        def timed() -> int:
             t = time.perf_counter()
-            fit()
+            estimate = fit()
             spent.append(time.perf_counter() - t)
+            return estimate
         session._fit_context = timed  # the engine's own method, timed where it runs
         end = session.run_forever()
         # Resuming reads the whole trace and replays it, compactions included.
@@ -105,10 +118,7 @@ def run(ws: Path, turns: int, kernel: str, bounded: bool) -> dict:
         "max_prompt_tokens": max(prompts),
         "first_request_over_200k": over,
         "prompt_tokens": prompts,
-        "compactions": [{"turn_before": sum(isinstance(x, ev.Usage) for x in seen[:seen.index(e)]) + 1,
-                         "levels": e.levels, "reason": e.reason, "tokens_before": e.tokens_before,
-                         "tokens_after": e.tokens_after, "cleared": e.cleared}
-                        for e in seen if isinstance(e, ev.ContextCompacted)],
+        "compactions": compactions(seen),
         "fit_ms": {"median": round(1e3 * statistics.median(spent), 3), "max": round(1e3 * max(spent), 3),
                    "calls": len(spent)},
         "trace_mb": round(session.trace_path.stat().st_size / 1e6, 1),

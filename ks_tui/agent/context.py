@@ -5,8 +5,8 @@ write_file carries the whole file again. Before a request would pass a share of 
 the older part of the conversation is compacted in place (`compact`): bulky tool outputs and
 the file contents in older tool inputs become one-line stubs, old thinking blocks are dropped,
 at the harder levels long old texts are cut, and at the last every message but the task and
-the newest 16 is removed (what stubs and texts are left grows with every turn: ~225 tokens a
-turn in benchmarks/long_session.py). The attempt store and the kernel file hold the state
+the newest 16 is removed (what stubs and texts are left grows with every turn: ~220 tokens a
+turn in benchmarks/results/long_session.json, between its removals). The attempt store and the kernel file hold the state
 that matters, and the model is told to read again what it needs.
 
 Two properties the rest of the engine relies on:
@@ -47,12 +47,10 @@ LEVELS = (Level(8, 2000), Level(4, 400, 4000), Level(2, 120, 400), Level(2, 120,
 @dataclass
 class Compaction:
     cleared: int = 0  # blocks cleared, cut or dropped, and messages removed
-    chars_saved: int = 0
     removed: int = 0  # messages removed (after the task's)
 
     def __iadd__(self, other: "Compaction") -> "Compaction":
         self.cleared += other.cleared
-        self.chars_saved += other.chars_saved
         self.removed += other.removed
         return self
 
@@ -95,14 +93,12 @@ def _remove(messages: list[dict], keep: int, out: Compaction) -> None:
     del messages[1:end]
     out.removed += len(gone)
     out.cleared += len(gone)
-    out.chars_saved += len(json.dumps(gone)) - len(marker["text"])
 
 
 def _assistant(content: list[dict], level: Level, out: Compaction) -> list[dict]:
     kept = [b for b in content if b.get("type") not in ("thinking", "redacted_thinking")]
     if kept and len(kept) < len(content):  # the API takes old turns without their thinking
         out.cleared += len(content) - len(kept)
-        out.chars_saved += sum(len(json.dumps(b)) for b in content) - sum(len(json.dumps(b)) for b in kept)
         content = kept
     for b in content:
         if b.get("type") == "tool_use" and isinstance(b.get("input"), dict):
@@ -113,7 +109,6 @@ def _assistant(content: list[dict], level: Level, out: Compaction) -> list[dict]
                 if len(stub) < len(value):  # every change must save, so repeated compaction ends
                     b["input"][key] = stub
                     out.cleared += 1
-                    out.chars_saved += len(value) - len(stub)
         elif b.get("type") == "text":
             _cut_text(b, level, out)
     return content
@@ -134,7 +129,6 @@ def _user_block(b: dict, calls: dict[str, dict], level: Level, out: Compaction) 
     if len(stub) >= len(body):  # every change must save, so repeated compaction ends
         return b
     out.cleared += 1
-    out.chars_saved += len(body) - len(stub)
     return {**b, "content": stub}
 
 
@@ -144,7 +138,6 @@ def _cut_text(b: dict, level: Level, out: Compaction) -> None:
         return
     cut = text[:level.text_chars] + f" {STUB}: {len(text) - level.text_chars} more characters]"
     out.cleared += 1
-    out.chars_saved += len(text) - len(cut)
     b["text"] = cut
 
 

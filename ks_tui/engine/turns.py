@@ -52,9 +52,7 @@ class TurnsMixin:
         from ks_tui.agent.loop import ContextTooLong, TurnCallbacks, TurnFailed, TurnStopped
 
         caller = self._ensure_caller()
-        if not self._pause_turn:
-            self._fit_context()
-        estimate = self._request_estimate()
+        estimate = self._request_estimate() if self._pause_turn else self._fit_context()
         self._set_state("running")
         cb = TurnCallbacks(
             on_text=lambda s: self.emit(ev.TextDelta(s)),

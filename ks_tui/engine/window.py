@@ -18,9 +18,10 @@ from ks_tui.agent.context import LEVELS, Compaction, estimate_tokens
 class WindowMixin:
     """Part of Session (ks_tui/engine/session.py): the conversation's size against the window."""
 
-    def _context_tokens(self) -> int:
-        """The next request's prompt, estimated and scaled by the last measurement."""
-        return int(self._request_estimate() * (self._context_scale or 1.0))
+    def _context_tokens(self, raw: int | None = None) -> int:
+        """The next request's prompt (or `raw`, an unscaled estimate of it), scaled by the last
+        measurement: API tokens per estimated token."""
+        return int((self._request_estimate() if raw is None else raw) * (self._context_scale or 1.0))
 
     def _request_estimate(self) -> int:
         """The unscaled estimate of the request about to go out (kept to calibrate the next)."""
@@ -35,10 +36,14 @@ class WindowMixin:
         if prompt_tokens > 0 and estimate > 0:
             self._context_scale = prompt_tokens / estimate
 
-    def _fit_context(self) -> None:
-        """Compact when the next request would pass compact_at of the window."""
-        if self._context_tokens() > self.cfg.compact_at * self._window():
-            self._compact("threshold", self._window())
+    def _fit_context(self) -> int:
+        """Compact when the next request would pass compact_at of the window. Returns the
+        request's unscaled estimate, which the turn keeps to calibrate the next one."""
+        raw = self._request_estimate()
+        if self._context_tokens(raw) > self.cfg.compact_at * self._window() and \
+                self._compact("threshold", self._window(), raw):
+            raw = self._request_estimate()  # the compacted conversation, with the note to the model
+        return raw
 
     def _compact_refused(self, tokens: int, limit: int) -> bool:
         """The API refused the prompt as too long: calibrate on its count and compact.
@@ -47,25 +52,27 @@ class WindowMixin:
         if raw > 0:
             self._context_scale = tokens / raw
         self._api_window = limit  # later requests are kept under it too
-        return self._compact("too_long", self._window())
+        return self._compact("too_long", self._window(), raw)
 
-    def _compact(self, reason: str, window: int) -> bool:
+    def _compact(self, reason: str, window: int, raw: int | None = None) -> bool:
+        """Apply LEVELS in turn until the estimate is under half of compact_at of `window`.
+        `raw`: the unscaled estimate of the conversation as it is, when the caller has it."""
         msgs = self.conv.messages
         if not msgs or msgs[-1]["role"] != "user":  # a pause_turn reply goes back unchanged
             return False
         target = 0.5 * self.cfg.compact_at * window
-        before = self._context_tokens()
-        done, total = [], Compaction()
+        before = self._context_tokens(raw)
+        done, total, after = [], Compaction(), before
         for i, level in enumerate(LEVELS):
             step = self.conv.compact(level)
             if step.cleared:
                 done.append(i)
                 total += step
-            if self._context_tokens() <= target:
+                after = self._context_tokens()
+            if after <= target:
                 break
         if not done:
             return False
-        after = self._context_tokens()
         self.emit(ev.ContextCompacted(done, reason, before, after, window, total.cleared, total.removed))
         self._user(prompts.compacted_note(before, window, total.cleared, total.removed), "system")
         return True
