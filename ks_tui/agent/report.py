@@ -59,7 +59,7 @@ def report_text(r: dict) -> str:
              f"{t.get('cache_read_tokens', 0)} cache read, {t.get('cache_write_tokens', 0)} cache write",
              f"cost: ${r['cost_usd']:.4f}" + ("" if r["priced"] else " (some turns had no price in the config)"),
              *_context_lines(r.get("context") or {}),
-             f"best: " + (f"{r['best_speedup']:.3f}x (attempt {r['best_attempt']})" if r["best_attempt"] else "-"),
+             "best: " + (f"{r['best_speedup']:.3f}x (attempt {r['best_attempt']})" if r["best_attempt"] else "-"),
              f"attempts ({len(r['attempts'])}):"]
     for a in r["attempts"]:
         sp = "-" if a.get("speedup") is None else f"{a['speedup']:.3f}x"

@@ -141,7 +141,7 @@ def cmd_session_new(args) -> int:
     info = store.new_session(args.task)
     pending = store.uncommitted_task_changes(info.task)
     if pending:
-        _say(f"note: the session starts from HEAD; uncommitted changes in your checkout are not in it: "
+        _say("note: the session starts from HEAD; uncommitted changes in your checkout are not in it: "
              + ", ".join(pending))
     if args.json:
         _dump(info.to_dict())

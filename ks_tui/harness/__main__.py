@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ks_tui.errors import KsError
     from ks_tui.harness.result import summarize, where_text
-    from ks_tui.harness.runner import BadTaskInput, Runner, emit
+    from ks_tui.harness.runner import BadTaskInput, Runner
     from ks_tui.task import load_task
 
     try:

@@ -7,7 +7,6 @@ History-based points are only evaluated after an attempt, so a history is judged
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Sequence
 

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from ks_tui import events as ev
-from ks_tui.agent.context import LEVELS, REMOVED, STUB, compact
+from ks_tui.agent.context import LEVELS, STUB, compact
 from tests.support.fake_messages_api import prompt_tokens, reply, text, tool_use, validate_request
 from tests.support.sessions import autonomous_session as start
 

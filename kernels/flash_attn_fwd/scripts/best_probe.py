@@ -6,7 +6,7 @@ shapes against an fp32 reference with the FlashAttention rule, prints where erro
 SDPA's cuDNN and flash backends. The numbers that count come from `ks bench`; this is a
 first read. Usage: python3 best_probe.py KERNEL.cu [--variant NAME:OLD=>NEW ...] [--out DIR]
 """
-import argparse, ctypes, json, math, os, subprocess, sys, time
+import argparse, ctypes, json, math, os, subprocess, sys
 import torch
 import torch.nn.functional as F
 
@@ -165,7 +165,7 @@ if not args.no_time and summary.get("base"):
                     f = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, scale=sc, enable_gqa=h_kv != h)
                     f()
                     res[nm] = bench(f)
-            except Exception as ex:
+            except Exception:
                 res[nm] = None
         best = min(x for x in res.values() if x)
         rows.append(dict(d=d, causal=causal, s=s, b=b, h=h, h_kv=h_kv, me_ms=t_me, **{k2 + "_ms": v2 for k2, v2 in res.items()},
