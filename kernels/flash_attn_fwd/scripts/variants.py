@@ -154,6 +154,14 @@ VTMORE_EDITS = _vthread_edits(
     "(Dp == 256 && !TmaEpi && !HalfDiag) ||\n                          (Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag)")
 
 
+# next_vt256u / next_vt128u (session 26): next_vtmore's two halves, each alone, for step 1 of session 24's plan (split
+# next_vtmore if one family gains and the other loses in its A/B).
+VT256U_EDITS = _vthread_edits("next_vt256u: and unmasked d256 on the register epilogue",
+                              "(Dp == 256 && !TmaEpi && !HalfDiag)")
+VT128U_EDITS = _vthread_edits("next_vt128u: and unmasked d128 on 128-row tiles",
+                              "(Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag)")
+
+
 # next_vt192l (session 24, an edit of v35; measure-sass): is it the V thread that costs the 192-row launches 1-5%, or
 # the compiler? `sass.py keyloop` of v34 against next_kvthreads (session 24) found the consumers' key loop reordered or
 # changed by an instruction or two in every 192-row function that session 23's call 3 ran (the TMA-epilogue ones,
@@ -174,6 +182,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                     VTMORE_EDITS),
     "next_vt192l": ("kernel.cu", "// next_vt192l: v35 with the V thread also in the unmasked long 192-row d96/d128 functions.\n",
                     VT192L_EDITS),
+    "next_vt256u": ("kernel.cu", "// next_vt256u: v35 with the V thread also in unmasked long d256.\n", VT256U_EDITS),
+    "next_vt128u": ("kernel.cu", "// next_vt128u: v35 with the V thread also in unmasked 128-row d128.\n", VT128U_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
