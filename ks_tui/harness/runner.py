@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ks_tui.harness import build as build_mod
+from ks_tui.harness import contention
 from ks_tui.harness.reference_api import REQUIRED, Unavailable
 from ks_tui.harness.result import failure_message, skeleton, summarize
 
@@ -60,18 +61,18 @@ def load_reference(task):
     return module
 
 
-class _BackgroundImport:
-    """Import a module on a thread (the GIL is free while the compiler runs)."""
+class _Background:
+    """fn(*args) on a thread (an import or nvidia-smi: the GIL is free while the compiler runs)."""
 
-    def __init__(self, name: str):
-        self.module, self.error, self.seconds = None, None, 0.0
-        self._thread = threading.Thread(target=self._work, args=(name,), daemon=True)
+    def __init__(self, fn, *args):
+        self.value, self.error, self.seconds = None, None, 0.0
+        self._thread = threading.Thread(target=self._work, args=(fn, args), daemon=True)
         self._thread.start()
 
-    def _work(self, name: str) -> None:
+    def _work(self, fn, args) -> None:
         t0 = time.monotonic()
         try:
-            self.module = importlib.import_module(name)
+            self.value = fn(*args)
         except BaseException as e:  # re-raised on the main thread
             self.error = e
         self.seconds = time.monotonic() - t0
@@ -80,7 +81,7 @@ class _BackgroundImport:
         self._thread.join()
         if self.error is not None:
             raise self.error
-        return self.module
+        return self.value
 
 
 def _draw_seed(seed: int, scenario_id: str, draw: int) -> int:
@@ -101,6 +102,7 @@ class Runner:
         self.timings = self.result["timings"]
         self.at: dict = {}  # the last progress sent: where an exception (e.g. a CUDA fault) hit
         self._kernel_ran = False  # after the first call, a CUDA error may be the kernel's doing
+        self.gpu_before = None  # nvidia-smi's reading at the start (GPU tasks), on a thread
 
     def _progress(self, done: int, scenario: str, phase: str) -> None:
         self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
@@ -122,7 +124,9 @@ class Runner:
         if task.device == "cpu":
             # Same thread count for the kernel's OpenMP and torch's baseline; set before either loads.
             os.environ["OMP_NUM_THREADS"] = str(threads)
-        torch_import = _BackgroundImport("torch")  # ~1 s, overlapped with the compiler
+        torch_import = _Background(importlib.import_module, "torch")  # ~1 s, overlapped with the compiler
+        # The GPU's utilization before this process touches it: any is another process's work.
+        self.gpu_before = _Background(contention.gpu_utilization) if task.device == "cuda" else None
         self._progress(0, "", "compile")
         t0 = time.monotonic()
         record, lib_path = build_mod.build(
@@ -275,14 +279,33 @@ class Runner:
         # written always and read only when asked (--cached-baselines: the fastest loop).
         cache = BaselineCache(build_mod.cache_root(), _environment(torch, self.result)) if gpu else None
         n = len(self.scenarios)
+        cpu_before = contention.cpu_snapshot()
         for i, (sc, entry) in enumerate(zip(self.scenarios, self.result["scenarios"])):
             self._progress(i, sc.id, "bench")
             self._bench_one(ref, fn, sc, entry, gpu, cache)
             emit("partial", {"scenario": entry})
+        cores = contention.other_cores(cpu_before, contention.cpu_snapshot())
         self._progress(n, "", "bench")
         if cache is not None:
             cache.save()
         self.timings["bench_s"] = round(time.monotonic() - t0, 4)
+        self._judge_sharing(cores)
+
+    def _judge_sharing(self, cores: float | None) -> None:
+        """The result's `sharing` record, and a warning where the timing phase shared the machine."""
+        t0 = time.monotonic()
+        before = after = None
+        if self.gpu_before is not None:
+            self._sync()
+            time.sleep(contention.GPU_IDLE_S)  # this run idle for a whole sample period: what is left is not ours
+            bus = contention.bus_id(self.torch.cuda.get_device_properties(self.torch.cuda.current_device()))
+            before = contention.this_gpu(self.gpu_before.result(), bus)
+            after = contention.this_gpu(contention.gpu_utilization(), bus)
+            self.timings["sharing_s"] = round(time.monotonic() - t0, 4)
+        cpus = os.cpu_count() or 1
+        self.result["sharing"] = {"other_cpu_cores": None if cores is None else round(cores, 2), "cpus": cpus,
+                                  "gpu_utilization_before": before, "gpu_utilization_after": after}
+        self.result["warnings"] += contention.warnings(cores, cpus, before, after)
 
     def _baseline_calls(self, ref, name: str, sets: list, p: dict, entry: dict):
         """The timed callables of one baseline (one per input set), tried once; None if skipped."""
