@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ks_tui.harness.report import kernel_lines
+from ks_tui.harness.report import kernel_lines, warning_lines
 
 MAX_LOG_LINES = 25
 
@@ -64,6 +64,7 @@ def summarize_result(result: dict, attempt: dict | None = None, note: str = "") 
         if fastest:
             lines.append("fastest vs baseline:")
             lines += [_scenario_line(s) for s in fastest]
+    lines += warning_lines(result)
     if result.get("stderr_tail") and result.get("status") in ("crashed", "timeout"):
         lines += ["stderr (last lines):", *result["stderr_tail"].strip().splitlines()[-MAX_LOG_LINES:]]
     return "\n".join(lines)

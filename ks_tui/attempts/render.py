@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ks_tui.attempts.model import Attempt, SessionSummary, since_best
 from ks_tui.attempts.remarks import remark_text
-from ks_tui.harness.report import kernel_lines
+from ks_tui.harness.report import kernel_lines, warning_lines
 
 
 def _speed(x: float | None) -> str:
@@ -97,4 +97,5 @@ def result_text(result: dict) -> str:
                          f"{_num(s.get('time_ms'), '.4f'):>10} {_num(s.get('tflops'), '.2f'):>8} "
                          f"{str(base.get('name') or '-')[:14]:<14} {_num(base.get('time_ms'), '.4f'):>10} "
                          f"{_speed(s.get('speedup')):>8}")
+    lines += warning_lines(result)
     return "\n".join(lines)

@@ -78,6 +78,15 @@ def kernel_label(k: dict) -> str:
     return name.removeprefix("void ").strip() or "?"
 
 
+MAX_WARNINGS = 10
+
+
+def warning_lines(result: dict) -> list[str]:
+    """The result's warnings under a heading (none, no lines): what disturbed or is missing from its numbers."""
+    warnings = result.get("warnings") or []
+    return ["warnings:", *(f"  {w}" for w in warnings[:MAX_WARNINGS])] if warnings else []
+
+
 def kernel_lines(result: dict, *, every: bool = True) -> list[str]:
     """ptxas's numbers per kernel function, each with its performance notes right under it, then
     the SASS instruction counts. With every=False and more than 3 functions: one line of ranges
@@ -136,9 +145,9 @@ def render(result: dict) -> str:
     kernels = kernel_lines(result, every=False)
     if kernels:
         blocks.append("compiled:\n" + "\n".join(kernels))
-    warnings = result.get("warnings") or []
-    if warnings:
-        blocks.append("warnings:\n" + "\n".join(f"  {w}" for w in warnings[:10]))
+    warned = warning_lines(result)
+    if warned:
+        blocks.append("\n".join(warned))
     if result.get("status") in ("crashed", "timeout") and result.get("stderr_tail"):
         tail = result["stderr_tail"].strip().splitlines()[-15:]
         blocks.append("stderr (last lines):\n" + "\n".join("  " + ln for ln in tail))

@@ -181,3 +181,6 @@ def test_summary_names_failures_compile_errors_and_extremes():
     failed = summarize_result({"status": "compile_error", "compile": {"ok": False, "errors": [
         {"file": "kernel.cpp", "line": 12, "column": 3, "message": "expected ';'"}]}})
     assert "kernel.cpp:12:3: expected ';'" in failed
+    assert "warnings" not in s
+    shared = summarize_result(dict(result, warnings=["another process was running kernels on this GPU ..."]))
+    assert "warnings:\n  another process was running kernels on this GPU ..." in shared

@@ -23,3 +23,11 @@ def test_kernels_show_resources_and_only_their_own_ptxas_notes():
     assert f"kernel {kernel_label(kernels[-1])}:" in lines[note - 1]  # right under its kernel's line
     assert "flash_fwd_kernel<fp16, 256>" in text
     assert sum("ptxas:" in line for line in lines) == 1
+
+
+def test_the_results_warnings_are_shown():
+    result = json.loads(SEED.read_text())
+    assert "warnings:" not in result_text(result)
+    result["warnings"] = ["other processes kept 1.8 of 2 CPU cores busy while the kernel was timed: ..."]
+    lines = result_text(result).splitlines()
+    assert lines[-2:] == ["warnings:", "  other processes kept 1.8 of 2 CPU cores busy while the kernel was timed: ..."]
