@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,7 @@ def gpu_warnings(result: dict) -> list[str]:
 
 
 def test_an_idle_gpu_gets_no_warning(tmp_path):
+    time.sleep(1.5)  # an earlier test's kernels out of the driver's sample period
     r = bench(tmp_path)
     assert r["status"] == "correct", r["message"]
     sharing = r["sharing"]
