@@ -126,7 +126,8 @@ class Runner:
             os.environ["OMP_NUM_THREADS"] = str(threads)
         torch_import = _Background(importlib.import_module, "torch")  # ~1 s, overlapped with the compiler
         # The GPU's utilization before this process touches it: any is another process's work.
-        self.gpu_before = _Background(contention.gpu_utilization) if task.device == "cuda" else None
+        if task.device == "cuda" and self.mode == "bench":
+            self.gpu_before = _Background(contention.gpu_utilization)
         self._progress(0, "", "compile")
         t0 = time.monotonic()
         record, lib_path = build_mod.build(
