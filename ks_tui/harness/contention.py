@@ -75,7 +75,7 @@ def gpu_utilization() -> dict[str, int] | None:
     try:
         out = subprocess.run([smi, "--query-gpu=pci.bus_id,utilization.gpu", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=_SMI_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ValueError):  # ValueError: output not text
         return None
     if out.returncode != 0:
         return None

@@ -102,7 +102,7 @@ class Runner:
         self.timings = self.result["timings"]
         self.at: dict = {}  # the last progress sent: where an exception (e.g. a CUDA fault) hit
         self._kernel_ran = False  # after the first call, a CUDA error may be the kernel's doing
-        self.gpu_before = None  # nvidia-smi's reading at the start (GPU tasks), on a thread
+        self.gpu_before = None  # nvidia-smi's reading at the start (GPU bench runs), on a thread
 
     def _progress(self, done: int, scenario: str, phase: str) -> None:
         self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
