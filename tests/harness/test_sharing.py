@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,6 +24,19 @@ SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:
 
 def spinners(n: int, seconds: float) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", SPIN.format(s=seconds)]) for _ in range(n)]
+
+
+@contextmanager
+def busy_machine():
+    """Every core kept busy by another process for the block (killed after it, whatever happens)."""
+    procs = spinners(os.cpu_count() or 1, 60.0)
+    try:
+        time.sleep(0.3)  # the spinners started
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def test_other_processes_cpu_time_is_counted_and_this_ones_is_not():
@@ -51,14 +65,8 @@ def test_without_proc_stat_nothing_is_known(tmp_path):
 
 def test_bench_on_a_busy_machine_warns_and_records_the_sharing():
     cpus = os.cpu_count() or 1
-    procs = spinners(cpus, 60.0)
-    try:
-        time.sleep(0.3)
+    with busy_machine():
         out = run_ks("bench", "attention_cpu", "--json", "--quick")  # ~1.5 s of timing: /proc/stat ticks 10 ms
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
     assert r["sharing"]["cpus"] == cpus and r["sharing"]["other_cpu_cores"] >= contention.OTHER_CORES_WARN
@@ -68,14 +76,8 @@ def test_bench_on_a_busy_machine_warns_and_records_the_sharing():
 
 
 def test_the_warning_is_in_the_printed_report():
-    procs = spinners(os.cpu_count() or 1, 60.0)
-    try:
-        time.sleep(0.3)
+    with busy_machine():
         out = run_ks("bench", "attention_cpu", "--quick")
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "warnings:" in text and "CPU cores busy while the kernel was timed" in text
