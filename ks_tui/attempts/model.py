@@ -28,6 +28,7 @@ class Attempt:
     rollback_of: int | None
     best: bool = False
     mode: str = ""           # check | bench, alone or with -quick / -subset ("" if unknown)
+    device: str = ""         # the GPU (or CPU) the result was measured on ("" if unknown or not measured)
     description: str = ""    # the whole summary when the commit subject had to cut it ("" otherwise)
     # words added later (ks remark): [{time, author, text}], oldest first; see attempts/remarks.py
     remarks: list[dict[str, str]] = field(default_factory=list)
@@ -72,6 +73,12 @@ class SessionSummary:
         d = asdict(self)
         d["last_activity"] = self.last_activity.isoformat()
         return d
+
+
+def current_device(attempts: list[Attempt]) -> str:
+    """The device of the latest measured attempt that names one: the machine the session measures
+    on now ("" when none names one). A rollback does not count: it carries its target's result."""
+    return next((a.device for a in reversed(attempts) if a.device and a.rollback_of is None), "")
 
 
 def since_best(attempts: list[Attempt]) -> tuple[int | None, int]:

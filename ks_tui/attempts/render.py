@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ks_tui.attempts.model import Attempt, SessionSummary, since_best
+from ks_tui.attempts.model import Attempt, SessionSummary, current_device, since_best
 from ks_tui.attempts.remarks import remark_text
 from ks_tui.harness.report import kernel_lines, warning_lines
 
@@ -15,9 +15,12 @@ def _when(a_time) -> str:
     return a_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-def attempt_line(a: Attempt) -> str:
+def attempt_line(a: Attempt, here: str = "") -> str:
+    """One row of `ks log`; `here`: the session's current device (an attempt measured elsewhere says where)."""
     mark = "*" if a.best else " "
     extra = []
+    if here and a.device and a.device != here:
+        extra.append(f"on {a.device}")
     if a.question:
         extra.append(f"q:{a.question}")
     if a.rollback_of is not None:
@@ -28,6 +31,19 @@ def attempt_line(a: Attempt) -> str:
     when = a.time.astimezone().strftime("%m-%d %H:%M")
     return (f"{mark}{a.number:>4}  {a.short}  {when}  {a.author:<5}  {a.status:<13}  "
             f"{a.correct or '-':>7}  {_speed(a.speedup):>8}  {a.mode or '-':<11}  {a.summary}{tail}")
+
+
+def device_change_note(attempts: list[Attempt], new: Attempt) -> str:
+    """A line for `ks try` when `new` was measured on another device than the measurement before it
+    ("" otherwise): from here on the best is chosen among this device's attempts (store.mark_best)."""
+    measured = [a for a in attempts if a.number < new.number and a.device and a.rollback_of is None]
+    if not new.device or new.rollback_of is not None or not measured or measured[-1].device == new.device:
+        return ""
+    old = measured[-1].device
+    return (f"note: measured on {new.device}; attempt {measured[-1].number} ran on {old} "
+            f"({_fastest_on(attempts, old)}). Speedups from different devices are not compared: the best is now "
+            "chosen among this device's runs. To carry a kernel over, measure it here: `ks rollback N`, then "
+            "`ks try --again`.")
 
 
 def remarks_text(a: Attempt) -> str:
@@ -42,7 +58,8 @@ def _fit(line: str, width: int | None) -> str:
 def log_table(attempts: list[Attempt], width: int | None = None) -> str:
     """One line per attempt; with `width` (a terminal's), long summaries are cut to fit."""
     head = f" {'#':>4}  {'commit':<8}  {'time':<11}  {'by':<5}  {'status':<13}  {'correct':>7}  {'speedup':>8}  {'scope':<11}  summary"
-    lines = [_fit(head, width)] + [_fit(attempt_line(a), width) for a in attempts]
+    here = current_device(attempts)
+    lines = [_fit(head, width)] + [_fit(attempt_line(a, here), width) for a in attempts]
     best, after = since_best(attempts)
     if best is not None:
         # A later run that equals the best (as recorded, 4 decimals) is no new best: say so, or the
@@ -52,9 +69,23 @@ def log_table(attempts: list[Attempt], width: int | None = None) -> str:
                 and a.speedup == top.speedup and a.mode == top.mode]
         tie = f"; {', '.join(f'#{n}' for n in ties)} tie{'s' if len(ties) == 1 else ''} it" if ties else ""
         lines.append(f"(* best correct attempt: #{best}{tie}; {after} attempt{'' if after == 1 else 's'} since)")
+    others = sorted({a.device for a in attempts if a.device and a.device != here})
+    if others:
+        elsewhere = [_fastest_on(attempts, d) for d in others]
+        lines.append(f"(the best is chosen among runs on {here}, the latest measurement's device; "
+                     + "; ".join(e for e in elsewhere if e) + ")")
     if any(a.remarks for a in attempts):
         lines.append("(an attempt's remarks: ks show N)")
     return "\n".join(lines)
+
+
+def _fastest_on(attempts: list[Attempt], device: str) -> str:
+    """"fastest on DEVICE: #N, S.SSSx" for a device other than the session's current one."""
+    timed = [a for a in attempts if a.device == device and a.status == "correct" and a.speedup is not None
+             and a.rollback_of is None]
+    full = [a for a in timed if not a.mode.endswith(("quick", "subset"))] or timed
+    top = max(full, key=lambda a: a.speedup, default=None)
+    return f"fastest on {device}: #{top.number}, {_speed(top.speedup)}" if top else f"none timed on {device}"
 
 
 def sessions_table(sessions: list[SessionSummary]) -> str:

@@ -46,7 +46,9 @@ def compare_results(new: dict, old: dict, top: int = 8) -> dict | None:
             "baseline_time": b[i]["baseline"]["time_ms"] / a[i]["baseline"]["time_ms"],
         })
     moved = sorted(rows, key=lambda r: -abs(math.log(r["speedup"])))[:top]
+    devices = [new.get("device"), old.get("device")]
     return {
+        "devices": devices if all(devices) and devices[0] != devices[1] else None,
         "scenarios": len(common),
         "only_new": len(a) - len(common), "only_old": len(b) - len(common),
         "old_geomean": geomean([r["old_speedup"] for r in rows]),
@@ -66,7 +68,11 @@ def comparison_text(cmp: dict | None, label: str) -> str:
              f"  geomean speedup {cmp['old_geomean']:.4f}x -> {cmp['new_geomean']:.4f}x (x{cmp['speedup']:.4f}); "
              f"kernel time {label} / this {cmp['kernel_time']:.4f}; baseline time {label} / this {cmp['baseline_time']:.4f}"]
     drift = cmp["baseline_time"] - 1
-    if abs(drift) > DRIFT_WARN:
+    if cmp.get("devices"):
+        here, there = cmp["devices"]
+        lines.append(f"  measured on different devices ({here} here, {there} in {label}'s run): the speedups "
+                     "do not compare; time both kernels on one machine (`ks compare`)")
+    elif abs(drift) > DRIFT_WARN:
         lines.append(f"  the baselines ran {abs(drift):.1%} {'faster' if drift < 0 else 'slower'} in {label}'s run: "
                      "the machine moved between the two runs; compare both files in one `ks compare` run")
     if cmp["moved_most"]:

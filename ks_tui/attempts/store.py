@@ -30,7 +30,7 @@ from typing import Any
 
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.locks import check_git_locks, session_lock
-from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary
+from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary, current_device
 from ks_tui.attempts.remarks import REMARKS_REF, parse_remarks, remark_line
 from ks_tui.errors import InputFileError, KsError
 from ks_tui.paths import main_workspace
@@ -121,6 +121,7 @@ class AttemptStore:
         self._env = identity_env(repo)
         self._tasks: dict[str, Any] = {}
         self._worktrees: dict[str, Any] = {}
+        self._devices: dict[str, str] = {}  # commit -> device of its stored result, for attempts without KS-Device
 
     # ------------------------------------------------------------------ git plumbing
 
@@ -350,7 +351,21 @@ class AttemptStore:
             if not self._ref_exists(f"refs/heads/{info.branch}"):
                 raise self._branch_gone(info) from None
             raise
-        return mark_best(tr.parse_log(out, info.id))
+        return mark_best(self._with_devices(info, tr.parse_log(out, info.id)))
+
+    def _with_devices(self, info: SessionInfo, attempts: list[Attempt]) -> list[Attempt]:
+        """Attempts recorded before KS-Device existed take the device from their stored result, so
+        the best is chosen per device in old sessions too. One read of the session's notes per store,
+        and none for a session whose measured attempts all name their device."""
+        missing = [a for a in attempts if not a.device and a.status != "unchecked" and a.sha not in self._devices]
+        if missing:
+            notes = self._result_notes(info)
+            for a in missing:
+                self._devices[a.sha] = str(_json_object(notes.get(a.sha, "")).get("device") or "")
+        for a in attempts:
+            if not a.device:
+                a.device = self._devices.get(a.sha, "")
+        return attempts
 
     @staticmethod
     def _range(info: SessionInfo) -> str:
@@ -386,11 +401,15 @@ class AttemptStore:
         calls for the whole session instead of two per attempt."""
         info = self.session(sid)
         self._recover_pending(info, locked=False)
+        notes = self._result_notes(info)
+        return {a.number: _json_object(notes.get(a.sha, "")) for a in self._attempts(info)}
+
+    def _result_notes(self, info: SessionInfo) -> dict[str, str]:
+        """The stored result of every commit of the session, as text, by commit."""
         out = self._run(self.repo, "log", "-z", f"--notes={NOTES_REF}", f"--format=%H{tr.FIELD}%N",
                         self._range(info), "--", what=f"reading the results of session {info.id}",
                         strip_newline_in_stdout=False)
-        notes = dict(r.strip("\n").partition(tr.FIELD)[::2] for r in out.split("\0") if tr.FIELD in r)
-        return {a.number: _json_object(notes.get(a.sha, "")) for a in self._attempts(info)}
+        return dict(r.strip("\n").partition(tr.FIELD)[::2] for r in out.split("\0") if tr.FIELD in r)
 
     def _note(self, sha: str) -> dict:
         try:
@@ -592,6 +611,7 @@ class AttemptStore:
             "KS-Correct": result.get("correct") or tr.NONE,
             "KS-Speedup": tr.format_speedup(result.get("geomean_speedup")),
             "KS-Baseline": baseline_label(result), "KS-Mode": mode or tr.NONE,
+            "KS-Device": result.get("device") or None,
             "KS-Question": question, "KS-Rollback-Of": rollback_of,
         }
 
@@ -748,7 +768,8 @@ class AttemptStore:
                                     rollback_of=target.number)
             # Without a stored result, carry the target's trailers as they were.
             fields.update({"KS-Correct": target.correct or tr.NONE, "KS-Speedup": tr.format_speedup(target.speedup),
-                           "KS-Baseline": target.baseline or tr.NONE, "KS-Mode": target.mode or tr.NONE})
+                           "KS-Baseline": target.baseline or tr.NONE, "KS-Mode": target.mode or tr.NONE,
+                           "KS-Device": target.device or None})
             message = tr.build_message(f"rollback to attempt {target.number}: {target.summary}", fields)
             new = self._commit(info, message, attempts, allow_empty=False)
             if result:
@@ -801,8 +822,14 @@ def mark_best(attempts: list[Attempt]) -> list[Attempt]:
     """Set `best` on the fastest correct attempt (the earliest on a tie, so a rollback never
     takes the mark from the attempt it copies). A quick-subset geomean is not comparable with
     a full-grid one (nor is a --scenarios selection's): the fastest full-grid run wins, and only
-    while there is none a quick or subset run."""
-    timed = [a for a in attempts if a.status == "correct" and a.speedup is not None]
+    while there is none a quick or subset run.
+
+    Nor is a speedup measured on another device: the same kernel read 1.1598x on an H200 and
+    1.1479x on an H100 (issue 8). Only attempts measured on `current_device` compete, and those
+    recorded before attempts named their device (no KS-Device trailer), which compare as before."""
+    here = current_device(attempts)
+    timed = [a for a in attempts if a.status == "correct" and a.speedup is not None
+             and (not a.device or a.device == here)]
     full = [a for a in timed if not a.mode.endswith(("quick", "subset"))]
     best = max(full or timed, key=lambda a: a.speedup, default=None)
     for a in attempts:

@@ -15,7 +15,7 @@ from ks_tui.attempts.remarks import parse_remarks
 
 # Order in which trailers are written (and shown by `git log`).
 KEYS = ("KS-Session", "KS-Attempt", "KS-Author", "KS-Status", "KS-Correct", "KS-Speedup",
-        "KS-Baseline", "KS-Mode", "KS-Question", "KS-Rollback-Of")
+        "KS-Baseline", "KS-Mode", "KS-Device", "KS-Question", "KS-Rollback-Of")
 NONE = "n/a"
 
 # Field and record separators for the log format; control characters never appear in
@@ -115,6 +115,7 @@ def parse_log(output: str, session: str) -> list[Attempt]:
             baseline=_opt(t.get("KS-Baseline")), question=_opt(t.get("KS-Question")),
             summary=subject, rollback_of=_int(t.get("KS-Rollback-Of")),
             mode=_opt(t.get("KS-Mode")) or "",
+            device=_opt(t.get("KS-Device")) or "",
             description=description(body),
             remarks=parse_remarks(parts[5]) if len(parts) > 5 else [],
         ))

@@ -220,7 +220,7 @@ def _unchanged(args, same) -> None:
 
 
 def cmd_try(args) -> int:
-    from ks_tui.attempts.render import attempt_line
+    from ks_tui.attempts.render import attempt_line, device_change_note
 
     if args.again and args.no_run:
         raise KsError("--again records a new measurement; it needs a harness run, not --no-run")
@@ -280,6 +280,9 @@ def cmd_try(args) -> int:
         print(attempt_line(attempt).strip())
         if result.get("message") and attempt.status != "correct":
             print(f"  {result['message']}")
+        note = device_change_note(store.attempts(info.id), attempt)
+        if note:
+            print(note)
     return EXIT_OK if attempt.status in ("correct", "unchecked") else EXIT_KERNEL_FAILED
 
 

@@ -112,8 +112,11 @@ def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -
 def best_speedup(history: Iterable[AttemptView], upto: int | None = None) -> float | None:
     """Best correct speedup among attempts numbered <= upto (all when upto is None), by the rule
     the attempt log's best mark uses: the fastest full-grid run, and only while there is none a
-    quick or subset run (their geomeans cover other scenarios and do not compare)."""
-    timed = [a for a in history if a.timed_speedup is not None and (upto is None or a.number <= upto)]
+    quick or subset run (their geomeans cover other scenarios and do not compare); and only runs
+    on the device of the latest measurement (or naming none): another GPU's speedups do not compare."""
+    seen = [a for a in history if upto is None or a.number <= upto]
+    here = next((a.device for a in reversed(seen) if a.device and a.measured), "")
+    timed = [a for a in seen if a.timed_speedup is not None and (not a.device or a.device == here)]
     full = [a.timed_speedup for a in timed if a.full_grid]
     values = full or [a.timed_speedup for a in timed]
     return max(values) if values else None

@@ -34,11 +34,12 @@ def measured_noise(history: Sequence[AttemptView]) -> float:
     groups or more the single largest is left out: one disturbed re-measure (a throttled GPU)
     must not set the floor for the rest of the session, while two that agree still do.
     """
-    groups: dict[tuple[str, str], list[float]] = {}
+    groups: dict[tuple[str, str, str], list[float]] = {}
     for a in history:
-        # Only runs over the same scenarios repeat a measurement (two --scenarios selections may differ).
+        # Only runs over the same scenarios repeat a measurement (two --scenarios selections may
+        # differ), and only on the same device (another GPU is another speed, not noise).
         if a.kernel_sha256 and a.timed_speedup is not None and a.scope != "subset":
-            groups.setdefault((a.kernel_sha256, a.scope), []).append(a.timed_speedup)
+            groups.setdefault((a.kernel_sha256, a.scope, a.device), []).append(a.timed_speedup)
     # Relative to the smallest, as a gain is judged (s > best * (1 + noise)): with the median a
     # re-measure that drifted up by the spread would still clear it.
     spreads = sorted((max(v) - min(v)) / min(v) for v in groups.values() if len(v) > 1 and min(v) > 0)
@@ -56,11 +57,12 @@ def last_gain(history: Sequence[AttemptView], noise: float) -> tuple[int | None,
     None before the first correct timed attempt, the number None while no attempt was a gain.
 
     A gain is a correct attempt whose speedup beats the best so far over the same scenarios
-    (full grid with full grid, quick with quick) by more than `noise` (relative). A rise inside
-    the noise is not a gain and does not move the best. A --scenarios subset run is a probe of
-    a few scenarios, never a gain; it counts as an attempt.
+    (full grid with full grid, quick with quick) on the same device by more than `noise`
+    (relative). A rise inside the noise is not a gain and does not move the best. A --scenarios
+    subset run is a probe of a few scenarios, never a gain; it counts as an attempt. The first run
+    on another device (the session moved machines) is that device's reference, not a gain.
     """
-    best: dict[str, float] = {}
+    best: dict[tuple[str, str], float] = {}
     since: int | None = None
     number: int | None = None
     seen: set[tuple[str, str]] = set()
@@ -73,13 +75,14 @@ def last_gain(history: Sequence[AttemptView], noise: float) -> tuple[int | None,
         again = bool(a.kernel_sha256) and (a.kernel_sha256, a.scope) in seen
         if a.kernel_sha256 and s is not None:
             seen.add((a.kernel_sha256, a.scope))
-        if s is not None and a.scope != "subset" and a.scope not in best and since is not None:
-            best[a.scope] = s  # the first run of another scope: its reference, not a gain
+        key = (a.scope, a.device)
+        if s is not None and a.scope != "subset" and key not in best and since is not None:
+            best[key] = s  # the first run of another scope or device: its reference, not a gain
             s = None
         gain = s is not None and not again and a.scope != "subset" and (
-            a.scope not in best or s > best[a.scope] * (1 + noise))
+            key not in best or s > best[key] * (1 + noise))
         if gain:
-            best[a.scope], since, number = s, 0, a.number
+            best[key], since, number = s, 0, a.number
         elif since is not None or s is not None:
             since = (since or 0) + 1
     return number, since
@@ -113,7 +116,8 @@ def _suspicious(history: Sequence[AttemptView], config: DecisionConfig) -> str |
                 f"{peak:.0f} TFLOP/s peak of {last.device}")
     if last.scope == "subset":  # a few chosen scenarios: no earlier run covers the same ones
         return None
-    previous = [a.timed_speedup for a in history[:-1] if a.timed_speedup is not None and a.scope == last.scope]
+    previous = [a.timed_speedup for a in history[:-1] if a.timed_speedup is not None and a.scope == last.scope
+                and a.device == last.device]
     first = not any(a.timed_speedup is not None for a in history[:-1])
     if first and last.timed_speedup is not None and last.timed_speedup > config.suspicious_factor:
         # Nothing earlier to jump from: the fastest library baseline (1.0x) is the reference.

@@ -76,7 +76,7 @@ def test_trailers_are_in_git_log_and_parse_with_git_interpret_trailers(workspace
     assert trailers == {
         "KS-Session": s.id, "KS-Attempt": "1", "KS-Author": "agent", "KS-Status": "correct",
         "KS-Correct": "2/2", "KS-Speedup": "1.2500", "KS-Baseline": "torch_ref", "KS-Mode": "bench",
-        "KS-Question": "layer-switch",
+        "KS-Device": "cpu", "KS-Question": "layer-switch",
     }
     # The commit touches only the kernel file.
     touched = git(workspace, "diff-tree", "--no-commit-id", "--name-only", "-r", a.sha).split()

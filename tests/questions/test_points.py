@@ -224,3 +224,23 @@ def test_history_points_do_not_fire_again_on_an_attempt_that_measured_nothing():
     assert "plateau" in points(h)
     assert "plateau" not in points([*h, AttemptView(number=5, status="correct", speedup=1.0, rollback_of=1)])
     assert "plateau" not in points([*h, AttemptView(number=5, status="unchecked")])
+
+
+def test_runs_on_another_device_are_compared_only_with_that_devices_runs():
+    """The session moved from an H200 to an H100 (issue 8): the same kernel reads ~1% lower there."""
+    from ks_tui.questions import best_speedup
+
+    a, b = "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+    history = [ok(1, 1.00, device=a), ok(2, 1.16, device=a, kernel_sha256="v35"),
+               ok(3, 1.148, device=b, kernel_sha256="v35"), ok(4, 1.149, device=b)]
+    # #3 is the H100's reference (no gain, no restart of the plateau); #4 is inside the noise of it.
+    assert last_gain(history, 0.02) == (2, 2)
+    # 1.175 > 1.148 * 1.02 on the H100 (a gain there), though under the H200 best 1.16 * 1.02
+    assert last_gain([*history, ok(5, 1.175, device=b)], 0.02) == (5, 0)
+    assert best_speedup(history) == 1.149      # the H200's 1.16 does not count on the H100
+    assert best_speedup(history, upto=2) == 1.16
+    # One kernel measured on two devices is two speeds, not noise.
+    assert measured_noise(history) == 0.0
+    # A jump across devices is not a suspicious gain; on one device it is.
+    assert "suspicious_gain" not in points([ok(1, 0.7, device=a), ok(2, 1.2, device=b)])
+    assert "suspicious_gain" in points([ok(1, 0.7, device=b), ok(2, 1.2, device=b)])
