@@ -100,6 +100,9 @@ class AttemptRecorded(Event):
     attempt: dict[str, Any]
     result: dict[str, Any] = field(default_factory=dict)
     conversation_len: int | None = None  # where a rollback to this attempt cuts the conversation
+    # The attempt the store marks best once this one is recorded (0: none; None: not told). Not always
+    # this one or the one before: a run on another device moves the mark to that device's fastest.
+    best: int | None = None
     kind = "attempt"
 
 

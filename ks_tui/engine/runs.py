@@ -57,8 +57,12 @@ class AttemptsMixin:
         self.results[attempt.number] = result
         self.marks[attempt.number] = self._mark_now(author)
         self.pending_question = None
-        self.emit(ev.AttemptRecorded(attempt.to_dict(), result, self.marks[attempt.number]))
+        self.emit(ev.AttemptRecorded(attempt.to_dict(), result, self.marks[attempt.number], self._best_number()))
         return attempt, ""
+
+    def _best_number(self) -> int:
+        """The attempt the store marks best now (0 when none is)."""
+        return next((a.number for a in self.store.attempts(self.id) if a.best), 0)
 
     def _mark_now(self, author: str) -> int:
         """Where a rollback to an attempt recorded now cuts the conversation: for the agent's
@@ -121,7 +125,7 @@ class AttemptsMixin:
         self.emit(ev.RolledBack(to, new.number, conversation_len))
         self.results[new.number] = self.results.get(to, {})
         self.marks[new.number] = len(self.conv)
-        self.emit(ev.AttemptRecorded(new.to_dict(), {}, len(self.conv)))
+        self.emit(ev.AttemptRecorded(new.to_dict(), {}, len(self.conv), self._best_number()))
 
     # kernel tracking ------------------------------------------------------------------------
 
@@ -142,7 +146,7 @@ class AttemptsMixin:
         attempt = self.store.commit_human_edit(self.id)
         if attempt is not None:
             self.marks[attempt.number] = len(self.conv)
-            self.emit(ev.AttemptRecorded(attempt.to_dict(), {}, len(self.conv)))
+            self.emit(ev.AttemptRecorded(attempt.to_dict(), {}, len(self.conv), self._best_number()))
         self._kernel_known = self._kernel_sha()
 
 

@@ -146,6 +146,7 @@ def test_without_a_key_the_session_runs_in_human_mode(workspace):
     assert states[0] == "human"
     [attempt] = [e for e in seen if isinstance(e, ev.AttemptRecorded)]
     assert attempt.attempt["author"] == "human" and attempt.attempt["status"] == "correct"
+    assert attempt.best == 0  # the store's mark, told with the event: a check run has no speedup to be best
     assert json.dumps(seen[-1].to_dict())  # SessionEnded serializes
 
 

@@ -93,3 +93,20 @@ async def test_the_status_bar_shows_the_share_of_the_context_window_and_compacti
         await wait_for(pilot, lambda: "ctx 35%" in shown(app, "#status"), "the share after compaction")
         assert "older turns compacted (23 items cleared), about 161,000 -> 70,000 of 200,000" in \
             shown(app, "#conversation")
+
+
+async def test_the_best_mark_follows_the_store_when_a_run_on_another_device_moves_it():
+    """Back on the H200 after an H100 run, the store marks the H200's fastest (#1) best, not the new attempt or the
+    H100's (#2): the screen takes the event's `best`, where it used to assume only a new attempt could take the mark."""
+    result = {"status": "correct", "correct": "2/2", "scenarios": []}
+    rows = [({"number": 1, "speedup": 1.30, "device": "NVIDIA H200"}, 1),
+            ({"number": 2, "speedup": 1.10, "device": "NVIDIA H100 80GB HBM3"}, 2),
+            ({"number": 3, "speedup": 1.20, "device": "NVIDIA H200"}, 1)]
+    app = KernelSeekApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        for attempt, best in rows:
+            attempt = dict(attempt, status="correct", correct="2/2", best=attempt["number"] == best, author="agent")
+            app.post_engine_event(ev.AttemptRecorded(attempt, result, best=best))
+        await wait_for(pilot, lambda: len(app.main_screen.attempts) == 3, "three attempts")
+        assert [a["best"] for a in app.main_screen.attempts] == [True, False, False]
+        await wait_for(pilot, lambda: "best 1.300x" in shown(app, "#status"), "the H200's best in the status bar")

@@ -143,7 +143,10 @@ class MainScreen(Screen):
     def _on_attempt(self, e: ev.AttemptRecorded) -> None:
         number = e.attempt.get("number")
         self.attempts = [a for a in self.attempts if a.get("number") != number] + [e.attempt]
-        if e.attempt.get("best"):  # the store moved "best"; only one attempt carries it
+        if e.best is not None:  # the store's mark, wherever it moved (another device's run moves it back)
+            for a in self.attempts:
+                a["best"] = a.get("number") == e.best
+        elif e.attempt.get("best"):  # not told: the new attempt took the mark, only one attempt carries it
             for a in self.attempts[:-1]:
                 a["best"] = False
         self.show_attempts(self.attempts)
