@@ -40,12 +40,15 @@ def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[
             errors += 1
         elif kind == "session_end":
             ended = p.get("reason")
-    correct = [a for a in attempts if a.get("status") == "correct" and a.get("speedup") is not None]
-    best = max(correct, key=lambda a: a["speedup"], default=None)
+    # The store's mark (attempts/store.py mark_best), as `ks log` shows it: a faster --scenarios subset or a run on
+    # another device is not the session's best.
+    best = next((a for a in attempts if a.get("best")), None)
     return {"session": info, "model_turns": turns, "models": dict(models), "stop_reasons": dict(stop_reasons),
             "tokens": dict(tokens), "cost_usd": round(cost, 6), "priced": priced,
             "attempts": attempts, "best_attempt": best["number"] if best else None,
-            "best_speedup": best["speedup"] if best else None, "questions": questions,
+            "best_speedup": best["speedup"] if best else None,
+            "best_scope": (best.get("mode") or "", best.get("device") or "") if best else None,
+            "best_elsewhere": _fastest_elsewhere(attempts, (best or {}).get("device") or ""), "questions": questions,
             "decision_points": dict(points), "errors": errors, "last_end": ended, "events": len(records),
             "context": {"largest_prompt_tokens": largest, "compactions": compactions, "messages_removed": removed}}
 
@@ -59,13 +62,16 @@ def report_text(r: dict) -> str:
              f"{t.get('cache_read_tokens', 0)} cache read, {t.get('cache_write_tokens', 0)} cache write",
              f"cost: ${r['cost_usd']:.4f}" + ("" if r["priced"] else " (some turns had no price in the config)"),
              *_context_lines(r.get("context") or {}),
-             "best: " + (f"{r['best_speedup']:.3f}x (attempt {r['best_attempt']})" if r["best_attempt"] else "-"),
+             "best: " + (f"{r['best_speedup']:.3f}x (attempt {r['best_attempt']}{_scope(r.get('best_scope'))})"
+                         if r["best_attempt"] else "-"),
+             *[f"  fastest on {e['device']}: {e['speedup']:.3f}x (attempt {e['attempt']}; {e['mode']})"
+               for e in r.get("best_elsewhere") or []],
              f"attempts ({len(r['attempts'])}):"]
     for a in r["attempts"]:
         sp = "-" if a.get("speedup") is None else f"{a['speedup']:.3f}x"
         q = f"  after {a['question']}" if a.get("question") else ""
         lines.append(f"  {a['number']:>3} {a.get('author', ''):5} {a.get('status', ''):13} {a.get('correct') or '':>7} "
-                     f"{sp:>8}  {a.get('summary', '')}{q}")
+                     f"{sp:>8} {a.get('mode') or '-':<12} {a.get('summary', '')}{q}")
         lines += [f"        remark {remark_text(r)}" for r in a.get("remarks") or []]
     lines.append(f"questions asked ({len(r['questions'])}):")
     lines += [f"  [{q['id']}] ({q['chosen_by']}) {q['text']}" for q in r["questions"]]
@@ -74,6 +80,28 @@ def report_text(r: dict) -> str:
     if r["last_end"]:
         lines.append(f"last run ended: {r['last_end']}")
     return "\n".join(lines)
+
+
+def _fastest_elsewhere(attempts: list[dict], here: str) -> list[dict]:
+    """The fastest run on each device other than `here` (whole-grid runs first, as the best mark
+    takes them): a session that moved machines keeps those figures, not comparable with here's."""
+    out = []
+    for device in sorted({a.get("device") for a in attempts if a.get("device") and a.get("device") != here}):
+        timed = [a for a in attempts if a.get("device") == device and a.get("status") == "correct"
+                 and a.get("speedup") is not None and a.get("rollback_of") is None]
+        full = [a for a in timed if not (a.get("mode") or "").endswith(("quick", "subset"))] or timed
+        top = max(full, key=lambda a: a["speedup"], default=None)
+        if top:
+            out.append({"device": device, "attempt": top["number"], "speedup": top["speedup"],
+                        "mode": top.get("mode") or "-"})
+    return out
+
+
+def _scope(scope) -> str:
+    """"; bench on NVIDIA H200" for the best line: what its speedup was measured over, and where."""
+    mode, device = scope or ("", "")
+    where = " on ".join(x for x in (mode, device) if x)
+    return f"; {where}" if where else ""
 
 
 def _context_lines(c: dict) -> list[str]:

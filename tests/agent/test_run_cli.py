@@ -246,3 +246,29 @@ def test_a_run_the_model_cannot_continue_exits_1_with_the_reason(workspace, fake
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "3")
     assert out.returncode == 1
     assert f"ks: ended: {stop_reason}" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_reports_best_is_the_attempt_logs_best():
+    """A faster --scenarios subset (or a run on another device) is not the session's best: the report takes the
+    store's mark, as `ks log` shows it, and says what the speedup was measured over and where."""
+    from ks_tui.agent.report import build_report, report_text
+
+    attempts = [{"number": 1, "author": "agent", "status": "correct", "correct": "182/182", "speedup": 1.16,
+                 "mode": "bench", "device": "NVIDIA H200", "best": True, "summary": "v35"},
+                {"number": 2, "author": "agent", "status": "correct", "correct": "6/6", "speedup": 1.27,
+                 "mode": "bench-subset", "device": "NVIDIA H200", "best": False, "summary": "probe"}]
+    report = build_report({"id": "s", "task": "t", "branch": "b"}, [], attempts)
+    assert (report["best_attempt"], report["best_speedup"]) == (1, 1.16)
+    lines = report_text(report).splitlines()
+    assert "best: 1.160x (attempt 1; bench on NVIDIA H200)" in lines
+    assert any(line.split()[:5] == ["2", "agent", "correct", "6/6", "1.270x"] and "bench-subset" in line
+               for line in lines)
+    assert not any("fastest on" in line for line in lines)  # one device
+
+    # The session moved to an H100: its best is the H100's; the H200's fastest whole-grid run is named beside it.
+    attempts += [{"number": 3, "author": "agent", "status": "correct", "correct": "182/182", "speedup": 1.148,
+                  "mode": "bench", "device": "NVIDIA H100", "best": True, "summary": "v35 again"}]
+    attempts[0]["best"] = False
+    lines = report_text(build_report({"id": "s", "task": "t", "branch": "b"}, [], attempts)).splitlines()
+    at = lines.index("best: 1.148x (attempt 3; bench on NVIDIA H100)")
+    assert lines[at + 1] == "  fastest on NVIDIA H200: 1.160x (attempt 1; bench)"
