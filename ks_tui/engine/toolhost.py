@@ -11,6 +11,7 @@ from ks_tui import events as ev
 from ks_tui.agent import prompts
 from ks_tui.agent.files import ToolRefused
 from ks_tui.agent.summary import summarize_result
+from ks_tui.attempts.model import current_device
 from ks_tui.attempts.remarks import remark_text
 from ks_tui.attempts.speed_diff import compare_results, comparison_text
 from ks_tui.errors import KsError
@@ -74,10 +75,15 @@ class ToolHostMixin:
         if not attempts:
             return "no attempts yet"
         lines = []
+        here = current_device(attempts)
         for a in attempts:
             sp = "-" if a.speedup is None else f"{a.speedup:.3f}x"
+            # what the speedup covers (a subset's is not the grid's) and, once the session moved, where it was measured
+            scope = f" ({a.mode})" if a.mode and a.speedup is not None else ""
             extra = f", rollback of {a.rollback_of}" if a.rollback_of else ""
-            lines.append(f"{a.number}{' (best)' if a.best else ''}: {a.status} {a.correct or ''} {sp} "
+            extra += f", measured on {a.device}: not comparable with this device's" if here and a.device and \
+                a.device != here else ""
+            lines.append(f"{a.number}{' (best)' if a.best else ''}: {a.status} {a.correct or ''} {sp}{scope} "
                          f"by {a.author}{extra} - {a.summary}")
             # a remark corrects or adds to the summary after the fact: the agent reads both
             lines += [f"    remark {remark_text(r)}" for r in a.remarks]

@@ -279,3 +279,24 @@ def test_the_agents_words_before_a_run_are_the_attempts_summary_kept_whole(works
     whole = " ".join(said.split())
     assert a.description == whole  # the first paragraph, whole; not the next one
     assert len(a.summary) == 120 and whole.startswith(a.summary[:-1])
+
+
+def test_the_agent_sees_what_each_speedup_covers_and_where_it_was_measured(workspace, fake_api):
+    """list_attempts names a subset run's scope and, once the session moved machines, each other device's run."""
+    from ks_tui.attempts import AttemptStore
+    from tests.attempts.conftest import result_for
+
+    fake_api([reply(tool_use("list_attempts", {})), reply(text("Done."))])
+    session, seen = start(workspace, max_turns=2)
+    store = AttemptStore(workspace)
+    kernel = store.kernel_path(session.id)
+    for i, (device, speedup, extra) in enumerate([("NVIDIA H200", 1.16, {}), ("NVIDIA H200", 1.27, {"selection": ["a"]}),
+                                                  ("NVIDIA H100 80GB HBM3", 1.148, {})]):
+        kernel.write_text(kernel.read_text() + f"// run {i}\n")
+        store.record(session.id, dict(result_for(kernel, speedup=speedup), task="attention_cpu", device=device, **extra))
+    session.run_forever()
+    [listing] = [e.output for e in seen if isinstance(e, ev.ToolResult) and e.name == "list_attempts"]
+    rows = listing.splitlines()
+    assert rows[0].startswith("1: correct 2/2 1.160x (bench) by agent, measured on NVIDIA H200: not comparable")
+    assert rows[1].startswith("2: correct 2/2 1.270x (bench-subset) by agent, measured on NVIDIA H200")
+    assert rows[2].startswith("3 (best): correct 2/2 1.148x (bench) by agent -")
