@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 from ks_tui.attempts.remarks import remark_text
@@ -83,17 +84,16 @@ def report_text(r: dict) -> str:
 
 
 def _fastest_elsewhere(attempts: list[dict], here: str) -> list[dict]:
-    """The fastest run on each device other than `here` (whole-grid runs first, as the best mark
-    takes them): a session that moved machines keeps those figures, not comparable with here's."""
+    """The fastest run on each device other than `here`: a session that moved machines keeps those
+    figures, not comparable with here's."""
+    from ks_tui.attempts.model import fastest_on
+
+    runs = [SimpleNamespace(**{"rollback_of": None, "mode": "", "device": "", "speedup": None, **a}) for a in attempts]
     out = []
-    for device in sorted({a.get("device") for a in attempts if a.get("device") and a.get("device") != here}):
-        timed = [a for a in attempts if a.get("device") == device and a.get("status") == "correct"
-                 and a.get("speedup") is not None and a.get("rollback_of") is None]
-        full = [a for a in timed if not (a.get("mode") or "").endswith(("quick", "subset"))] or timed
-        top = max(full, key=lambda a: a["speedup"], default=None)
+    for device in sorted({a.device for a in runs if a.device and a.device != here}):
+        top = fastest_on(runs, device)
         if top:
-            out.append({"device": device, "attempt": top["number"], "speedup": top["speedup"],
-                        "mode": top.get("mode") or "-"})
+            out.append({"device": device, "attempt": top.number, "speedup": top.speedup, "mode": top.mode or "-"})
     return out
 
 

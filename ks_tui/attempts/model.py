@@ -81,6 +81,15 @@ def current_device(attempts: list[Attempt]) -> str:
     return next((a.device for a in reversed(attempts) if a.device and a.rollback_of is None), "")
 
 
+def fastest_on(attempts: list[Attempt], device: str) -> Attempt | None:
+    """The fastest correct run measured on `device` (rollbacks measure nothing): a whole-grid one if
+    there is one, as the best mark takes them. For the devices a session has left (mark_best in store.py)."""
+    timed = [a for a in attempts if a.device == device and a.status == "correct" and a.speedup is not None
+             and a.rollback_of is None]
+    full = [a for a in timed if not a.mode.endswith(("quick", "subset"))] or timed
+    return max(full, key=lambda a: a.speedup, default=None)
+
+
 def since_best(attempts: list[Attempt]) -> tuple[int | None, int]:
     """(the best correct attempt's number, how many attempts came after it): the plateau a session is on.
     (None, 0) when no attempt is marked best."""

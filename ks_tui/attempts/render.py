@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ks_tui.attempts.model import Attempt, SessionSummary, current_device, since_best
+from ks_tui.attempts.model import Attempt, SessionSummary, current_device, fastest_on, since_best
 from ks_tui.attempts.remarks import remark_text
 from ks_tui.harness.report import kernel_lines, warning_lines
 
@@ -81,10 +81,7 @@ def log_table(attempts: list[Attempt], width: int | None = None) -> str:
 
 def _fastest_on(attempts: list[Attempt], device: str) -> str:
     """"fastest on DEVICE: #N, S.SSSx" for a device other than the session's current one."""
-    timed = [a for a in attempts if a.device == device and a.status == "correct" and a.speedup is not None
-             and a.rollback_of is None]
-    full = [a for a in timed if not a.mode.endswith(("quick", "subset"))] or timed
-    top = max(full, key=lambda a: a.speedup, default=None)
+    top = fastest_on(attempts, device)
     return f"fastest on {device}: #{top.number}, {_speed(top.speedup)}" if top else f"none timed on {device}"
 
 
