@@ -32,14 +32,19 @@ def edit(kernel: Path, marker: str) -> None:
     kernel.write_text(kernel.read_text() + f"// {marker}\n")
 
 
-def test_the_best_is_chosen_among_runs_on_the_latest_device(workspace):
+def session_with(workspace: Path, *runs: tuple[str, float]):
+    """A new session of the toy task with one attempt per (device, speedup), each its own kernel edit."""
     store = AttemptStore(workspace)
     s = store.new_session("toy")
     kernel = store.kernel_path(s.id)
-    edit(kernel, "a")
-    store.record(s.id, on(H200, kernel, 1.30))
-    edit(kernel, "b")
-    store.record(s.id, on(H100, kernel, 1.10))
+    for i, (device, speedup) in enumerate(runs):
+        edit(kernel, f"run {i}")
+        store.record(s.id, on(device, kernel, speedup))
+    return store, s, kernel
+
+
+def test_the_best_is_chosen_among_runs_on_the_latest_device(workspace):
+    store, s, kernel = session_with(workspace, (H200, 1.30), (H100, 1.10))
     msg = git(workspace, "log", "-1", "--format=%B", s.branch)
     assert f"KS-Device: {H100}" in msg
     atts = store.attempts(s.id)
@@ -54,13 +59,7 @@ def test_the_best_is_chosen_among_runs_on_the_latest_device(workspace):
 
 
 def test_a_rollback_carries_its_targets_device_and_does_not_move_the_session(workspace):
-    store = AttemptStore(workspace)
-    s = store.new_session("toy")
-    kernel = store.kernel_path(s.id)
-    edit(kernel, "a")
-    store.record(s.id, on(H200, kernel, 1.30))
-    edit(kernel, "b")
-    store.record(s.id, on(H100, kernel, 1.10))
+    store, s, _ = session_with(workspace, (H200, 1.30), (H100, 1.10))
     rb = store.rollback(s.id, 1)
     assert rb.device == H200 and f"KS-Device: {H200}" in git(workspace, "log", "-1", "--format=%B", rb.sha)
     # The rollback measured nothing: the session is still on the H100, whose best is attempt 2.
@@ -69,11 +68,8 @@ def test_a_rollback_carries_its_targets_device_and_does_not_move_the_session(wor
 
 def test_attempts_without_the_trailer_take_the_device_of_their_stored_result(workspace):
     """Sessions recorded before KS-Device: the result note names the device, and the best is per device there too."""
-    store = AttemptStore(workspace)
-    s = store.new_session("toy")
-    kernel = store.kernel_path(s.id)
-    edit(kernel, "old")
-    old = store.record(s.id, on(H200, kernel, 1.30))
+    store, s, kernel = session_with(workspace, (H200, 1.30))
+    old = store.attempts(s.id)[0]
     # Rewrite that commit as an old ks wrote it (no KS-Device line), its result note moved along.
     message = git(workspace, "log", "-1", "--format=%B", old.sha).replace(f"KS-Device: {H200}\n", "")
     git(s.worktree, "commit", "--amend", "-q", "-m", message)
@@ -120,12 +116,7 @@ def test_ks_try_and_ks_log_say_when_the_session_moved_machines(workspace, tmp_pa
 
 
 def test_one_device_only_prints_no_device_lines(workspace):
-    store = AttemptStore(workspace)
-    s = store.new_session("toy")
-    kernel = store.kernel_path(s.id)
-    for marker, speedup in (("a", 1.0), ("b", 1.2)):
-        edit(kernel, marker)
-        store.record(s.id, on(H100, kernel, speedup))
+    _, s, _ = session_with(workspace, (H100, 1.0), (H100, 1.2))
     log = ks("log", "--session", s.id, cwd=workspace).stdout
     assert "[on " not in log and "latest measurement's device" not in log
 
