@@ -20,3 +20,21 @@ def test_legend_names_every_mark():
     legend = SpeedupChart(points_from_attempts([{"number": 1, "status": "correct", "speedup": 0.5}])).lines(80)[-1].plain
     for word in ("attempt", "best", "1.0x", "failed", "not timed"):
         assert word in legend
+
+
+def test_the_best_line_follows_the_attempt_logs_rule():
+    """A faster subset probe and a run on the device the session left do not raise the best line."""
+    from ks_tui.app.widgets.bench.speedup_chart import best_so_far
+
+    h200, h100 = "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+    attempts = [{"number": 1, "status": "correct", "speedup": 1.16, "mode": "bench", "device": h200},
+                {"number": 2, "status": "correct", "speedup": 1.27, "mode": "bench-subset", "device": h200},
+                {"number": 3, "status": "correct", "speedup": 1.148, "mode": "bench", "device": h100},
+                {"number": 4, "status": "correct", "speedup": 1.16, "mode": "bench", "device": h200,
+                 "rollback_of": 1},
+                {"number": 5, "status": "correct", "speedup": 1.149, "mode": "bench", "device": h100}]
+    assert best_so_far(points_from_attempts(attempts)) == [1.16, 1.16, 1.148, 1.148, 1.149]
+    # Only quick runs so far: the best of those, until a whole-grid run arrives.
+    quick = [{"number": 1, "status": "correct", "speedup": 1.3, "mode": "bench-quick"},
+             {"number": 2, "status": "correct", "speedup": 1.1, "mode": "bench"}]
+    assert best_so_far(points_from_attempts(quick)) == [1.3, 1.1]

@@ -1,8 +1,10 @@
 """A small block chart of speedup over attempts, drawn with Unicode blocks.
 
 One column per attempt (the newest that fit): a bar for that attempt's speedup, a line for
-the best correct speedup so far, a dotted rule at 1.0x, and a cross for attempts that did
-not produce a correct timing. Rendered by Rich at whatever width the panel gives it.
+the best correct speedup so far (by the attempt log's rule: whole-grid runs over quick and
+subset ones, and runs on the device of the latest measurement), a dotted rule at 1.0x, and a
+cross for attempts that did not produce a correct timing. Rendered by Rich at whatever width
+the panel gives it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ class ChartPoint:
     number: int
     speedup: float | None  # None: not timed (a check-only run, or a failure)
     correct: bool
+    full_grid: bool = True   # False for a quick or --scenarios subset run: its geomean covers other scenarios
+    device: str = ""         # where it was measured ("" unknown)
+    rollback: bool = False   # a rollback copies its target's figures: no measurement of its own
 
     @property
     def failed(self) -> bool:
@@ -32,17 +37,24 @@ class ChartPoint:
 
 
 def points_from_attempts(attempts: list[dict]) -> list[ChartPoint]:
-    return [ChartPoint(int(a.get("number", i + 1)), a.get("speedup"), a.get("status") == "correct")
+    return [ChartPoint(int(a.get("number", i + 1)), a.get("speedup"), a.get("status") == "correct",
+                       full_grid=not (a.get("mode") or "").endswith(("quick", "subset")),
+                       device=a.get("device") or "", rollback=a.get("rollback_of") is not None)
             for i, a in enumerate(attempts)]
 
 
 def best_so_far(points: list[ChartPoint]) -> list[float | None]:
-    best: float | None = None
-    out = []
-    for p in points:
-        if p.correct and p.speedup is not None and (best is None or p.speedup > best):
-            best = p.speedup
-        out.append(best)
+    """At each attempt, the best as the attempt log would have marked it then (store.mark_best): the
+    fastest whole-grid run, or while there is none the fastest other run, among those measured on the
+    device of the latest measurement (or naming none)."""
+    out: list[float | None] = []
+    here = ""
+    for i, p in enumerate(points):
+        if p.device and not p.rollback:
+            here = p.device
+        timed = [q for q in points[: i + 1] if q.timed and (not q.device or not here or q.device == here)]
+        values = [q.speedup for q in timed if q.full_grid] or [q.speedup for q in timed]
+        out.append(max(values) if values else None)
     return out
 
 
