@@ -8,6 +8,7 @@ from textual.widgets import DataTable
 from ks_tui.app.app import KernelSeekApp
 from ks_tui.app.connect import SessionOpener
 from ks_tui.app.screens.history import HistoryScreen
+from ks_tui.attempts import kernel_sha256
 from ks_tui.config import load_config
 from tests.app.conftest import seed_session, shown, wait_for
 
@@ -132,4 +133,27 @@ async def test_history_shows_an_attempts_remarks(workspace):
         await wait_for(pilot, lambda: "same in call 2" in shown(app, "#history-notes"), "the new remark shown")
         assert [r["text"] for r in store.attempts(sid)[0].remarks][-1] == "same in call 2"
         assert table.row_count == 4 and history.selected == 1
+        await pilot.press("q")
+
+
+async def test_history_names_the_device_of_runs_the_session_has_moved_from(workspace):
+    store, sid = seed_session(workspace)
+    first = store.result(sid, 1)
+    kernel = store.kernel_path(sid)
+    kernel.write_text(kernel.read_text() + "// measured on the new box\n")
+    store.record(sid, dict(first, device="NVIDIA H100 80GB HBM3", kernel_sha256=kernel_sha256(kernel)),
+                 author="human", summary="the same kernel on another machine")
+    opener = SessionOpener(workspace, load_config(workspace), "attention_cpu")
+    app = KernelSeekApp(opener=opener, session_id=sid)
+    async with app.run_test(size=(160, 36)) as pilot:
+        await wait_for(pilot, lambda: app.agent_state == "human", "the session to open in human mode")
+        await pilot.press("h")
+        history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
+        table = history.query_one("#attempts", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 4, "four attempts listed")
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(4)]
+        assert [r[0].strip() for r in rows] == ["1", "2", "3", "★4"]  # the only run on the new machine
+        # The two timed runs on the old machine say where; the compile error was measured nowhere.
+        assert [r[-1].startswith(f"[on {first['device']}] ") for r in rows] == [True, False, True, False]
+        assert rows[1][-1].startswith("recorded broken.cpp") and rows[3][-1].startswith("the same kernel")
         await pilot.press("q")

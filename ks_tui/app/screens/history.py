@@ -50,7 +50,13 @@ ATTEMPT_COLUMNS = [(label, label) for label in
                    ("#", "time", "author", "status", "correct", "speedup", "question", "summary")]
 
 
-def attempt_cells(a: dict[str, Any]) -> list[Text]:
+def latest_device(attempts: list[dict[str, Any]]) -> str:
+    """The device of the latest measured attempt (attempts.model.current_device, over dicts)."""
+    return next((a.get("device") for a in reversed(attempts) if a.get("device") and a.get("rollback_of") is None), "")
+
+
+def attempt_cells(a: dict[str, Any], here: str = "") -> list[Text]:
+    """One row; `here`: the session's current device (a run measured on another one says where)."""
     status = a.get("status", "?")
     best = bool(a.get("best"))
     sp = a.get("speedup")
@@ -66,8 +72,9 @@ def attempt_cells(a: dict[str, Any]) -> list[Text]:
         Text(fmt.speedup(sp), justify="right",
              style="bold magenta" if best else ("red" if sp is not None and sp < 1 else "")),
         Text(fmt.one_line(question, QUESTION_CHARS) if question else "—", style="dim" if not question else ""),
-        Text(("✎ " if a.get("remarks") else "") + fmt.one_line(a.get("summary", "") or "", SUMMARY_CHARS),
-             style="dim"),
+        Text(("✎ " if a.get("remarks") else "") + (f"[on {a['device']}] " if here and a.get("device") and
+                                                    a["device"] != here else "")
+             + fmt.one_line(a.get("summary", "") or "", SUMMARY_CHARS), style="dim"),
     ]
 
 
@@ -165,7 +172,8 @@ class HistoryScreen(Screen):
         self.attempts = message.attempts
         table = self.query_one("#attempts", DataTable)
         keep = self.selected
-        fill_table(table, ATTEMPT_COLUMNS, [(str(a.get("number")), attempt_cells(a)) for a in self.attempts])
+        here = latest_device(self.attempts)
+        fill_table(table, ATTEMPT_COLUMNS, [(str(a.get("number")), attempt_cells(a, here)) for a in self.attempts])
         if not self.attempts:
             self.query_one("#history-diff", DiffView).show_message("No attempts in this session yet.")
             return
