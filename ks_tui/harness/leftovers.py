@@ -53,6 +53,28 @@ def marked_processes(mark: str, proc_root: Path = Path("/proc")) -> list[int]:
                   if e.name.isdigit() and int(e.name) != os.getpid() and _carries(e / "environ", mark))
 
 
+def group_members(group: int, proc_root: Path = Path("/proc")) -> list[int]:
+    """Pids of the live processes in process group GROUP (zombies and this process excluded). Read from each
+    process's stat, which, unlike its environment, stays readable while it is inside execve()."""
+    try:
+        entries = list(proc_root.iterdir())
+    except OSError:
+        return []
+    out = []
+    for e in entries:
+        if not e.name.isdigit() or int(e.name) == os.getpid():
+            continue
+        try:
+            stat = (e / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ')'
+        fields = stat[stat.rfind(")") + 1:].split()
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(group):
+            out.append(int(e.name))
+    return sorted(out)
+
+
 def _kill_marked(pid: int, mark: str) -> None:
     """SIGKILL pid if it still carries the mark. Through a pidfd where there is one: the pid is pinned to one
     process while the mark is read again, so a pid that ended and was reused in between is never signalled."""
@@ -79,12 +101,16 @@ SWEEP_ROUNDS = 200  # at most ~2 s of sweeping, even against a process that keep
 
 
 def end_leftovers(group: int, mark: str) -> list[int]:
-    """Kill the process group and every process still carrying the run's mark; the marked pids found.
+    """Kill the process group and every process still carrying the run's mark; the pids found left running
+    (the group's live members and the marked processes).
 
     One scan is not enough: a process caught inside execve() (a `setsid sleep` turning into `sleep`) has no
     readable environment for that moment, and a killed one keeps its /proc entry until it has exited. So the
-    scan repeats until two in a row find nothing, which also leaves the killed processes gone on return."""
-    found = set(marked_processes(mark))  # before the group's kill, so that its members are named too
+    scan repeats until two in a row find nothing, which also leaves the killed processes gone on return. The
+    group's members are named from their stat, readable inside execve() too: a background job still in the group
+    and mid-exec when the scan ran was killed with the group but went unnamed."""
+    # before the group's kill, so that its members are named too
+    found = set(marked_processes(mark)) | set(group_members(group))
     try:
         os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

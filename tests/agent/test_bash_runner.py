@@ -42,3 +42,13 @@ def test_a_setsid_job_caught_inside_exec_is_still_found():
             pid = int((Path(d) / "pid").read_text())
             assert f"killed 1 process(es) it left running (pid {pid})" in out, out
             assert wait_gone(pid)
+
+
+def test_a_background_job_without_the_mark_is_still_named_while_it_is_in_the_group(tmp_path):
+    """`env -i` drops the run's mark from the job's environment (as a job caught inside execve() reads for that
+    moment): found only as a member of the command's process group, it was killed with it but never named."""
+    out = run_bash("env -i sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > pid; echo started", tmp_path, 30)
+    pid = int((tmp_path / "pid").read_text())
+    assert out.startswith("exit code 0; killed 1 process(es) it left running"), out
+    assert f"pid {pid}" in out
+    assert wait_gone(pid)

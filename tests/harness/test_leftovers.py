@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ks_tui.harness.leftovers import MARK_VARIABLE, marked_environ, marked_processes
+from ks_tui.harness.leftovers import MARK_VARIABLE, group_members, marked_environ, marked_processes
 
 
 def _proc(root, pid, *env: str) -> None:
@@ -22,6 +22,20 @@ def test_only_processes_with_the_whole_mark_are_found(tmp_path):
     assert marked_processes("outer", tmp_path) == [45]
 
 
+def test_a_groups_live_members_are_found_by_their_stat(tmp_path):
+    def stat(pid, comm, state, pgrp):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} ({comm}) {state} 1 {pgrp} {pgrp} 0 -1 4194560 0\n")
+
+    stat(50, "sleep", "S", 900)
+    stat(51, "odd) name (x", "R", 900)       # a command name with spaces and parentheses
+    stat(52, "bash", "Z", 900)               # a zombie: it ran and ended, nothing to kill
+    stat(53, "sleep", "S", 9001)             # another group whose id shares a prefix
+    (tmp_path / "54").mkdir()                # its stat unreadable (gone meanwhile)
+    assert group_members(900, tmp_path) == [50, 51]
+    assert group_members(900, tmp_path / "absent") == []
+
+
 def test_a_run_inside_another_keeps_the_outer_marks():
     assert marked_environ("b", {"PATH": "/bin"}) == {"PATH": "/bin", MARK_VARIABLE: "b"}
     assert marked_environ("c", {MARK_VARIABLE: "a:b"})[MARK_VARIABLE] == "a:b:c"
@@ -33,9 +47,9 @@ def test_without_a_proc_folder_nothing_is_found(tmp_path):
 
 
 def test_the_group_and_the_marked_processes_are_killed_and_no_other():
-    """A marked process in a session of its own is found and killed with the run's group; a process without the
-    mark is left alone even when asked for by pid (the mark is read again just before each kill: a pid can end and
-    be reused after the scan)."""
+    """A marked process in a session of its own is found and killed with the run's group (whose live member is
+    named too); a process without the mark is left alone even when asked for by pid (the mark is read again just
+    before each kill: a pid can end and be reused after the scan)."""
     import os
     import subprocess
 
@@ -47,7 +61,7 @@ def test_the_group_and_the_marked_processes_are_killed_and_no_other():
 
     group, marked, other = sleeper(), sleeper(**{MARK_VARIABLE: "m1"}), sleeper()
     try:
-        assert end_leftovers(group.pid, "m1") == [marked.pid]
+        assert end_leftovers(group.pid, "m1") == sorted([group.pid, marked.pid])
         assert group.wait(timeout=5) == -9 and marked.wait(timeout=5) == -9
         _kill_marked(other.pid, "m1")
         assert other.poll() is None and not wait_gone(other.pid, timeout=0.3)
