@@ -246,6 +246,11 @@ class EfficacyStore:
                 # geomean over other scenarios.
                 if not any(h.full_grid and h.timed_speedup is not None for h in counted if h.number <= start):
                     counted = [h for h in counted if not h.full_grid]
+                # And on the device best_before was measured on: runs after a move to another machine read
+                # another speed (v35: 1.1598 on an H200, 1.1479 on an H100), neither gain nor loss.
+                here = next((h.device for h in reversed(history) if h.number <= start and h.device and h.measured), "")
+                if here:
+                    counted = [h for h in counted if not h.device or h.device == here]
                 best_after = best_speedup(counted)
                 seen = [h for h in history if h.number <= after[-1].number]
                 self._append(fd, self._outcome(a, best_after, len(after), noise=measured_noise(seen)))

@@ -163,6 +163,20 @@ def test_a_window_counts_runs_only_and_not_the_drift_of_a_remeasure(tmp_path):
     assert (out["best_before"], out["best_after"]) == (1.10, 1.12)
 
 
+def test_an_ask_is_judged_on_the_device_it_was_asked_on(tmp_path):
+    """The session moved from an H200 to an H100 inside the window: the H100 runs (lower, another chip) are
+    neither a loss nor a gain for the question; the H200 run after the ask is what it is judged on."""
+    (tmp_path / "kernels").mkdir()
+    s = EfficacyStore(tmp_path, k=3)
+    h200, h100 = "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+    hist = [ok(1, 1.10, device=h200), ok(2, 1.16, device=h200)]
+    s.record_asked("s", A, point="plateau", history=hist)
+    hist += [ok(3, 1.17, device=h200), ok(4, 1.148, device=h100), ok(5, 1.149, device=h100)]
+    assert s.settle("s", hist) == 1
+    [out] = [r for r in s.records() if r["kind"] == "outcome"]
+    assert (out["best_before"], out["best_after"], out["attempts"]) == (1.16, 1.17, 3)
+
+
 @pytest.mark.parametrize("after, best_after, new_best", [
     ([ok(3, 1.50), ok(4, 1.40)], 0.90, False),                   # full grids only: not comparable with quick
     ([ok(3, 1.50), ok(4, 1.00, scope="quick")], 1.00, True),     # a quick run after it is: 0.90 -> 1.00
