@@ -13,6 +13,16 @@ from ks_tui.config import load_config
 from tests.app.conftest import seed_session, shown, wait_for
 
 
+async def open_history(app, pilot, rows: int):
+    """Wait for the session to open in human mode, open the history screen, wait until it lists ROWS attempts."""
+    await wait_for(pilot, lambda: app.agent_state == "human", "the session to open in human mode")
+    await pilot.press("h")
+    history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
+    table = history.query_one("#attempts", DataTable)
+    await wait_for(pilot, lambda: table.row_count == rows, f"{rows} attempts listed")
+    return history, table
+
+
 async def test_history_lists_attempts_compares_and_rolls_back(workspace):
     store, sid = seed_session(workspace)
     opener = SessionOpener(workspace, load_config(workspace), "attention_cpu")
@@ -95,14 +105,9 @@ async def test_history_shows_an_attempts_remarks(workspace):
     kernel.write_text(kernel.read_text() + "// unrolled by hand\n")
     long = "a hand edit whose summary runs past the column: " + "the inner loop unrolled by four, " * 5 + "unchecked"
     store.record(sid, None, author="human", summary=long)
-    opener = SessionOpener(workspace, load_config(workspace), "attention_cpu")
-    app = KernelSeekApp(opener=opener, session_id=sid)
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: app.agent_state == "human", "the session to open in human mode")
-        await pilot.press("h")
-        history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
-        table = history.query_one("#attempts", DataTable)
-        await wait_for(pilot, lambda: table.row_count == 4, "four attempts listed")
+        history, table = await open_history(app, pilot, rows=4)
         summaries = [str(table.get_row_at(i)[-1]) for i in range(4)]
         assert summaries[0].startswith("✎ ") and not any(s.startswith("✎") for s in summaries[1:])
         remarks = history.query_one("#history-notes")
@@ -143,14 +148,9 @@ async def test_history_names_the_device_of_runs_the_session_has_moved_from(works
     kernel.write_text(kernel.read_text() + "// measured on the new box\n")
     store.record(sid, dict(first, device="NVIDIA H100 80GB HBM3", kernel_sha256=kernel_sha256(kernel)),
                  author="human", summary="the same kernel on another machine")
-    opener = SessionOpener(workspace, load_config(workspace), "attention_cpu")
-    app = KernelSeekApp(opener=opener, session_id=sid)
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
     async with app.run_test(size=(160, 36)) as pilot:
-        await wait_for(pilot, lambda: app.agent_state == "human", "the session to open in human mode")
-        await pilot.press("h")
-        history = await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen, "history")
-        table = history.query_one("#attempts", DataTable)
-        await wait_for(pilot, lambda: table.row_count == 4, "four attempts listed")
+        _, table = await open_history(app, pilot, rows=4)
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(4)]
         assert [r[0].strip() for r in rows] == ["1", "2", "3", "★4"]  # the only run on the new machine
         # The two timed runs on the old machine say where; the compile error was measured nowhere.
