@@ -18,9 +18,9 @@ def _when(a_time) -> str:
 def attempt_line(a: Attempt, here: str = "") -> str:
     """One row of `ks log`; `here`: the session's current device (an attempt measured elsewhere says where)."""
     mark = "*" if a.best else " "
+    # before the summary, not in the tail: a terminal-wide `ks log` cuts the line's end
+    where = f"[on {a.device}] " if here and a.device and a.device != here else ""
     extra = []
-    if here and a.device and a.device != here:
-        extra.append(f"on {a.device}")
     if a.question:
         extra.append(f"q:{a.question}")
     if a.rollback_of is not None:
@@ -30,7 +30,7 @@ def attempt_line(a: Attempt, here: str = "") -> str:
     tail = f" [{', '.join(extra)}]" if extra else ""
     when = a.time.astimezone().strftime("%m-%d %H:%M")
     return (f"{mark}{a.number:>4}  {a.short}  {when}  {a.author:<5}  {a.status:<13}  "
-            f"{a.correct or '-':>7}  {_speed(a.speedup):>8}  {a.mode or '-':<11}  {a.summary}{tail}")
+            f"{a.correct or '-':>7}  {_speed(a.speedup):>8}  {a.mode or '-':<11}  {where}{a.summary}{tail}")
 
 
 def device_change_note(attempts: list[Attempt], new: Attempt) -> str:

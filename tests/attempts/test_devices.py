@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ks_tui.attempts import AttemptStore
+from ks_tui.attempts.render import log_table
 from ks_tui.attempts.speed_diff import compare_results, comparison_text
 from ks_tui.attempts.store import NOTES_REF
 from tests.attempts.conftest import git, result_for
@@ -109,7 +110,10 @@ def test_ks_try_and_ks_log_say_when_the_session_moved_machines(workspace, tmp_pa
 
     log = ks("log", "--session", sid, cwd=workspace).stdout
     rows = {line[1:5].strip(): line for line in log.splitlines() if line[1:5].strip().isdigit()}
-    assert f"[on {H200}]" in rows["1"] and "[on" not in rows["2"] and rows["2"].startswith("*")
+    assert f"bench        [on {H200}] " in rows["1"] and "[on" not in rows["2"] and rows["2"].startswith("*")
+    # `ks log` on a terminal cuts each line to its width: the tag comes before the summary, so it stays
+    narrow = log_table(AttemptStore(workspace).attempts(sid), width=120)
+    assert f"[on {H200}]" in next(line for line in narrow.splitlines() if line[1:5].strip() == "1")
     assert f"(the best is chosen among runs on {H100}, the latest measurement's device; fastest on {H200}: #1" in log
     as_json = json.loads(ks("log", "--session", sid, "--json", cwd=workspace).stdout)["attempts"]
     assert [a["device"] for a in as_json] == [H200, H100, H100]
