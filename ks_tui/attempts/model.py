@@ -81,13 +81,18 @@ def current_device(attempts: list[Attempt]) -> str:
     return next((a.device for a in reversed(attempts) if a.device and a.rollback_of is None), "")
 
 
+def fastest(attempts: list[Attempt]) -> Attempt | None:
+    """The fastest correct timed attempt: of the whole-grid runs if there is one (a quick or --scenarios
+    geomean covers other scenarios), else of the others; the earliest on a tie."""
+    timed = [a for a in attempts if a.status == "correct" and a.speedup is not None]
+    full = [a for a in timed if not a.mode.endswith(("quick", "subset"))]
+    return max(full or timed, key=lambda a: a.speedup, default=None)
+
+
 def fastest_on(attempts: list[Attempt], device: str) -> Attempt | None:
-    """The fastest correct run measured on `device` (rollbacks measure nothing): a whole-grid one if
-    there is one, as the best mark takes them. For the devices a session has left (mark_best in store.py)."""
-    timed = [a for a in attempts if a.device == device and a.status == "correct" and a.speedup is not None
-             and a.rollback_of is None]
-    full = [a for a in timed if not a.mode.endswith(("quick", "subset"))] or timed
-    return max(full, key=lambda a: a.speedup, default=None)
+    """The fastest run measured on `device` (rollbacks measure nothing), for the devices a session has
+    left (store.mark_best marks the current one's)."""
+    return fastest([a for a in attempts if a.device == device and a.rollback_of is None])
 
 
 def since_best(attempts: list[Attempt]) -> tuple[int | None, int]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.locks import check_git_locks, session_lock
-from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary, current_device
+from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary, current_device, fastest
 from ks_tui.attempts.remarks import REMARKS_REF, parse_remarks, remark_line
 from ks_tui.errors import InputFileError, KsError
 from ks_tui.paths import main_workspace
@@ -828,10 +828,7 @@ def mark_best(attempts: list[Attempt]) -> list[Attempt]:
     1.1479x on an H100 (issue 8). Only attempts measured on `current_device` compete, and those
     recorded before attempts named their device (no KS-Device trailer), which compare as before."""
     here = current_device(attempts)
-    timed = [a for a in attempts if a.status == "correct" and a.speedup is not None
-             and (not a.device or a.device == here)]
-    full = [a for a in timed if not a.mode.endswith(("quick", "subset"))]
-    best = max(full or timed, key=lambda a: a.speedup, default=None)
+    best = fastest([a for a in attempts if not a.device or a.device == here])
     for a in attempts:
         a.best = a is best
     return attempts
