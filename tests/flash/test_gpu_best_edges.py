@@ -76,6 +76,10 @@ EDGE_SHAPES = [
     # blocks (170 tiles, 38 split in 3); d128 on 192-row tiles with a dead third warpgroup (184 tiles, 52 split in 2);
     # GQA d256 (138 tiles, 6 split in 8)
     _shape(64, 500, 2100, False, h_q=2, h_kv=2, b=23),
+    # Session 28 (next_tma4k, next_tmac: the TMA epilogue past s_k 2048 for d96/d128): s_k just below and past 4096
+    # off the key-block grid, causal with s_q < s_k on 128-row tiles (the rule's causal prefill launches), fp16
+    *[_shape(d, s, s, c, h_q=4, h_kv=2) for d, s in ((96, 3000), (128, 4097)) for c in (False, True)],
+    _shape(128, 1000, 5000, True, h_q=4, h_kv=1, dtype="fp16"),
     _shape(96, 600, 2200, False, h_q=2, h_kv=2, b=17),
     _shape(128, 600, 2300, False, h_q=2, h_kv=2, b=17, dtype="fp16"),
     _shape(128, 260, 3000, False, h_q=4, h_kv=2, b=23),

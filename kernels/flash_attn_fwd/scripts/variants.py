@@ -176,6 +176,31 @@ VT192L_EDITS = _vthread_edits(
     "(Dp == 128 && Consumers == 3 && !TmaEpi && !HalfDiag)")
 
 
+# next_tma4k / next_tmac (session 28, edits of v35; measure-losing-scenarios): v35's d128 speedup dips at s_k 4096
+# against both neighbours (causal h16-16 / h32-8 / h64-8 / h32-1 1.079 / 1.073 / 1.103 / 1.067 between ~1.16 at s2048
+# and ~1.18 at s8192; unmasked 1.078-1.112 between ~1.15 and ~1.12): our throughput stays flat from s2048 to s4096
+# (591 -> 605 TFLOP/s causal h16-16) while cuDNN's rises (512 -> 561). s_k 4096 is the first length past
+# kTmaEpilogueMaxSk: the register epilogue and, on 128-row tiles, 160-key blocks. That threshold dates from v11 (long
+# d128 lost 6-10% on the TMA epilogue, measured at s >= 8k); d256's causal launches gained 7-8% at s4096 when they
+# moved to it (v34). next_tma4k: d96/d128 on the TMA epilogue up to s_k 4096, both masks (causal s4096 on s2048's
+# 128-key functions, unmasked s4096 on the 192-row TMA functions). next_tmac: the causal d96/d128 launches on
+# 128-row tiles on the TMA epilogue at every s_k (as causal d256 since v34), the unmasked ones as v35. Both use
+# existing functions only. Predicted: causal s4096 +2..+6% kernel time, unmasked s4096 -1..+2%, the causal prefill
+# launches above s_k 4096 (q2048-k8192, q4096-k16384) level..+3%.
+TMA4K_EDITS = [
+    ("  if (d <= 128 && !tma && rows192) {\n",
+     "  // next_tma4k: d96/d128 on the TMA epilogue up to s_k 4096\n"
+     "  const bool tma4k = s_k <= 4096;\n"
+     "  if (d <= 128 && !tma4k && rows192) {\n"),
+    ("  if (d <= 128 && !tma) {\n", "  if (d <= 128 && !tma4k) {\n"),
+]
+TMAC_EDITS = [
+    ("  if (d <= 128 && !tma) {\n",
+     "  // next_tmac: causal 128-row d96/d128 launches on the TMA epilogue at every s_k\n"
+     "  if (d <= 128 && !tma && !causal) {\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vtmore": ("kernel.cu", "// next_vtmore: v35 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
@@ -184,6 +209,9 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                     VT192L_EDITS),
     "next_vt256u": ("kernel.cu", "// next_vt256u: v35 with the V thread also in unmasked long d256.\n", VT256U_EDITS),
     "next_vt128u": ("kernel.cu", "// next_vt128u: v35 with the V thread also in unmasked 128-row d128.\n", VT128U_EDITS),
+    "next_tma4k": ("kernel.cu", "// next_tma4k: v35 with d96/d128 on the TMA epilogue up to s_k 4096.\n", TMA4K_EDITS),
+    "next_tmac": ("kernel.cu", "// next_tmac: v35 with the causal 128-row d96/d128 launches on the TMA epilogue at every s_k.\n",
+                  TMAC_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
