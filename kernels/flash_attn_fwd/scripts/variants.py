@@ -201,6 +201,37 @@ TMAC_EDITS = [
 ]
 
 
+# next_tmaall (session 28, an edit of v35; measure-losing-scenarios): session 28's call 1 found next_tma4k's s4096
+# launches +2..+8% kernel time on the TMA epilogue; the rule that kept d96/d128 off it above s_k 2048 came from v11
+# (long d128 -6..-10%, measured at s >= 8k on a kernel without the staged-O and slot changes of v13-v35). Here every
+# d96/d128 launch takes it: the 192-row tiles at s_k > 2048 (the causal ones on new instantiations, the TMA
+# epilogue's 192-row code as d64's causal launches use it) and the 128-row ones on 128-key blocks (the 160-key
+# register-epilogue functions go). Predicted: causal long +0..+3% (d256's causal launches: s8192 +4%, s16384 level),
+# unmasked long -3..+1% (d256's: -1.5..-4%), s4096 as next_tma4k.
+_LONG_DISPATCH = """  if (d <= 128 && !tma && rows192) {
+    if (d <= 96)
+      return causal ? launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                    : launch<T, 128, 192, 6, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return causal ? launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                  : launch<T, 128, 192, 8, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  }
+  if (d <= 128 && !tma) {
+    if (d <= 96)
+      return causal ? launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                    : launch<T, 128, 128, 6, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return causal ? launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                  : launch<T, 128, 128, 8, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  }
+"""
+TMAALL_EDITS = [
+    (_LONG_DISPATCH,
+     "  // next_tmaall: every d96/d128 launch on the TMA epilogue; 128-row tiles on 128-key blocks\n" +
+     _LONG_DISPATCH.split("  if (d <= 128 && !tma) {")[0]
+     .replace("192, 6, false>(", "192, 6, true>(").replace("192, 8, false>(", "192, 8, true>(")
+     .replace(", false, 128, false>(", ", true, 128, false>(")),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vtmore": ("kernel.cu", "// next_vtmore: v35 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
@@ -212,6 +243,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_tma4k": ("kernel.cu", "// next_tma4k: v35 with d96/d128 on the TMA epilogue up to s_k 4096.\n", TMA4K_EDITS),
     "next_tmac": ("kernel.cu", "// next_tmac: v35 with the causal 128-row d96/d128 launches on the TMA epilogue at every s_k.\n",
                   TMAC_EDITS),
+    "next_tmaall": ("kernel.cu", "// next_tmaall: v35 with every d96/d128 launch on the TMA epilogue.\n", TMAALL_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -221,7 +253,11 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {}
+INSTANTIATIONS: dict[str, int] = {
+    # next_tmaall: 16 register-epilogue d96/d128 functions go (192-row and 160-key, both masks, both types); 4 causal
+    # 192-row TMA-epilogue ones come
+    "next_tmaall": 30,
+}
 
 
 class VariantError(Exception):
