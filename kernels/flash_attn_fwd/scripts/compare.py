@@ -66,6 +66,13 @@ SUBSETS = {
     # 8 of nomask_long's 32 (each head layout, d96, prefill, odd length): a quarter of its time, for many files
     "nomask8": ["d96-h16-16-s8192", "d128-h16-16-s8192", "d128-h16-16-s32768", "d128-h32-8-s16384",
                 "d128-h64-8-s8192", "d128-h32-1-s16384", "d128-h16-16-q2048-k8192", "d128-h16-16-s16367"],
+    # session 28: 8 unmasked and 8 causal d96/d128 launches with s_k > 4096 (192-row tiles, and the prefill shapes on
+    # 128-row tiles): the launches next_tmaall moves to the TMA epilogue past next_tma4k's
+    "long16": ["d96-h16-16-s8192", "d128-h16-16-s8192", "d128-h32-8-s16384", "d128-h64-8-s8192",
+               "d128-h16-16-q2048-k8192", "d128-h16-16-s16367", "d128-h16-16-q8192-k32768", "d128-h32-1-s16384",
+               "d96-h16-16-s8192-causal", "d128-h16-16-s8192-causal", "d128-h32-8-s16384-causal",
+               "d128-h64-8-s8192-causal", "d128-h16-16-s32768-causal", "d128-h16-16-s8175-causal",
+               "d128-h16-16-q2048-k8192-causal", "d128-h16-16-q4096-k16384-causal"],
 }
 
 # Subsets picked by a rule over the scenario parameters (resolved with `ks scenarios --json`).
