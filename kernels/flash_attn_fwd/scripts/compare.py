@@ -73,6 +73,11 @@ SUBSETS = {
                "d96-h16-16-s8192-causal", "d128-h16-16-s8192-causal", "d128-h32-8-s16384-causal",
                "d128-h64-8-s8192-causal", "d128-h16-16-s32768-causal", "d128-h16-16-s8175-causal",
                "d128-h16-16-q2048-k8192-causal", "d128-h16-16-q4096-k16384-causal"],
+    # session 28: the unmasked prefill shapes (one to four query tiles a head, K/V mostly from HBM) and the short
+    # subset: where next_tileahead's earlier tile index should show
+    "prefill_short": ["d128-h16-16-q128-k512", "d128-h16-16-q256-k1024", "d128-h16-16-q512-k2048",
+                      "d128-h16-16-s512", "d128-h32-8-s1024-causal", "d256-h8-8-s512", "d96-h16-16-s1024",
+                      "d128-h16-16-s1007-causal", "d64-h32-8-s512", "d128-h64-8-s512-causal", "d128-h16-16-s512-fp16"],
 }
 
 # Subsets picked by a rule over the scenario parameters (resolved with `ks scenarios --json`).

@@ -232,6 +232,32 @@ TMAALL_EDITS = [
 ]
 
 
+# next_tileahead (session 28, an edit of v35; strategy-where-time-is): the wait profile of the prefill shapes (session
+# 28 call 1, H100) has the consumers waiting for the next tile's slot 3616 cycles a tile at q128-k512 (15.8% of their
+# cycles; 1646, 5.6%, at q256-k1024; 481, 3.1%, at s512). The producer publishes tile t + 1 after its atomicAdd on
+# the tile counter, which it issues only once t's last K/V loads are out; where HBM streams at ~80% of its peak the
+# atomic's round trip through L2 is long. Here the producer takes t + 1's index right after publishing t, so the
+# round trip runs under t's loads (one more producer register; a CTA holds one tile in reserve, so a causal launch's
+# last wave may end a little later). Predicted: q128-k512 +3..+10%, q256-k1024 +1..+4%, s512 +0..+1.5%, long
+# launches level.
+TILEAHEAD_EDITS = [
+    ("        ring = (ring & 12u) | ((ring + 1) & 3u);\n        if (last) break;\n",
+     "        ring = (ring & 12u) | ((ring + 1) & 3u);\n        if (last) break;\n"
+     "        // next_tileahead: the next tile's index now, its round trip under this tile's loads\n"
+     "        uint32_t next;\n"
+     "        {\n"
+     "          uint32_t grid;\n"
+     "          asm volatile(\"mov.u32 %0, %%nctaid.x;\\n\" : \"=r\"(grid));\n"
+     "          next = atomicAdd(&g_tile_counter, 1u) + grid;\n"
+     "        }\n"),
+    ("        // gridDim.x read here: ptxas kept it in a register across the tile, and spilled it\n"
+     "        uint32_t grid;\n"
+     "        asm volatile(\"mov.u32 %0, %%nctaid.x;\\n\" : \"=r\"(grid));\n"
+     "        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n",
+     "        tile = next;\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vtmore": ("kernel.cu", "// next_vtmore: v35 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
@@ -244,6 +270,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_tmac": ("kernel.cu", "// next_tmac: v35 with the causal 128-row d96/d128 launches on the TMA epilogue at every s_k.\n",
                   TMAC_EDITS),
     "next_tmaall": ("kernel.cu", "// next_tmaall: v35 with every d96/d128 launch on the TMA epilogue.\n", TMAALL_EDITS),
+    "next_tileahead": ("kernel.cu", "// next_tileahead: v35 with the producer taking the next tile's index one tile ahead.\n",
+                       TILEAHEAD_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
