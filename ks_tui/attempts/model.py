@@ -7,6 +7,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ks_tui import best_rule
+
 # Statuses a harness run can end in, plus "unchecked" for a human edit committed without a run.
 FAILED_STATUSES = ("compile_error", "crashed", "timeout", "incorrect")
 STATUSES = ("correct", *FAILED_STATUSES, "unchecked")
@@ -76,17 +78,14 @@ class SessionSummary:
 
 
 def current_device(attempts: list[Attempt]) -> str:
-    """The device of the latest measured attempt that names one: the machine the session measures
-    on now ("" when none names one). A rollback does not count: it carries its target's result."""
-    return next((a.device for a in reversed(attempts) if a.device and a.rollback_of is None), "")
+    """The machine the session measures on now (best_rule.latest_device; a rollback measures nothing)."""
+    return best_rule.latest_device((a.device, a.rollback_of is None) for a in attempts)
 
 
 def fastest(attempts: list[Attempt]) -> Attempt | None:
-    """The fastest correct timed attempt: of the whole-grid runs if there is one (a quick or --scenarios
-    geomean covers other scenarios), else of the others; the earliest on a tie."""
-    timed = [a for a in attempts if a.status == "correct" and a.speedup is not None]
-    full = [a for a in timed if not a.mode.endswith(("quick", "subset"))]
-    return max(full or timed, key=lambda a: a.speedup, default=None)
+    """The fastest correct timed attempt by best_rule.fastest (whole-grid runs first)."""
+    return best_rule.fastest([a for a in attempts if a.status == "correct"], lambda a: a.speedup,
+                             lambda a: not a.mode.endswith(("quick", "subset")))
 
 
 def fastest_on(attempts: list[Attempt], device: str) -> Attempt | None:

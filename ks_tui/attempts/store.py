@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ks_tui import best_rule
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.locks import check_git_locks, session_lock
 from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary, current_device, fastest
@@ -828,7 +829,7 @@ def mark_best(attempts: list[Attempt]) -> list[Attempt]:
     1.1479x on an H100 (issue 8). Only attempts measured on `current_device` compete, and those
     recorded before attempts named their device (no KS-Device trailer), which compare as before."""
     here = current_device(attempts)
-    best = fastest([a for a in attempts if not a.device or a.device == here])
+    best = fastest([a for a in attempts if best_rule.comparable(a.device, here)])
     for a in attempts:
         a.best = a is best
     return attempts

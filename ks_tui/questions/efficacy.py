@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ks_tui import best_rule
 from ks_tui.questions.bank import Question
 from ks_tui.questions.history import AttemptView, best_speedup
 from ks_tui.questions.points import measured_noise
@@ -248,7 +249,7 @@ class EfficacyStore:
                     counted = [h for h in counted if not h.full_grid]
                 # And on the device best_before was measured on: runs after a move to another machine read
                 # another speed (v35: 1.1598 on an H200, 1.1479 on an H100), neither gain nor loss.
-                here = next((h.device for h in reversed(history) if h.number <= start and h.device and h.measured), "")
+                here = best_rule.latest_device((h.device, h.measured) for h in history if h.number <= start)
                 if here:
                     counted = [h for h in counted if not h.device or h.device == here]
                 best_after = best_speedup(counted)

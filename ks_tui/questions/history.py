@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ks_tui import best_rule
 from ks_tui.questions.vocab import FAILURE_STATUSES, UNMEASURED_STATUSES
 
 
@@ -115,8 +116,7 @@ def best_speedup(history: Iterable[AttemptView], upto: int | None = None) -> flo
     quick or subset run (their geomeans cover other scenarios and do not compare); and only runs
     on the device of the latest measurement (or naming none): another GPU's speedups do not compare."""
     seen = [a for a in history if upto is None or a.number <= upto]
-    here = next((a.device for a in reversed(seen) if a.device and a.measured), "")
-    timed = [a for a in seen if a.timed_speedup is not None and (not a.device or a.device == here)]
-    full = [a.timed_speedup for a in timed if a.full_grid]
-    values = full or [a.timed_speedup for a in timed]
-    return max(values) if values else None
+    here = best_rule.latest_device((a.device, a.measured) for a in seen)
+    best = best_rule.fastest([a for a in seen if best_rule.comparable(a.device, here)],
+                             lambda a: a.timed_speedup, lambda a: a.full_grid)
+    return best.timed_speedup if best else None

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
+from ks_tui import best_rule
 from ks_tui.app import formatting as fmt
 from ks_tui.app.screens.confirm import ConfirmScreen
 from ks_tui.app.screens.remark import RemarkScreen
@@ -51,8 +52,8 @@ ATTEMPT_COLUMNS = [(label, label) for label in
 
 
 def latest_device(attempts: list[dict[str, Any]]) -> str:
-    """The device of the latest measured attempt (attempts.model.current_device, over dicts)."""
-    return next((a.get("device") for a in reversed(attempts) if a.get("device") and a.get("rollback_of") is None), "")
+    """The machine the session measures on now (best_rule.latest_device, over attempt dicts)."""
+    return best_rule.latest_device((a.get("device") or "", a.get("rollback_of") is None) for a in attempts)
 
 
 def attempt_cells(a: dict[str, Any], here: str = "") -> list[Text]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
+from ks_tui import best_rule
+
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 LABEL_WIDTH = 7
 
@@ -48,13 +50,12 @@ def best_so_far(points: list[ChartPoint]) -> list[float | None]:
     fastest whole-grid run, or while there is none the fastest other run, among those measured on the
     device of the latest measurement (or naming none)."""
     out: list[float | None] = []
-    here = ""
-    for i, p in enumerate(points):
-        if p.device and not p.rollback:
-            here = p.device
-        timed = [q for q in points[: i + 1] if q.timed and (not q.device or not here or q.device == here)]
-        values = [q.speedup for q in timed if q.full_grid] or [q.speedup for q in timed]
-        out.append(max(values) if values else None)
+    for i in range(len(points)):
+        seen = points[: i + 1]
+        here = best_rule.latest_device((p.device, not p.rollback) for p in seen)
+        best = best_rule.fastest([q for q in seen if q.timed and best_rule.comparable(q.device, here)],
+                                 lambda q: q.speedup, lambda q: q.full_grid)
+        out.append(best.speedup if best else None)
     return out
 
 
