@@ -38,8 +38,8 @@ def _shape(d, s_q, s_k, causal, h_q=2, h_kv=2, b=2, dtype="bf16"):
 
 
 # What each shape reaches in best/kernel.cu (192-row d64 tiles; 192-row d96/d128 tiles where they run fewer
-# wave-rows (unmasked) or pad s_q little (causal, s_k > 2048); 128-row tiles otherwise; 128- or 160-key blocks;
-# TMA epilogue at s_k <= 2048).
+# wave-rows (unmasked) or pad s_q little (causal, s_k > 2048); 128-row tiles otherwise; 128-key blocks (160 on
+# d96/d128's long 128-row tiles before v36); the TMA epilogue for d96/d128 at every s_k since v36, else at s_k <= 2048).
 EDGE_SHAPES = [
     *[_shape(64, s, s, c) for s in (100, 1000, 2000) for c in (False, True)],  # 192-row tiles with 1-2 dead warpgroups
     _shape(64, 50, 50, True),                   # a 192-row causal tile with two dead warpgroups

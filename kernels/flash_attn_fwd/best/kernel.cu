@@ -1,3 +1,15 @@
+// v36 (ks session 20261203-194412-15bf, attempts 68-72): v35 with every d96/d128 launch on the TMA epilogue (O staged
+// in the Q buffer, one 64 x 64 bulk store per box), where v35 used it up to s_k 2048 and ran longer keys on the register
+// epilogue, on 160-key blocks where the tiles had 128 rows. The 2048 rule dated from v11, whose TMA epilogue cost long
+// d128 6-10%; v13-v35 changed what surrounds it (decoded tile slots, per-stage K/V release, staged O), and session
+// 28 found v35's d128 speedup dipping at s4096 between its neighbours (causal 1.07-1.10 against ~1.16 at s2048 and
+// ~1.18 at s8192; TFLOP/s flat from s2048 to s4096 while cuDNN's rise). Measured on an H100 (NVIDIA H100 80GB HBM3;
+// the device lent no H200 this session), same calls: next_tma4k (TMA up to s_k 4096) on the 22 tma4k launches kernel
+// time +3.2% (causal s4096 +6..+8%), next_tmaall on 16 longer launches +2.0% (2 rounds) and +0.9% (1 round), and the
+// full grid 1.15085 -> 1.16068, 182/182, kernel time +0.8% (results/2026-12-05-h100-s28-call5-*): long causal d96/d128
+// +2.9%, long unmasked +2.1%, every unchanged family 0.995-1.005. The 160-key functions and the d96/d128
+// register-epilogue ones go: 30 instantiations (42). The measured file is next_tmaall; here only comments and the
+// unused 160-key code differ (SASS SAME, `scripts/sass.py diff`). No H200 grid yet: v35's 1.1598 is the H200 record.
 // v35 (ks session 20261203-194412-15bf, attempts 60-63): v34 with two changes of session 23's call 3 that gained.
 // (1) In the d96 functions on 128-row tiles, V is loaded by a second producer thread (thread 32), which reads each
 // published tile like a consumer warp (one more arrival on the slot's empty barrier) and walks its key blocks on
@@ -265,7 +277,7 @@ struct TileConfig {
 };
 
 // M: query rows per tile (64 per consumer warpgroup); the default is each head dim's usual tile.
-// N: keys per block (128, or 160 for d96/d128 on long keys).
+// N: keys per block (128; v15-v35 ran 160 on d96/d128's long 128-row tiles).
 template <int Dp> constexpr int kDefaultRows = Dp == 64 ? 192 : 128;
 template <int Dp, int M = kDefaultRows<Dp>, int N = 128> struct Config;
 // kQBufs: Q buffers (2 lets the next tile's Q land while this tile still reads its own;
@@ -283,11 +295,6 @@ template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
 // Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
 // launch allocation, which hung the kernel on the H200).
 template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
-// d96/d128 at s_k > 2048 (causal since v16: +1.7% there): 160-key blocks in 2 stages beside two Q buffers: 64 KB +
-// 2 x 2 x 40 KB. A wider block spends fewer issue slots per key on the softmax's row max/sum, the O
-// rescale and the waits (measured +2.4% there; +10% on d96 at 16k-32k). 176 keys (FA3's choice) fit
-// only with one Q buffer, and then the next tile's Q no longer loads under this tile (measured -2%).
-template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};
 // d96/d128 192x128 tiles (3 consumers on v6's loop, 512 threads): 128*32 + 384*160 = 65536.
 template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};
 
@@ -326,7 +333,7 @@ template <int Dp, int M = kDefaultRows<Dp>, int N = 128> constexpr int smem_byte
   return QB * BM * Dp * 2 + S * 2 * BN * Dp * 2 + num_barriers<Dp, M, N>() * 8 + kTileSlots * kSlotBytes + 1024;
 }
 static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 &&
-                  smem_bytes<256>() + 32768 <= 227 * 1024 && smem_bytes<128, 128, 160>() <= 227 * 1024 &&
+                  smem_bytes<256>() + 32768 <= 227 * 1024 &&
                   smem_bytes<128, 192>() <= 227 * 1024,
               "shared memory per CTA");
 
@@ -695,26 +702,6 @@ __device__ __forceinline__ void wgmma_rs_n256_f16(float (&d)[128], const uint32_
 }
 
 
-// S(64x160) (+)= Q K^T: the wide key blocks of d96/d128 without a mask (generated operand lists).
-__device__ __forceinline__ void wgmma_ss_n160_bf16(float (&d)[80], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
-      "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-__device__ __forceinline__ void wgmma_ss_n160_f16(float (&d)[80], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
-      "}, %80, %81, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-
 // S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block (the d64 diagonal block's first half).
 #define KS_WGMMA_SS_N64(NAME, TYPE)                                                                           \
   __device__ __forceinline__ void NAME(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {          \
@@ -740,11 +727,9 @@ template <typename T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 // S(64 x N) = Q K^T step (both operands in shared memory, K-major).
 template <typename T, int N>
 __device__ __forceinline__ void mma_qk(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  static_assert(N == 64 || N == 128 || N == 160, "128-key blocks, 160 for d96/d128 without a mask, 64: half a block");
+  static_assert(N == 64 || N == 128, "128-key blocks, 64: half a block");
   if constexpr (N == 64) {
     if constexpr (kIsBf16<T>) wgmma_ss_n64_bf16(d, da, db, acc); else wgmma_ss_n64_f16(d, da, db, acc);
-  } else if constexpr (N == 160) {
-    if constexpr (kIsBf16<T>) wgmma_ss_n160_bf16(d, da, db, acc); else wgmma_ss_n160_f16(d, da, db, acc);
   } else {
     if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
   }
@@ -1707,9 +1692,9 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
              int h_kv, int d, int causal, float scale, int dtype, cudaStream_t st) {
   // <padded head dim, 16-column steps of Q K^T>; columns past d are zero-filled by the TMA.
   // The O epilogue through shared memory and a TMA store pays off where tiles are short (few key
-  // blocks; measured +8% at s <= 1024) and costs ~6% on d128 at s >= 8k (measured, cause not yet
-  // found): it is used up to kTmaEpilogueMaxSk keys, d256 included (O staged in 32 KB of its own since v33),
-  // and at every s_k for causal d256 (v34).
+  // blocks; measured +8% at s <= 1024). d64 and unmasked d256 use it up to kTmaEpilogueMaxSk keys (d256: O
+  // staged in 32 KB of its own since v33; its unmasked long launches lost 1.5-4% on it in session 20), causal d256
+  // at every s_k (v34), d96/d128 at every s_k (v36: long d128 had lost 6-10% on v11's form of it).
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
 #define KS_LAUNCH(DP, M, STEPS)                                                                   \
@@ -1732,27 +1717,20 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   const long long waves128 = (bh * ((s_q + 127) / 128) + sms - 1) / sms * 128;
   const bool rows192 = causal ? (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101
                               : waves192 * 1000 <= waves128 * 1035;
-  // Long keys (s_k > 2048): register epilogue; 128-row tiles there run 160-key blocks.
+  // v36: long keys (s_k > 2048) on the TMA epilogue too; every other d96/d128 launch below, on 128-key blocks
   if (d <= 128 && !tma && rows192) {
     if (d <= 96)
-      return causal ? launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-                    : launch<T, 128, 192, 6, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-    return causal ? launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-                  : launch<T, 128, 192, 8, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  }
-  if (d <= 128 && !tma) {
-    if (d <= 96)
-      return causal ? launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-                    : launch<T, 128, 128, 6, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-    return causal ? launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-                  : launch<T, 128, 128, 8, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+      return causal ? launch<T, 128, 192, 6, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                    : launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+    return causal ? launch<T, 128, 192, 8, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                  : launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
   // Short keys, unmasked, by the wave rule (v30): TMA epilogue with O staged in the Q buffer, as d64's 192-row tiles.
   if (d <= 128 && !causal && rows192) {
     if (d <= 96) return launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
     return launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
-  // Only short keys reach here for d96/d128 (the TMA epilogue); unmasked launches run their own functions.
+  // Every other d96/d128 launch: 128-row tiles at any s_k (v36); unmasked launches run their own functions.
   if (d <= 96)
     return causal ? launch<T, 128, 128, 6, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                   : launch<T, 128, 128, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);

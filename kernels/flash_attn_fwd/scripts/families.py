@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 SMS = 132  # the H200's SM count: one persistent CTA an SM
-SHORT_SK = 2048  # best/kernel.cu's kTmaEpilogueMaxSk: the short / long split of the families
+SHORT_SK = 2048  # the short / long split of the families (best/kernel.cu's kTmaEpilogueMaxSk, for d64 and d256)
 
 
 class InputError(Exception):
@@ -94,7 +94,8 @@ def family_rows(runs: list[tuple[str, dict[str, dict]]]) -> list[str]:
 
 
 def tile_kind(shape: dict) -> tuple[int, int]:
-    """(rows a tile, keys a block) of best/kernel.cu's dispatch (v33) for an unmasked launch."""
+    """(rows a tile, keys a block) of best/kernel.cu's dispatch (v36: 128-key blocks everywhere; v15-v35 ran 160 on
+    d96/d128's long 128-row tiles) for an unmasked launch."""
     d, s_q, s_k = shape["d"], shape["s_q"], shape["s_k"]
     if d <= 64:
         return 192, 128
@@ -105,7 +106,7 @@ def tile_kind(shape: dict) -> tuple[int, int]:
     waves128 = -(-bh * -(-s_q // 128) // SMS) * 128
     if waves192 * 1000 <= waves128 * 1035:
         return 192, 128
-    return 128, (160 if s_k > SHORT_SK else 128)
+    return 128, 128
 
 
 def fit(points: list[tuple[int, float]]) -> tuple[float, float] | None:

@@ -92,6 +92,12 @@ REPO = Path(__file__).resolve().parents[3]
 #   Measured in sessions 23-24: next_nomemset the median short launch 0.88 us faster; next_kvthreads d96 128-row
 #   +4..+5%, 192-row launches -1..-5%, d256 long unmasked +1.2%, d64 -0.5%; next_kvthreads96 d96 +2.2% (128-row
 #   +6..+8%); next_v35 (both) full grid 1.1598, became v35.
+# - session 24's next_vtmore, next_vt192l and session 26's next_vt256u, next_vt128u (the V thread in more functions),
+#   and session 28's next_tma4k, next_tmac, next_tmaall (the TMA epilogue past s_k 2048 for d96/d128) and
+#   next_tileahead (the next tile's index one tile ahead), all edits of v35, from aa81a6a. Measured on H100s in
+#   sessions 27-28: next_vtmore full grid +0.06% (d256 long unmasked +1.2%); next_vt192l 0.991; next_tma4k +3.2% and
+#   next_tmac +2.3% on the tma4k launches; next_tileahead 0.989; next_tmaall full grid 1.15085 -> 1.16068 (kernel
+#   time +0.8%), became v36. next_vt256u and next_vt128u never ran alone.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -128,150 +134,8 @@ ROWS192_EDITS = [
 ]
 
 
-# next_vtmore (session 24, an edit of v35; layer-thread-roles): v35's second producer thread for V also in two more
-# families' functions, each measured on its own in session 24's call 3 or session 23's call 3 with next_kvthreads
-# (the V thread in every function): (1) unmasked d256 at s_k > 2048 (the register-epilogue functions, used by no other
-# launch since v34): kernel time +1.2% on all 12 launches (11 of 12 above 1.005; session 24 call 3, 2 rounds);
-# (2) unmasked d128 on 128-row tiles (functions of their own since v33; 128- and 160-key blocks): +0.4% on average
-# over session 23's short ones (s512 +1.3%, q256-k1024 +2.7%, the rest level), the long ones unmeasured. Left out:
-# causal d256 (one function for every s_k: short causal -1.2%, long +0.6%), causal d128 (s1024-s2048 -2..-3%), d64
-# (-0.5%) and the 192-row tiles (-1..-5%). Predicted: d256 long unmasked +1..+1.5%, unmasked d128 128-row level to +1%;
-# the grid +0.1..+0.2%; every other function SASS SAME as v35's.
-def _vthread_edits(comment: str, more: str) -> list[tuple]:
-    """v35's V thread (kVThread: the d96 128-row functions) also where `more` holds, a condition on the function's
-    Dp, Steps, Consumers, TmaEpi and HalfDiag."""
-    return [
-        ("template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;\n",
-         f"// {comment}\n"
-         "template <int Dp, int Steps, int Consumers, bool TmaEpi, bool HalfDiag>\n"
-         f"constexpr bool kVThread = (Dp == 128 && Steps == 6 && Consumers == 2) || {more};\n"),
-        ("kVThread<Dp, kQkSteps, Cfg::kConsumers>", "kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>", 3),
-    ]
-
-
-VTMORE_EDITS = _vthread_edits(
-    "next_vtmore: and unmasked d256 on the register epilogue, and unmasked d128 on 128-row tiles",
-    "(Dp == 256 && !TmaEpi && !HalfDiag) ||\n                          (Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag)")
-
-
-# next_vt256u / next_vt128u (session 26): next_vtmore's two halves, each alone, for step 1 of session 24's plan (split
-# next_vtmore if one family gains and the other loses in its A/B).
-VT256U_EDITS = _vthread_edits("next_vt256u: and unmasked d256 on the register epilogue",
-                              "(Dp == 256 && !TmaEpi && !HalfDiag)")
-VT128U_EDITS = _vthread_edits("next_vt128u: and unmasked d128 on 128-row tiles",
-                              "(Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag)")
-
-
-# next_vt192l (session 24, an edit of v35; measure-sass): is it the V thread that costs the 192-row launches 1-5%, or
-# the compiler? `sass.py keyloop` of v34 against next_kvthreads (session 24) found the consumers' key loop reordered or
-# changed by an instruction or two in every 192-row function that session 23's call 3 ran (the TMA-epilogue ones,
-# s_k <= 2048: d128 "IMAD.MOV 8->7, IMAD.U32 0->1, LOP3 3->2, ULOP3 7->8", d96 "UMOV 3->5"), but SAME in the unmasked
-# 192-row register-epilogue ones (s_k > 2048), which no call ran with the thread. Those get the V thread here (d96 and
-# d128), nothing else. Their loop is v6's (K of block i + 1 is needed only after P_i V_i), so the in-order argument
-# predicts nothing to gain; d256, also on v6's loop, gained 1.2% anyway (session 24 call 3). Predicted: the 192-row
-# long unmasked launches level to +1% if the loss was the compiler's; -1..-5% if the thread itself costs 192-row
-# tiles (their producer has 32 registers and 3 consumer warpgroups to feed). Its key loops must stay SAME as v35's.
-VT192L_EDITS = _vthread_edits(
-    "next_vt192l: and the unmasked 192-row d96/d128 functions on the register epilogue (s_k > 2048)",
-    "(Dp == 128 && Consumers == 3 && !TmaEpi && !HalfDiag)")
-
-
-# next_tma4k / next_tmac (session 28, edits of v35; measure-losing-scenarios): v35's d128 speedup dips at s_k 4096
-# against both neighbours (causal h16-16 / h32-8 / h64-8 / h32-1 1.079 / 1.073 / 1.103 / 1.067 between ~1.16 at s2048
-# and ~1.18 at s8192; unmasked 1.078-1.112 between ~1.15 and ~1.12): our throughput stays flat from s2048 to s4096
-# (591 -> 605 TFLOP/s causal h16-16) while cuDNN's rises (512 -> 561). s_k 4096 is the first length past
-# kTmaEpilogueMaxSk: the register epilogue and, on 128-row tiles, 160-key blocks. That threshold dates from v11 (long
-# d128 lost 6-10% on the TMA epilogue, measured at s >= 8k); d256's causal launches gained 7-8% at s4096 when they
-# moved to it (v34). next_tma4k: d96/d128 on the TMA epilogue up to s_k 4096, both masks (causal s4096 on s2048's
-# 128-key functions, unmasked s4096 on the 192-row TMA functions). next_tmac: the causal d96/d128 launches on
-# 128-row tiles on the TMA epilogue at every s_k (as causal d256 since v34), the unmasked ones as v35. Both use
-# existing functions only. Predicted: causal s4096 +2..+6% kernel time, unmasked s4096 -1..+2%, the causal prefill
-# launches above s_k 4096 (q2048-k8192, q4096-k16384) level..+3%.
-TMA4K_EDITS = [
-    ("  if (d <= 128 && !tma && rows192) {\n",
-     "  // next_tma4k: d96/d128 on the TMA epilogue up to s_k 4096\n"
-     "  const bool tma4k = s_k <= 4096;\n"
-     "  if (d <= 128 && !tma4k && rows192) {\n"),
-    ("  if (d <= 128 && !tma) {\n", "  if (d <= 128 && !tma4k) {\n"),
-]
-TMAC_EDITS = [
-    ("  if (d <= 128 && !tma) {\n",
-     "  // next_tmac: causal 128-row d96/d128 launches on the TMA epilogue at every s_k\n"
-     "  if (d <= 128 && !tma && !causal) {\n"),
-]
-
-
-# next_tmaall (session 28, an edit of v35; measure-losing-scenarios): session 28's call 1 found next_tma4k's s4096
-# launches +2..+8% kernel time on the TMA epilogue; the rule that kept d96/d128 off it above s_k 2048 came from v11
-# (long d128 -6..-10%, measured at s >= 8k on a kernel without the staged-O and slot changes of v13-v35). Here every
-# d96/d128 launch takes it: the 192-row tiles at s_k > 2048 (the causal ones on new instantiations, the TMA
-# epilogue's 192-row code as d64's causal launches use it) and the 128-row ones on 128-key blocks (the 160-key
-# register-epilogue functions go). Predicted: causal long +0..+3% (d256's causal launches: s8192 +4%, s16384 level),
-# unmasked long -3..+1% (d256's: -1.5..-4%), s4096 as next_tma4k.
-_LONG_DISPATCH = """  if (d <= 128 && !tma && rows192) {
-    if (d <= 96)
-      return causal ? launch<T, 128, 192, 6, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-                    : launch<T, 128, 192, 6, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-    return causal ? launch<T, 128, 192, 8, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-                  : launch<T, 128, 192, 8, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  }
-  if (d <= 128 && !tma) {
-    if (d <= 96)
-      return causal ? launch<T, 128, 128, 6, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-                    : launch<T, 128, 128, 6, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-    return causal ? launch<T, 128, 128, 8, false, 160>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-                  : launch<T, 128, 128, 8, false, 160, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  }
-"""
-TMAALL_EDITS = [
-    (_LONG_DISPATCH,
-     "  // next_tmaall: every d96/d128 launch on the TMA epilogue; 128-row tiles on 128-key blocks\n" +
-     _LONG_DISPATCH.split("  if (d <= 128 && !tma) {")[0]
-     .replace("192, 6, false>(", "192, 6, true>(").replace("192, 8, false>(", "192, 8, true>(")
-     .replace(", false, 128, false>(", ", true, 128, false>(")),
-]
-
-
-# next_tileahead (session 28, an edit of v35; strategy-where-time-is): the wait profile of the prefill shapes (session
-# 28 call 1, H100) has the consumers waiting for the next tile's slot 3616 cycles a tile at q128-k512 (15.8% of their
-# cycles; 1646, 5.6%, at q256-k1024; 481, 3.1%, at s512). The producer publishes tile t + 1 after its atomicAdd on
-# the tile counter, which it issues only once t's last K/V loads are out; where HBM streams at ~80% of its peak the
-# atomic's round trip through L2 is long. Here the producer takes t + 1's index right after publishing t, so the
-# round trip runs under t's loads (one more producer register; a CTA holds one tile in reserve, so a causal launch's
-# last wave may end a little later). Predicted: q128-k512 +3..+10%, q256-k1024 +1..+4%, s512 +0..+1.5%, long
-# launches level.
-TILEAHEAD_EDITS = [
-    ("        ring = (ring & 12u) | ((ring + 1) & 3u);\n        if (last) break;\n",
-     "        ring = (ring & 12u) | ((ring + 1) & 3u);\n        if (last) break;\n"
-     "        // next_tileahead: the next tile's index now, its round trip under this tile's loads\n"
-     "        uint32_t next;\n"
-     "        {\n"
-     "          uint32_t grid;\n"
-     "          asm volatile(\"mov.u32 %0, %%nctaid.x;\\n\" : \"=r\"(grid));\n"
-     "          next = atomicAdd(&g_tile_counter, 1u) + grid;\n"
-     "        }\n"),
-    ("        // gridDim.x read here: ptxas kept it in a register across the tile, and spilled it\n"
-     "        uint32_t grid;\n"
-     "        asm volatile(\"mov.u32 %0, %%nctaid.x;\\n\" : \"=r\"(grid));\n"
-     "        tile = atomicAdd(&g_tile_counter, 1u) + grid;\n",
-     "        tile = next;\n"),
-]
-
-
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_vtmore": ("kernel.cu", "// next_vtmore: v35 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
-                    VTMORE_EDITS),
-    "next_vt192l": ("kernel.cu", "// next_vt192l: v35 with the V thread also in the unmasked long 192-row d96/d128 functions.\n",
-                    VT192L_EDITS),
-    "next_vt256u": ("kernel.cu", "// next_vt256u: v35 with the V thread also in unmasked long d256.\n", VT256U_EDITS),
-    "next_vt128u": ("kernel.cu", "// next_vt128u: v35 with the V thread also in unmasked 128-row d128.\n", VT128U_EDITS),
-    "next_tma4k": ("kernel.cu", "// next_tma4k: v35 with d96/d128 on the TMA epilogue up to s_k 4096.\n", TMA4K_EDITS),
-    "next_tmac": ("kernel.cu", "// next_tmac: v35 with the causal 128-row d96/d128 launches on the TMA epilogue at every s_k.\n",
-                  TMAC_EDITS),
-    "next_tmaall": ("kernel.cu", "// next_tmaall: v35 with every d96/d128 launch on the TMA epilogue.\n", TMAALL_EDITS),
-    "next_tileahead": ("kernel.cu", "// next_tileahead: v35 with the producer taking the next tile's index one tile ahead.\n",
-                       TILEAHEAD_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -281,11 +145,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {
-    # next_tmaall: 16 register-epilogue d96/d128 functions go (192-row and 160-key, both masks, both types); 4 causal
-    # 192-row TMA-epilogue ones come
-    "next_tmaall": 30,
-}
+INSTANTIATIONS: dict[str, int] = {}
 
 
 class VariantError(Exception):
