@@ -36,33 +36,36 @@ class AttemptsMixin:
         if result.get("status") == "cancelled":
             self.emit(ev.HarnessFinished("cancelled", None, "the harness run was cancelled"))
             return "the harness run was cancelled"
-        attempt, note = self._record(result, author, mode, quick, measured)
+        attempt, note, attempts = self._record(result, author, mode, quick, measured)
         self.emit(ev.HarnessFinished(result.get("status", ""), attempt.number if attempt else None, note))
         if attempt is None:
             return summarize_result(result, None, note=note)
-        self._after_attempt()
+        self._after_attempt(attempts)
         return summarize_result(result, attempt.to_dict())
 
     def _record(self, result: dict, author: str, mode: str, quick: bool, measured: bytes | None = None):
-        """(the attempt, "") or (None, why it was not recorded)."""
+        """(the attempt, "", the session's attempts after it) or (None, why it was not recorded, None). The
+        attempts are read once here: the event's best mark and the question history both come from them."""
         try:
             attempt = self.store.record_measured(self.id, measured, result, author=author,
                                                  question=self.pending_question,
                                                  summary=self._attempt_summary(mode, quick))
         except KsError as e:  # e.g. the kernel changed while the harness ran
-            return None, f"not recorded: {e}"
+            return None, f"not recorded: {e}", None
         self._kernel_known = self._kernel_sha()
         if attempt is None:
-            return None, "kernel unchanged since the last attempt: no new attempt recorded"
+            return None, "kernel unchanged since the last attempt: no new attempt recorded", None
         self.results[attempt.number] = result
         self.marks[attempt.number] = self._mark_now(author)
         self.pending_question = None
-        self.emit(ev.AttemptRecorded(attempt.to_dict(), result, self.marks[attempt.number], self._best_number()))
-        return attempt, ""
+        attempts = self.store.attempts(self.id)
+        self.emit(ev.AttemptRecorded(attempt.to_dict(), result, self.marks[attempt.number], self._best_number(attempts)))
+        return attempt, "", attempts
 
-    def _best_number(self) -> int:
-        """The attempt the store marks best now (0 when none is)."""
-        return next((a.number for a in self.store.attempts(self.id) if a.best), 0)
+    def _best_number(self, attempts=None) -> int:
+        """The attempt the store marks best now (0 when none is), of `attempts` when the caller has them."""
+        attempts = self.store.attempts(self.id) if attempts is None else attempts
+        return next((a.number for a in attempts if a.best), 0)
 
     def _mark_now(self, author: str) -> int:
         """Where a rollback to an attempt recorded now cuts the conversation: for the agent's
@@ -87,10 +90,10 @@ class AttemptsMixin:
         attempts = self.store.attempts(self.id) if attempts is None else attempts
         return [from_attempt_dict(a.to_dict(), self.results.get(a.number)) for a in attempts]
 
-    def _after_attempt(self) -> None:
+    def _after_attempt(self, attempts=None) -> None:
         from ks_tui.questions import detect
 
-        history = self._history()
+        history = self._history(attempts)
         self.efficacy.settle(self.id, history)
         points = detect(history, "attempt", self.bank.config)
         if not points or self._deciding:  # one decision point at a time: the open one still waits

@@ -237,3 +237,33 @@ def test_a_rollback_to_the_latest_attempt_is_refused_and_the_session_goes_on(wor
     assert "already has attempt 1's kernel; nothing to roll back" in error.message and error.recoverable
     assert seen[-1].reason == "stopped"  # not "error: ...": a refused rollback does not end the session
     assert [e.status for e in seen if isinstance(e, ev.HarnessFinished)][-1] == "correct"
+
+
+def test_recording_a_run_reads_the_attempt_log_once(workspace):
+    """The event's best mark and the question history come from one read of the session's attempts (each read is a
+    `git log` over the session branch; the engine read it twice per run until session 28)."""
+    session = edited_by_a_person(workspace)
+    reads: list[int] = []
+    real = session.store.attempts
+
+    def counted(sid):
+        reads.append(len(reads))
+        return real(sid)
+
+    session.store.attempts = counted
+    done: list[ev.AttemptRecorded] = []
+
+    def on(e):
+        if isinstance(e, ev.AttemptRecorded):
+            done.append(e)
+            reads.clear()  # count from the record on: the event is sent after the one read
+        if isinstance(e, ev.HarnessFinished):
+            session.stop()
+
+    session.subscribe(on)
+    session.start()
+    session.run_harness_now(mode="check", quick=True)
+    assert session.join(timeout=120)
+    assert len(done) == 1
+    # after the event: the question history reuses the list; only the session's end reads the log again
+    assert len(reads) <= 1
