@@ -134,8 +134,25 @@ ROWS192_EDITS = [
 ]
 
 
+# next_d64tma (session 28, an edit of v36; measure-size-trend, limit-inherited): v36 dropped v11's s_k <= 2048 limit on
+# the TMA epilogue for d96/d128 (+2..+3% on their long launches, s4096 causal +6..+10%). d64 still keeps it: its
+# launches above s_k 2048 end on the register epilogue (scattered 4-byte stores), and a d64 key block is half a
+# d128 block's tensor work, so a tile's end is a larger share of it. Here d64 runs the TMA epilogue (O staged in the
+# Q buffer, as its short launches do) at every s_k; its 4 register-epilogue functions go (26 instantiations).
+# Predicted: d64 s4096-s8192 +1..+3%, s16384-s32768 +0..+1%; every other function SASS SAME.
+D64TMA_EDITS = [
+    ("  if (d <= 64 && causal) return KS_LAUNCH(64, 192, 4);\n",
+     "  // next_d64tma: d64 on the TMA epilogue at every s_k\n"
+     "  if (d <= 64 && causal) return launch<T, 64, 192, 4, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+    ("    return tma ? launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "               : launch<T, 64, 192, 4, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
+     "    return launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
+    "next_d64tma": ("kernel.cu", "// next_d64tma: v36 with d64 on the TMA epilogue at every s_k.\n", D64TMA_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -145,7 +162,9 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {}
+INSTANTIATIONS: dict[str, int] = {
+    "next_d64tma": 26,  # the 4 d64 register-epilogue functions go
+}
 
 
 class VariantError(Exception):
