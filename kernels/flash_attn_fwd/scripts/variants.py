@@ -139,7 +139,10 @@ ROWS192_EDITS = [
 # launches above s_k 2048 end on the register epilogue (scattered 4-byte stores), and a d64 key block is half a
 # d128 block's tensor work, so a tile's end is a larger share of it. Here d64 runs the TMA epilogue (O staged in the
 # Q buffer, as its short launches do) at every s_k; its 4 register-epilogue functions go (26 instantiations).
-# Predicted: d64 s4096-s8192 +1..+3%, s16384-s32768 +0..+1%; every other function SASS SAME.
+# Predicted: d64 s4096-s8192 +1..+3%, s16384-s32768 +0..+1%; every other function SASS SAME. Measured (session 28,
+# calls 8-9, H100, 2 x 1 round, attempt 73): 0.998 / 1.004, causal +0.4..+6.6%, unmasked h32-8 -1..-4%: as d256 in
+# session 20, only the causal launches gain. next_d64tmac is its causal half (the unmasked ones keep v36's code):
+# predicted d64 causal long +1..+2%, the unmasked launches SASS SAME.
 D64TMA_EDITS = [
     ("  if (d <= 64 && causal) return KS_LAUNCH(64, 192, 4);\n",
      "  // next_d64tma: d64 on the TMA epilogue at every s_k\n"
@@ -149,10 +152,13 @@ D64TMA_EDITS = [
      "    return launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
 ]
 
+D64TMAC_EDITS = [(D64TMA_EDITS[0][0], D64TMA_EDITS[0][1].replace("next_d64tma: d64 on", "next_d64tmac: causal d64 on"))]
+
 
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d64tma": ("kernel.cu", "// next_d64tma: v36 with d64 on the TMA epilogue at every s_k.\n", D64TMA_EDITS),
+    "next_d64tmac": ("kernel.cu", "// next_d64tmac: v36 with causal d64 on the TMA epilogue at every s_k.\n", D64TMAC_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -164,6 +170,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
     "next_d64tma": 26,  # the 4 d64 register-epilogue functions go
+    "next_d64tmac": 28,  # the 2 causal d64 register-epilogue functions go
 }
 
 
