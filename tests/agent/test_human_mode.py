@@ -128,6 +128,14 @@ def edited_by_a_person(ws) -> Session:
     return session
 
 
+def check_once(session: Session, on) -> None:
+    """Subscribe `on`, start the session and run one quick check; `on` stops it, within two minutes."""
+    session.subscribe(on)
+    session.start()
+    session.run_harness_now(mode="check", quick=True)
+    assert session.join(timeout=120)
+
+
 def test_without_a_key_the_session_runs_in_human_mode(workspace):
     session = edited_by_a_person(workspace)
     assert not session.agent_enabled
@@ -138,10 +146,7 @@ def test_without_a_key_the_session_runs_in_human_mode(workspace):
         if isinstance(e, ev.AttemptRecorded):
             session.stop()
 
-    session.subscribe(on)
-    session.start()
-    session.run_harness_now(mode="check", quick=True)
-    assert session.join(timeout=120)
+    check_once(session, on)
     states = [e.state for e in seen if isinstance(e, ev.StateChanged)]
     assert states[0] == "human"
     [attempt] = [e for e in seen if isinstance(e, ev.AttemptRecorded)]
@@ -260,10 +265,7 @@ def test_recording_a_run_reads_the_attempt_log_once(workspace):
         if isinstance(e, ev.HarnessFinished):
             session.stop()
 
-    session.subscribe(on)
-    session.start()
-    session.run_harness_now(mode="check", quick=True)
-    assert session.join(timeout=120)
+    check_once(session, on)
     assert len(done) == 1
     # after the event: the question history reuses the list; only the session's end reads the log again
     assert len(reads) <= 1
