@@ -96,7 +96,7 @@ def family_rows(runs: list[tuple[str, dict[str, dict]]]) -> list[str]:
 def tile_kind(shape: dict) -> tuple[int, int]:
     """(rows a tile, keys a block) of best/kernel.cu's dispatch (v36: 128-key blocks everywhere; v15-v35 ran 160 on
     d96/d128's long 128-row tiles) for an unmasked launch."""
-    d, s_q, s_k = shape["d"], shape["s_q"], shape["s_k"]
+    d, s_q = shape["d"], shape["s_q"]
     if d <= 64:
         return 192, 128
     if d > 128:
