@@ -78,6 +78,14 @@ SUBSETS = {
     "prefill_short": ["d128-h16-16-q128-k512", "d128-h16-16-q256-k1024", "d128-h16-16-q512-k2048",
                       "d128-h16-16-s512", "d128-h32-8-s1024-causal", "d256-h8-8-s512", "d96-h16-16-s1024",
                       "d128-h16-16-s1007-causal", "d64-h32-8-s512", "d128-h64-8-s512-causal", "d128-h16-16-s512-fp16"],
+    # session 28: v36's d96/d128 launches with s_k > 2048 on 128-row tiles (192 rows pad or fill the waves worse), the
+    # ones next_tma160 / next_tma160u move to 160-key blocks, and two 192-row controls
+    "long128rows": ["d96-h16-16-s4096-causal", "d128-h16-16-s4096-causal", "d128-h32-8-s4096-causal",
+                    "d128-h64-8-s4096-causal", "d128-h32-1-s4096-causal", "d128-h16-16-s4079-causal",
+                    "d128-h16-16-s4096-fp16-causal", "d128-h16-16-q1024-k4096", "d128-h16-16-q1024-k4096-causal",
+                    "d128-h16-16-q2048-k8192", "d128-h16-16-q2048-k8192-causal", "d128-h16-16-q4096-k16384",
+                    "d128-h16-16-q4096-k16384-causal", "d128-h16-16-q8192-k32768", "d128-h16-16-s4096",
+                    "d128-h16-16-s8192-causal"],
 }
 
 # Subsets picked by a rule over the scenario parameters (resolved with `ks scenarios --json`).

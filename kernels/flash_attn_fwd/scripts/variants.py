@@ -155,10 +155,76 @@ D64TMA_EDITS = [
 D64TMAC_EDITS = [(D64TMA_EDITS[0][0], D64TMA_EDITS[0][1].replace("next_d64tma: d64 on", "next_d64tmac: causal d64 on"))]
 
 
+# next_tma160 / next_tma160u (session 28, edits of v36; layer-work-per-block): v36 runs its long 128-row d96/d128
+# launches (s_k > 2048 where 192-row tiles pad or fill the waves worse: the s4096 causal family, the prefill shapes)
+# on 128-key blocks; v15-v35 ran 160-key blocks there on the register epilogue (+2.4% in session 5: fewer issue slots
+# a key for the row max / sum, the O rescale and the waits). Here the 160-key code comes back (Config<128, 128, 160>,
+# the m64n160 Q K^T) with the TMA epilogue: next_tma160 for both masks, next_tma160u for the unmasked launches only
+# (session 6 read 160-key TMA tiles +1..+5% unmasked and -1..-7% causal at 1024 < s_k <= 2048). Predicted: the
+# unmasked prefill shapes (q1024-k4096 .. q8192-k32768) +1..+3%; causal s4096 -2..+1%.
+def _n160(name: str, ptx_type: str) -> str:
+    """The m64n160k16 Q K^T wgmma with both operands in shared memory (v15-v35's, written out by a loop)."""
+    regs = ", ".join(f"%{i}" for i in range(80))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(80))
+    return (f"__device__ __forceinline__ void {name}(float (&d)[80], uint64_t da, uint64_t db, int accumulate) {{\n"
+            "  asm volatile(\n"
+            '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %82, 0;\\n"\n'
+            f'      "wgmma.mma_async.sync.aligned.m64n160k16.f32.{ptx_type}.{ptx_type} {{"\n'
+            f'      "{regs}"\n'
+            '      "}, %80, %81, p, 1, 1, 0, 0;\\n}\\n"\n'
+            f"      : {outs}\n"
+            '      : "l"(da), "l"(db), "r"(accumulate));\n'
+            "}\n")
+
+
+_KEYS160 = [
+    ("template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};\n",
+     "template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};\n"
+     "// next_tma160: the long 128-row d96/d128 tiles on 160-key blocks again (v15-v35's configuration)\n"
+     "template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};\n"),
+    (" &&\n                  smem_bytes<128, 192>() <= 227 * 1024,",
+     " && smem_bytes<128, 128, 160>() <= 227 * 1024 &&\n                  smem_bytes<128, 192>() <= 227 * 1024,"),
+    ("// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block",
+     "// S(64x160) (+)= Q K^T: next_tma160's wide key blocks.\n" + _n160("wgmma_ss_n160_bf16", "bf16") +
+     _n160("wgmma_ss_n160_f16", "f16") + "\n// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block"),
+    ('  static_assert(N == 64 || N == 128, "128-key blocks, 64: half a block");\n',
+     '  static_assert(N == 64 || N == 128 || N == 160, "128-key blocks, 160 (next_tma160), 64: half a block");\n'),
+    ("    if constexpr (kIsBf16<T>) wgmma_ss_n64_bf16(d, da, db, acc); else wgmma_ss_n64_f16(d, da, db, acc);\n  } else {\n",
+     "    if constexpr (kIsBf16<T>) wgmma_ss_n64_bf16(d, da, db, acc); else wgmma_ss_n64_f16(d, da, db, acc);\n"
+     "  } else if constexpr (N == 160) {\n"
+     "    if constexpr (kIsBf16<T>) wgmma_ss_n160_bf16(d, da, db, acc); else wgmma_ss_n160_f16(d, da, db, acc);\n"
+     "  } else {\n"),
+]
+_SHORT_UNMASKED = "  // Short keys, unmasked, by the wave rule (v30): TMA epilogue with O staged in the Q buffer, as d64's 192-row tiles.\n"
+_ARGS = "(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)"
+TMA160_EDITS = _KEYS160 + [
+    (_SHORT_UNMASKED,
+     "  // next_tma160: the long 128-row d96/d128 launches on 160-key blocks\n"
+     "  if (d <= 128 && !tma) {\n"
+     "    if (d <= 96)\n"
+     f"      return causal ? launch<T, 128, 128, 6, true, 160>{_ARGS}\n"
+     f"                    : launch<T, 128, 128, 6, true, 160, false>{_ARGS};\n"
+     f"    return causal ? launch<T, 128, 128, 8, true, 160>{_ARGS}\n"
+     f"                  : launch<T, 128, 128, 8, true, 160, false>{_ARGS};\n"
+     "  }\n" + _SHORT_UNMASKED),
+]
+TMA160U_EDITS = _KEYS160 + [
+    (_SHORT_UNMASKED,
+     "  // next_tma160u: the long unmasked 128-row d96/d128 launches on 160-key blocks\n"
+     "  if (d <= 128 && !tma && !causal) {\n"
+     f"    if (d <= 96) return launch<T, 128, 128, 6, true, 160, false>{_ARGS};\n"
+     f"    return launch<T, 128, 128, 8, true, 160, false>{_ARGS};\n"
+     "  }\n" + _SHORT_UNMASKED),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d64tma": ("kernel.cu", "// next_d64tma: v36 with d64 on the TMA epilogue at every s_k.\n", D64TMA_EDITS),
     "next_d64tmac": ("kernel.cu", "// next_d64tmac: v36 with causal d64 on the TMA epilogue at every s_k.\n", D64TMAC_EDITS),
+    "next_tma160": ("kernel.cu", "// next_tma160: v36 with the long 128-row d96/d128 launches on 160-key blocks.\n", TMA160_EDITS),
+    "next_tma160u": ("kernel.cu", "// next_tma160u: v36 with the long unmasked 128-row d96/d128 launches on 160-key blocks.\n",
+                     TMA160U_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -171,6 +237,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 INSTANTIATIONS: dict[str, int] = {
     "next_d64tma": 26,  # the 4 d64 register-epilogue functions go
     "next_d64tmac": 28,  # the 2 causal d64 register-epilogue functions go
+    "next_tma160": 38,  # 160-key TMA-epilogue functions, both masks, d96 and d128, both types
+    "next_tma160u": 34,  # the unmasked ones only
 }
 
 
