@@ -364,7 +364,7 @@ def _last_gain(args, store, sid: str, attempts) -> dict:
     results = store.results(sid)
     history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
     noise = effective_noise(history, config)
-    number, since = last_gain(history, noise)
+    number, since = last_gain(history, noise, config.paired_noise)
     return {"noise": noise, "last_gain": number, "attempts_since_gain": since}
 
 

@@ -25,6 +25,9 @@ def register(sub) -> None:
         p.add_argument("--json", action="store_true", help="print only the result JSON on stdout")
         p.add_argument("--timeout", type=float, metavar="S", help="kill the run after S seconds")
         p.add_argument("--seed", type=int, help="input seed (default: a new one each run)")
+        p.add_argument("--pair", metavar="TAG",
+                       help="name this run as one of a same-call A/B (the result's 'pair'): attempts recorded "
+                            "from runs with one TAG are compared with each other at the bank's paired_noise")
         p.add_argument("--cached-baselines", action="store_true",
                        help="GPU: reuse baseline timings of earlier runs (faster; the ratio then "
                             "mixes two clock states, +-4%% measured on an H200)")
@@ -104,6 +107,7 @@ def run_cmd(args, mode: str) -> int:
     from ks_tui.harness.client import run_harness
     from ks_tui.harness.report import render
 
+    pair = _pair_tag(args.pair)
     task = _load(args)
     ids = scenario_ids(args.scenarios)
     progress = _Progress(live=sys.stderr.isatty(), plain=not args.json)
@@ -113,6 +117,8 @@ def run_cmd(args, mode: str) -> int:
                              cached_baselines=args.cached_baselines)
     finally:
         progress.close()
+    if pair:
+        result["pair"] = pair
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -121,6 +127,16 @@ def run_cmd(args, mode: str) -> int:
 
 
 MAX_ROUNDS = 1000  # more is a typo; the seeds must also stay below 2**31
+
+
+def _pair_tag(tag: str | None) -> str:
+    """A --pair TAG as stored ("" when none); KsError for one that cannot name a run."""
+    if tag is None:
+        return ""
+    tag = tag.strip()
+    if not tag or len(tag) > 100 or any(c.isspace() for c in tag):
+        raise KsError(f"--pair wants a tag of 1-100 characters without spaces, not {tag!r}")
+    return tag
 
 
 def compare_cmd(args) -> int:
@@ -153,6 +169,9 @@ def compare_cmd(args) -> int:
     # file within a round (so the files compare).
     first = args.seed if args.seed is not None else secrets.randbelow(2**31 - args.rounds)
     seeds = [first + r for r in range(args.rounds)]
+    # Every run of one round carries the same pair tag: an attempt recorded from one of them is then
+    # judged against its round's other files (docs/questions.md, "Same-call pairs").
+    run_id = secrets.token_hex(6)
     order = compare.run_order(len(candidates), args.rounds)
     progress = _Progress(live=sys.stderr.isatty(), plain=False)
     done, stopped = 0, None
@@ -162,9 +181,11 @@ def compare_cmd(args) -> int:
             seed = seeds[(k - 1) // len(candidates)]
             if not args.json:
                 print(f"[{k}/{len(order)}] {c.name}: {c.source} (seed {seed})", file=sys.stderr, flush=True)
-            c.runs.append(run_harness(task, c.source, mode="bench", quick=args.quick, scenarios=ids,
-                                      timeout=args.timeout, seed=seed, on_progress=progress,
-                                      cached_baselines=args.cached_baselines))
+            run = run_harness(task, c.source, mode="bench", quick=args.quick, scenarios=ids,
+                              timeout=args.timeout, seed=seed, on_progress=progress,
+                              cached_baselines=args.cached_baselines)
+            run["pair"] = f"{run_id}:{(k - 1) // len(candidates) + 1}"
+            c.runs.append(run)
             done = k
     except (KeyboardInterrupt, SystemExit) as e:
         # Ctrl-C, or SIGTERM / SIGHUP (cli turns those into SystemExit): the run in progress is

@@ -26,6 +26,7 @@ class DecisionConfig:
     every_n: int = 8              # ask every N attempts regardless
     suspicious_factor: float = 1.5  # a jump over the previous best larger than this is suspect
     noise: float = 0.02           # relative noise floor of a speedup (0.02 = 2 %)
+    paired_noise: float = 0.005   # the same between runs timed side by side in one call (one pair tag)
     efficacy_k: int = 3           # attempts after a question that count as its outcome
     recent_n: int = 5             # a question among the last N asked is ranked last
     prior_rate: float = 0.5       # new-best rate assumed for a question never asked
@@ -66,6 +67,7 @@ _RULES: dict[str, tuple[str, float, bool, float | None]] = {
     "recent_n": ("int", 0, False, None),
     "suspicious_factor": ("number", 1, True, None),
     "noise": ("number", 0, False, 1),
+    "paired_noise": ("number", 0, False, 1),
     "prior_rate": ("number", 0, False, 1),
     "prior_weight": ("number", 0, True, None),
 }

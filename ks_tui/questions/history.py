@@ -29,6 +29,9 @@ class AttemptView:
     # subset) or "subset" (a --scenarios selection). Geomeans over different scenario sets are
     # not comparable: "" (unknown, e.g. an old attempt) is treated as "full".
     scope: str = "full"
+    # The run's pair tag (`ks bench --pair`, every run of one `ks compare` round): runs with one tag were
+    # timed side by side in one call, so their difference is judged at the bank's paired_noise.
+    pair: str = ""
 
     @property
     def passed(self) -> bool:
@@ -107,6 +110,7 @@ def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -
         author=str(d.get("author") or "agent"),
         rollback_of=int(rollback_of) if rollback_of is not None else None,
         scope=scope_of(d.get("mode"), result),
+        pair=str(result.get("pair") or ""),
     )
 
 

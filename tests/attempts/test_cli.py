@@ -443,6 +443,23 @@ def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_pat
                                       "(last gain above the 2.0% noise: #2; 2 attempts since)"]
 
 
+def test_log_counts_a_gain_timed_beside_the_best_kernel(toy_session, tmp_path):
+    """A same-call A/B (one `ks compare` round: one pair tag) decides at the bank's paired_noise: +0.8% over the best
+    kernel's run in that round is a gain, where the same +0.8% against a reading from another call is not (v36)."""
+    ws, sid, kernel = toy_session
+    record_speedups(toy_session, tmp_path, (1.0,))
+    for n, (edit, speedup) in enumerate(((None, 0.99), ("// v36\n", 0.99 * 1.008))):
+        if edit:
+            kernel.write_text(kernel.read_text() + edit)
+        res = tmp_path / f"pair{n}.json"
+        res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "pair": "c5:1"}))
+        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+    doc = json.loads(ks("log", "--json", cwd=ws).stdout)
+    # The best mark stays the fastest reading (#1's 1.0 from another call); the last gain is #3, which beat that
+    # kernel beside it. Without the pair tags #3 (0.998) would be no gain: tests/questions/test_points.py.
+    assert (doc["best"], doc["last_gain"], doc["attempts_since_gain"]) == (1, 3, 0)
+
+
 def test_log_names_a_later_run_that_ties_the_best(toy_session, tmp_path):
     """Two runs equal as recorded (4 decimals): the earlier keeps the mark, and `ks log` says the later one ties it,
     so the count since the best does not read as a mistake (flash_attn_fwd: #56's 1.15752 against #48's 1.15746)."""

@@ -81,7 +81,8 @@ def test_a_missing_baseline_is_reported_not_hidden(tmp_path):
     assert r["status"] == "correct" and r["geomean_speedup"] is None
     s = r["scenarios"][0]
     assert s["speedup"] is None and "no_such_lib" in s["skipped_baselines"]
-    assert r["warnings"] and "no baseline ran on 1 scenario" in r["warnings"][0]
+    # any of the warnings: on a busy machine the sharing warning (harness/contention.py) may come first
+    assert any("no baseline ran on 1 scenario" in w for w in r["warnings"]), r["warnings"]
 
 
 def test_missing_source_file_is_bad_input(tmp_path):

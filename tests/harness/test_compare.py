@@ -107,6 +107,11 @@ def test_compare_two_files_with_the_real_harness(tmp_path):
     # New inputs every round, the same ones for every file within a round.
     by_name = {c["name"]: [r["seed"] for r in c["runs"]] for c in doc["candidates"]}
     assert by_name["a"] == by_name["b"] == doc["seeds"] and len(set(doc["seeds"])) == 2
+    # One pair tag a round, the same for every file in it: attempts recorded from these runs are judged side by side.
+    pairs = {c["name"]: [r["pair"] for r in c["runs"]] for c in doc["candidates"]}
+    assert pairs["a"] == pairs["b"] and len(set(pairs["a"])) == 2
+    run_ids = {p.rsplit(":", 1)[0] for p in pairs["a"]}
+    assert len(run_ids) == 1 and sorted(p.rsplit(":", 1)[1] for p in pairs["a"]) == ["1", "2"]
     assert all(doc["geomean"][n] > 0 for n in ("a", "b")) and doc["vs_first"]["a"] == 1.0
 
     text = run_ks("compare", "attention_cpu", f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}",
@@ -127,6 +132,16 @@ def test_a_broken_candidate_is_reported_and_the_others_still_measured(tmp_path):
     assert out.returncode == 1
     assert "broken: compile_error" in out.stdout
     assert "good" in out.stdout.splitlines()[1]
+
+
+def test_bench_pair_tags_the_result_and_refuses_a_tag_that_names_nothing(tmp_path):
+    out = run_ks("bench", "attention_cpu", "--scenarios", IDS.split(",")[0], "--pair", "call5:1", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["pair"] == "call5:1"
+    plain = run_ks("bench", "attention_cpu", "--scenarios", IDS.split(",")[0], "--json")
+    assert "pair" not in json.loads(plain.stdout)
+    bad = run_ks("bench", "attention_cpu", "--pair", "two words")
+    assert bad.returncode == 2 and "--pair wants a tag" in bad.stderr and "Traceback" not in bad.stderr
 
 
 @pytest.mark.parametrize("args, needle", [

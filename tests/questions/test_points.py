@@ -244,3 +244,42 @@ def test_runs_on_another_device_are_compared_only_with_that_devices_runs():
     # A jump across devices is not a suspicious gain; on one device it is.
     assert "suspicious_gain" not in points([ok(1, 0.7, device=a), ok(2, 1.2, device=b)])
     assert "suspicious_gain" in points([ok(1, 0.7, device=b), ok(2, 1.2, device=b)])
+
+
+def _paired_history(partner_sha="v35", partner_device="H100", candidate=1.16068, pair="c5:1"):
+    """Session 28's shape: v35's reference on an H100, a re-measure of it in a compare round, and the candidate
+    timed in the same round (+0.85% over the re-measure; below the 2% floor against the first reading)."""
+    return [ok(1, 1.14786, kernel_sha256="v35", device="H100"),
+            ok(2, 1.14857, kernel_sha256="vtmore", device="H100"),
+            ok(3, 1.15085, kernel_sha256=partner_sha, device=partner_device, pair=pair),
+            ok(4, candidate, kernel_sha256="v36", device="H100", pair=pair)]
+
+
+def test_a_run_that_beats_the_best_kernel_timed_beside_it_is_a_gain_at_the_paired_noise():
+    history = _paired_history()
+    assert last_gain(history, 0.02) == (1, 3)  # unpaired: +1.1% over #1 is inside the 2% floor
+    assert last_gain(history, 0.02, paired_noise=0.005) == (4, 0)
+    config = DecisionConfig(plateau_n=3)
+    assert [p.point for p in detect(history[:3], "attempt", config)] == []  # #2, #3: 2 since the gain
+    assert "plateau" not in [p.point for p in detect(history, "attempt", config)]
+
+
+@pytest.mark.parametrize("why, history", [
+    ("the partner ran another kernel than the best", _paired_history(partner_sha="vtmore")),
+    ("the partner ran on another device", _paired_history(partner_device="H200")),
+    ("the rise is inside the paired noise", _paired_history(candidate=1.1530)),
+    ("the runs were not in one round", _paired_history(pair="")),
+])
+def test_a_pair_is_no_gain_unless_it_beat_the_best_kernel_on_one_device_by_the_paired_noise(why, history):
+    number, _ = last_gain(history, 0.02, paired_noise=0.005)
+    assert number == 1, why
+
+
+def test_a_paired_gain_keeps_the_higher_bar_for_unpaired_runs_after_it():
+    """v35 read 1.160 in one call and 1.148 beside its successor in another: the successor's 1.155 is a paired gain,
+    yet an unpaired run after it must still clear 1.160 (not 1.155) by the floor."""
+    history = [ok(1, 1.160, kernel_sha256="v35", device="H100"),
+               ok(2, 1.148, kernel_sha256="v35", device="H100", pair="c:1"),
+               ok(3, 1.155, kernel_sha256="v36", device="H100", pair="c:1"),
+               ok(4, 1.180, kernel_sha256="v37", device="H100")]  # above 1.155 x 1.02, below 1.160 x 1.02
+    assert last_gain(history, 0.02, paired_noise=0.005) == (3, 1)

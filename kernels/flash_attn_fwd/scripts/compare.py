@@ -187,14 +187,17 @@ def round_fits(now: float, deadline: float, durations: list[float], estimate: fl
     return deadline - now >= need, need
 
 
-def bench(name: str, src: str, ids: list[str], seed: int, k: int) -> dict:
-    """One `ks bench` run of one file; its JSON is kept under WORK at once."""
+def bench(name: str, src: str, ids: list[str], seed: int, k: int, pair: str = "") -> dict:
+    """One `ks bench` run of one file; its JSON is kept under WORK at once. `pair` tags the runs of
+    one round (`ks bench --pair`), so attempts recorded from them are judged against each other."""
     # A hanging candidate must not eat the whole call: the harness kills a run after this long.
     run_limit = int(min(float(os.environ.get("KS_RUN_TIMEOUT", 300)), max(30, DEADLINE - time.time() - 15)))
     args = [sys.executable, "-m", "ks_tui", "bench", TASK, "--source", src, "--json",
             "--timeout", str(run_limit), "--seed", str(seed), "--scenarios", ",".join(ids)]
     if os.environ.get("KS_CACHED_BASELINES"):
         args.append("--cached-baselines")
+    if pair:
+        args += ["--pair", pair]
     t0 = time.monotonic()
     p = subprocess.run(args, capture_output=True, text=True, timeout=run_limit + 30,
                        env=dict(os.environ, PYTHONPATH=str(REPO)))
@@ -253,6 +256,7 @@ def main() -> None:
     union = list(dict.fromkeys(i for ids in by_subset.values() for i in ids))
     cands = kc.parse_candidates(sys.argv[2:])
     first_seed = random.randrange(2**31 - rounds)
+    run_id = f"{random.getrandbits(48):012x}"  # this compare's runs, round by round: pair tags
     order = kc.run_order(len(cands), rounds)
     n = len(cands)
     durations: list[float] = []
@@ -271,7 +275,8 @@ def main() -> None:
                       f"{max(0.0, DEADLINE - time.time()):.0f}s left)", flush=True)
                 break
             t0 = time.monotonic()
-            results.append((i, bench(cands[i].name, str(cands[i].source), union, first_seed + r, k)))
+            results.append((i, bench(cands[i].name, str(cands[i].source), union, first_seed + r, k,
+                                     pair=f"{run_id}:{r + 1}")))
             durations.append(time.monotonic() - t0)
         if len(results) < n:
             print(f"round {r + 1} left out of the summary: {len(results)} of its {n} runs ran "
