@@ -97,6 +97,10 @@ def test_an_interleaved_ab_end_to_end_with_the_real_harness(work, tmp_path):
     assert all(r["status"] == "correct" and len(r["scenarios"]) == 2 for r in runs.values())
     assert runs["g1-a-r1.json"]["seed"] == runs["g1-b-r2.json"]["seed"] != runs["g1-a-r4.json"]["seed"]
     assert runs["g1-b-r3.json"]["seed"] == runs["g1-a-r4.json"]["seed"]
+    # one pair tag a round (`ks bench --pair`): attempts recorded from these files are judged side by side
+    assert runs["g1-a-r1.json"]["pair"] == runs["g1-b-r2.json"]["pair"] != runs["g1-a-r4.json"]["pair"]
+    assert runs["g1-b-r3.json"]["pair"] == runs["g1-a-r4.json"]["pair"]
+    assert runs["g1-a-r1.json"]["pair"].rsplit(":", 1)[0] == runs["g1-a-r4.json"]["pair"].rsplit(":", 1)[0]
     summary = json.loads((work / "work" / "g1-summary.json").read_text())
     assert set(summary) == {first, second}
     assert summary[first]["common"] == [first]                     # each subset only its own ids
