@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ks_tui import best_rule
 
@@ -80,6 +80,18 @@ class SessionSummary:
 def current_device(attempts: list[Attempt]) -> str:
     """The machine the session measures on now (best_rule.latest_device; a rollback measures nothing)."""
     return best_rule.latest_device((a.device, a.rollback_of is None) for a in attempts)
+
+
+def short_device(name: str, names: Iterable[str]) -> str:
+    """`name` without the first word that every name of `names` shares: among "NVIDIA H200" and
+    "NVIDIA H100 80GB HBM3" a run tagged with its device reads "H200" (the vendor tells two of its
+    cards apart no better than the rest of the name does; the full names stay in the log's footer)."""
+    named = [n for n in names if n]
+    firsts = {n.split(" ", 1)[0] for n in named}
+    word, _, rest = name.partition(" ")
+    if len(firsts) == 1 and word in firsts and rest and all(" " in n for n in named):
+        return rest
+    return name
 
 
 def fastest(attempts: list[Attempt]) -> Attempt | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ks_tui.attempts.model import Attempt, SessionSummary, current_device, fastest_on, since_best
+from ks_tui.attempts.model import Attempt, SessionSummary, current_device, fastest_on, short_device, since_best
 from ks_tui.attempts.remarks import remark_text
 from ks_tui.harness.report import kernel_lines, warning_lines
 
@@ -15,11 +15,12 @@ def _when(a_time) -> str:
     return a_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-def attempt_line(a: Attempt, here: str = "") -> str:
-    """One row of `ks log`; `here`: the session's current device (an attempt measured elsewhere says where)."""
+def attempt_line(a: Attempt, here: str = "", devices: tuple[str, ...] = ()) -> str:
+    """One row of `ks log`; `here`: the session's current device (an attempt measured elsewhere says where,
+    shortened against the session's `devices`: short_device)."""
     mark = "*" if a.best else " "
     # before the summary, not in the tail: a terminal-wide `ks log` cuts the line's end
-    where = f"[on {a.device}] " if here and a.device and a.device != here else ""
+    where = f"[on {short_device(a.device, devices)}] " if here and a.device and a.device != here else ""
     extra = []
     if a.question:
         extra.append(f"q:{a.question}")
@@ -59,7 +60,8 @@ def log_table(attempts: list[Attempt], width: int | None = None) -> str:
     """One line per attempt; with `width` (a terminal's), long summaries are cut to fit."""
     head = f" {'#':>4}  {'commit':<8}  {'time':<11}  {'by':<5}  {'status':<13}  {'correct':>7}  {'speedup':>8}  {'scope':<11}  summary"
     here = current_device(attempts)
-    lines = [_fit(head, width)] + [_fit(attempt_line(a, here), width) for a in attempts]
+    devices = tuple(sorted({a.device for a in attempts if a.device}))
+    lines = [_fit(head, width)] + [_fit(attempt_line(a, here, devices), width) for a in attempts]
     best, after = since_best(attempts)
     if best is not None:
         # A later run that equals the best (as recorded, 4 decimals) is no new best: say so, or the

@@ -9,6 +9,7 @@ from ks_tui.app.app import KernelSeekApp
 from ks_tui.app.connect import SessionOpener
 from ks_tui.app.screens.history import HistoryScreen
 from ks_tui.attempts import kernel_sha256
+from ks_tui.attempts.model import short_device
 from ks_tui.config import load_config
 from tests.app.conftest import seed_session, shown, wait_for
 
@@ -154,6 +155,8 @@ async def test_history_names_the_device_of_runs_the_session_has_moved_from(works
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(4)]
         assert [r[0].strip() for r in rows] == ["1", "2", "3", "★4"]  # the only run on the new machine
         # The two timed runs on the old machine say where; the compile error was measured nowhere.
-        assert [r[-1].startswith(f"[on {first['device']}] ") for r in rows] == [True, False, True, False]
+        # the tag is `ks log`'s (short_device: here a CPU and an NVIDIA card share no word, so the whole name)
+        old = short_device(first["device"], (first["device"], "NVIDIA H100 80GB HBM3"))
+        assert [r[-1].startswith(f"[on {old}] ") for r in rows] == [True, False, True, False]
         assert rows[1][-1].startswith("recorded broken.cpp") and rows[3][-1].startswith("the same kernel")
         await pilot.press("q")

@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ks_tui.attempts import AttemptStore
+from ks_tui.attempts.model import short_device
 from ks_tui.attempts.render import log_table
 from ks_tui.attempts.speed_diff import compare_results, comparison_text
 from ks_tui.attempts.store import NOTES_REF
@@ -110,13 +113,24 @@ def test_ks_try_and_ks_log_say_when_the_session_moved_machines(workspace, tmp_pa
 
     log = ks("log", "--session", sid, cwd=workspace).stdout
     rows = {line[1:5].strip(): line for line in log.splitlines() if line[1:5].strip().isdigit()}
-    assert f"bench        [on {H200}] " in rows["1"] and "[on" not in rows["2"] and rows["2"].startswith("*")
+    # the tag drops the vendor word both names share; the footer below keeps the full names
+    assert "bench        [on H200] " in rows["1"] and "[on" not in rows["2"] and rows["2"].startswith("*")
     # `ks log` on a terminal cuts each line to its width: the tag comes before the summary, so it stays
     narrow = log_table(AttemptStore(workspace).attempts(sid), width=120)
-    assert f"[on {H200}]" in next(line for line in narrow.splitlines() if line[1:5].strip() == "1")
+    assert "[on H200]" in next(line for line in narrow.splitlines() if line[1:5].strip() == "1")
     assert f"(the best is chosen among runs on {H100}, the latest measurement's device; fastest on {H200}: #1" in log
     as_json = json.loads(ks("log", "--session", sid, "--json", cwd=workspace).stdout)["attempts"]
     assert [a["device"] for a in as_json] == [H200, H100, H100]
+
+
+@pytest.mark.parametrize("name, names, short", [
+    ("NVIDIA H200", ("NVIDIA H200", "NVIDIA H100 80GB HBM3"), "H200"),
+    ("NVIDIA H200", ("NVIDIA H200", "AMD Instinct MI300X"), "NVIDIA H200"),  # no shared word: all of it
+    ("NVIDIA H200", ("NVIDIA H200", "NVIDIA"), "NVIDIA H200"),  # a one-word name would read as nothing
+    ("cpu", ("cpu", "NVIDIA H100"), "cpu"),
+])
+def test_a_device_tag_drops_only_the_word_every_device_of_the_session_shares(name, names, short):
+    assert short_device(name, names) == short
 
 
 def test_one_device_only_prints_no_device_lines(workspace):

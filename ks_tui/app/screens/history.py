@@ -28,6 +28,7 @@ from ks_tui.app.widgets.bench.bench_panel import headline
 from ks_tui.app.widgets.bench.bench_table import BenchTable
 from ks_tui.app.widgets.diff.diff_view import DiffView
 from ks_tui.app.widgets.tables import fill_table
+from ks_tui.attempts.model import short_device
 from ks_tui.attempts.remarks import remark_text
 
 NARROW_WIDTH = 100
@@ -56,8 +57,9 @@ def latest_device(attempts: list[dict[str, Any]]) -> str:
     return best_rule.latest_device((a.get("device") or "", a.get("rollback_of") is None) for a in attempts)
 
 
-def attempt_cells(a: dict[str, Any], here: str = "") -> list[Text]:
-    """One row; `here`: the session's current device (a run measured on another one says where)."""
+def attempt_cells(a: dict[str, Any], here: str = "", devices: tuple[str, ...] = ()) -> list[Text]:
+    """One row; `here`: the session's current device (a run measured on another one says where, its name
+    shortened against the session's `devices` as `ks log` does)."""
     status = a.get("status", "?")
     best = bool(a.get("best"))
     sp = a.get("speedup")
@@ -73,8 +75,8 @@ def attempt_cells(a: dict[str, Any], here: str = "") -> list[Text]:
         Text(fmt.speedup(sp), justify="right",
              style="bold magenta" if best else ("red" if sp is not None and sp < 1 else "")),
         Text(fmt.one_line(question, QUESTION_CHARS) if question else "—", style="dim" if not question else ""),
-        Text(("✎ " if a.get("remarks") else "") + (f"[on {a['device']}] " if here and a.get("device") and
-                                                    a["device"] != here else "")
+        Text(("✎ " if a.get("remarks") else "") + (f"[on {short_device(a['device'], devices)}] "
+                                                    if here and a.get("device") and a["device"] != here else "")
              + fmt.one_line(a.get("summary", "") or "", SUMMARY_CHARS), style="dim"),
     ]
 
@@ -174,7 +176,9 @@ class HistoryScreen(Screen):
         table = self.query_one("#attempts", DataTable)
         keep = self.selected
         here = latest_device(self.attempts)
-        fill_table(table, ATTEMPT_COLUMNS, [(str(a.get("number")), attempt_cells(a, here)) for a in self.attempts])
+        devices = tuple(sorted({a.get("device") for a in self.attempts if a.get("device")}))
+        fill_table(table, ATTEMPT_COLUMNS, [(str(a.get("number")), attempt_cells(a, here, devices))
+                                            for a in self.attempts])
         if not self.attempts:
             self.query_one("#history-diff", DiffView).show_message("No attempts in this session yet.")
             return
