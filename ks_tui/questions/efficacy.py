@@ -251,7 +251,7 @@ class EfficacyStore:
                 # another speed (v35: 1.1598 on an H200, 1.1479 on an H100), neither gain nor loss.
                 here = best_rule.latest_device((h.device, h.measured) for h in history if h.number <= start)
                 if here:
-                    counted = [h for h in counted if not h.device or h.device == here]
+                    counted = [h for h in counted if best_rule.comparable(h.device, here)]
                 best_after = best_speedup(counted)
                 seen = [h for h in history if h.number <= after[-1].number]
                 self._append(fd, self._outcome(a, best_after, len(after), noise=measured_noise(seen)))

@@ -117,11 +117,11 @@ FILTERS = {
     # session 19: d256 with s_k > 2048 (24, both masks): the register-epilogue launches next_d256tma moves to v33's
     # TMA epilogue
     "d256l": lambda p: p["d"] == 256 and p["s_k"] > 2048,
+    # session 28: d64 with s_k > 2048 (16, both masks): the register-epilogue launches next_d64tma moves to the TMA one
+    "d64long": lambda p: p["d"] == 64 and p["s_k"] > 2048,
     # session 28: d96/d128 at 2048 < s_k <= 4096 (both masks), where v35's speedup dips against s2048 and s8192, and
     # the causal prefill launches on 128-row tiles above it: the launches next_tma4k / next_tmac move to the TMA
     # epilogue
-    # session 28: d64 with s_k > 2048 (16, both masks): the register-epilogue launches next_d64tma moves to the TMA one
-    "d64long": lambda p: p["d"] == 64 and p["s_k"] > 2048,
     "tma4k": lambda p: p["d"] in (96, 128) and (2048 < p["s_k"] <= 4096 or (p["causal"] and p["s_q"] < p["s_k"])),
 }
 
