@@ -1,3 +1,11 @@
+// v37 (ks session 20261203-194412-15bf, attempts 74-80): v36 with causal d64 on the TMA epilogue at every s_k (v36
+// kept d64 on it up to s_k 2048). Measured on an H100 as next_d64tmac, same calls as v36: d64long (16 launches, s_k >
+// 2048) kernel time 1.007 (causal +0.6..+4.3%, the unchanged unmasked launches -1.2..+1.1%; 2 rounds); the full grid
+// twice, 1 round each: 1.1621 -> 1.1638 (kernel time 1.004) and 1.1615 -> 1.1611 (1.000), causal d64 faster by about
+// 1% in every call. That is below the same-call noise on the grid (0.5%), so v37 is kept as v36's equal that is faster
+// on its own family, not as a gain. next_d64tma (#73, unmasked d64 too) lost 1-4% on unmasked h32-8, so unmasked d64
+// keeps the rule. The non-TMA causal d64 functions go: 28 instantiations (30). Here only comments differ from the measured
+// file (SASS SAME, `scripts/sass.py diff`). No H200 grid yet: v35's 1.1598 is the H200 record.
 // v36 (ks session 20261203-194412-15bf, attempts 68-72): v35 with every d96/d128 launch on the TMA epilogue (O staged
 // in the Q buffer, one 64 x 64 bulk store per box), where v35 used it up to s_k 2048 and ran longer keys on the register
 // epilogue, on 160-key blocks where the tiles had 128 rows. The 2048 rule dated from v11, whose TMA epilogue cost long
@@ -1692,16 +1700,14 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
              int h_kv, int d, int causal, float scale, int dtype, cudaStream_t st) {
   // <padded head dim, 16-column steps of Q K^T>; columns past d are zero-filled by the TMA.
   // The O epilogue through shared memory and a TMA store pays off where tiles are short (few key
-  // blocks; measured +8% at s <= 1024). d64 and unmasked d256 use it up to kTmaEpilogueMaxSk keys (d256: O
+  // blocks; measured +8% at s <= 1024). Unmasked d64 and d256 use it up to kTmaEpilogueMaxSk keys (d256: O
   // staged in 32 KB of its own since v33; its unmasked long launches lost 1.5-4% on it in session 20), causal d256
   // at every s_k (v34), d96/d128 at every s_k (v36: long d128 had lost 6-10% on v11's form of it).
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
-#define KS_LAUNCH(DP, M, STEPS)                                                                   \
-  (tma ? launch<T, DP, M, STEPS, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st) \
-       : launch<T, DP, M, STEPS, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st))
-  // d64 causal: 192-row tiles at every s_q since v28 (v12-v27 ran s_q <= 1024 on 128-row tiles).
-  if (d <= 64 && causal) return KS_LAUNCH(64, 192, 4);
+  // d64 causal: 192-row tiles at every s_q since v28 (v12-v27 ran s_q <= 1024 on 128-row tiles), TMA epilogue at
+  // every s_k since v37 (+1% kernel time on the long causal launches)
+  if (d <= 64 && causal) return launch<T, 64, 192, 4, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // unmasked d64: the instantiations without the skipped / half-width first block
   if (d <= 64)
     return tma ? launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
@@ -1742,7 +1748,6 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   // unmasked d256: the instantiations without the half-width diagonal block
   return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
              : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-#undef KS_LAUNCH
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }

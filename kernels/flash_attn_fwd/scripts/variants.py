@@ -98,6 +98,10 @@ REPO = Path(__file__).resolve().parents[3]
 #   sessions 27-28: next_vtmore full grid +0.06% (d256 long unmasked +1.2%); next_vt192l 0.991; next_tma4k +3.2% and
 #   next_tmac +2.3% on the tma4k launches; next_tileahead 0.989; next_tmaall full grid 1.15085 -> 1.16068 (kernel
 #   time +0.8%), became v36. next_vt256u and next_vt128u never ran alone.
+# - session 28's next_d64tma, next_d64tmac, next_tma160 and next_tma160u, all edits of v36, from 2b04069. Measured on
+#   H100s in sessions 28-29: next_d64tma 0.998 / 1.004 on the d64long launches (unmasked h32-8 -1..-4%); next_d64tmac
+#   d64long 1.007, the full grid twice level (kernel time 1.004, 1.000) with causal d64 ~+1%, became v37; next_tma160
+#   0.974 and next_tma160u 0.997 on long128rows.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -134,97 +138,35 @@ ROWS192_EDITS = [
 ]
 
 
-# next_d64tma (session 28, an edit of v36; measure-size-trend, limit-inherited): v36 dropped v11's s_k <= 2048 limit on
-# the TMA epilogue for d96/d128 (+2..+3% on their long launches, s4096 causal +6..+10%). d64 still keeps it: its
-# launches above s_k 2048 end on the register epilogue (scattered 4-byte stores), and a d64 key block is half a
-# d128 block's tensor work, so a tile's end is a larger share of it. Here d64 runs the TMA epilogue (O staged in the
-# Q buffer, as its short launches do) at every s_k; its 4 register-epilogue functions go (26 instantiations).
-# Predicted: d64 s4096-s8192 +1..+3%, s16384-s32768 +0..+1%; every other function SASS SAME. Measured (session 28,
-# calls 8-9, H100, 2 x 1 round, attempt 73): 0.998 / 1.004, causal +0.4..+6.6%, unmasked h32-8 -1..-4%: as d256 in
-# session 20, only the causal launches gain. next_d64tmac is its causal half (the unmasked ones keep v36's code):
-# predicted d64 causal long +1..+2%, the unmasked launches SASS SAME.
-D64TMA_EDITS = [
-    ("  if (d <= 64 && causal) return KS_LAUNCH(64, 192, 4);\n",
-     "  // next_d64tma: d64 on the TMA epilogue at every s_k\n"
-     "  if (d <= 64 && causal) return launch<T, 64, 192, 4, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
-    ("    return tma ? launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
-     "               : launch<T, 64, 192, 4, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
-     "    return launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
-]
-
-D64TMAC_EDITS = [(D64TMA_EDITS[0][0], D64TMA_EDITS[0][1].replace("next_d64tma: d64 on", "next_d64tmac: causal d64 on"))]
-
-
-# next_tma160 / next_tma160u (session 28, edits of v36; layer-work-per-block): v36 runs its long 128-row d96/d128
-# launches (s_k > 2048 where 192-row tiles pad or fill the waves worse: the s4096 causal family, the prefill shapes)
-# on 128-key blocks; v15-v35 ran 160-key blocks there on the register epilogue (+2.4% in session 5: fewer issue slots
-# a key for the row max / sum, the O rescale and the waits). Here the 160-key code comes back (Config<128, 128, 160>,
-# the m64n160 Q K^T) with the TMA epilogue: next_tma160 for both masks, next_tma160u for the unmasked launches only
-# (session 6 read 160-key TMA tiles +1..+5% unmasked and -1..-7% causal at 1024 < s_k <= 2048). Predicted: the
-# unmasked prefill shapes (q1024-k4096 .. q8192-k32768) +1..+3%; causal s4096 -2..+1%.
-def _n160(name: str, ptx_type: str) -> str:
-    """The m64n160k16 Q K^T wgmma with both operands in shared memory (v15-v35's, written out by a loop)."""
-    regs = ", ".join(f"%{i}" for i in range(80))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(80))
-    return (f"__device__ __forceinline__ void {name}(float (&d)[80], uint64_t da, uint64_t db, int accumulate) {{\n"
-            "  asm volatile(\n"
-            '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %82, 0;\\n"\n'
-            f'      "wgmma.mma_async.sync.aligned.m64n160k16.f32.{ptx_type}.{ptx_type} {{"\n'
-            f'      "{regs}"\n'
-            '      "}, %80, %81, p, 1, 1, 0, 0;\\n}\\n"\n'
-            f"      : {outs}\n"
-            '      : "l"(da), "l"(db), "r"(accumulate));\n'
-            "}\n")
+# next_vtmore37 (session 29, an edit of v37; layer-thread-roles): session 24's next_vtmore on v37. v35's second
+# producer thread for V (kVThread: the d96 128-row functions) also in (1) unmasked d256 on the register epilogue
+# (s_k > 2048) and (2) unmasked d128 on 128-row tiles (one function since v36, at every s_k). Measured on v35: (1)
+# +1.2% kernel time on its 12 launches on the H200 (session 24 call 3, 2 rounds) and on the H100 (session 27); (2)
+# +0.4% on the H200's short ones (s512 +1.3%, q256-k1024 +2.7%), +0.3% on the H100; the grid +0.06% on the H100,
+# which was not promoted then for want of an H200 grid. Since v36 the function of (2) also serves the long unmasked
+# 128-row launches (the prefill shapes q1024-k4096 to q8192-k32768), where the V thread never ran. Predicted on the
+# `vtmore` subset (those 31 launches): kernel time +0.5..+1%; every other function SASS SAME as v37's.
+def _vthread_edits(comment: str, more: str) -> list[tuple]:
+    """v37's V thread (kVThread: the d96 128-row functions) also where `more` holds, a condition on the function's
+    Dp, Steps, Consumers, TmaEpi and HalfDiag."""
+    return [
+        ("template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;\n",
+         f"// {comment}\n"
+         "template <int Dp, int Steps, int Consumers, bool TmaEpi, bool HalfDiag>\n"
+         f"constexpr bool kVThread = (Dp == 128 && Steps == 6 && Consumers == 2) || {more};\n"),
+        ("kVThread<Dp, kQkSteps, Cfg::kConsumers>", "kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>", 3),
+    ]
 
 
-_KEYS160 = [
-    ("template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};\n",
-     "template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};\n"
-     "// next_tma160: the long 128-row d96/d128 tiles on 160-key blocks again (v15-v35's configuration)\n"
-     "template <> struct Config<128, 128, 160> : TileConfig<2, 160, 2, 2, 40, 232> {};\n"),
-    (" &&\n                  smem_bytes<128, 192>() <= 227 * 1024,",
-     " && smem_bytes<128, 128, 160>() <= 227 * 1024 &&\n                  smem_bytes<128, 192>() <= 227 * 1024,"),
-    ("// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block",
-     "// S(64x160) (+)= Q K^T: next_tma160's wide key blocks.\n" + _n160("wgmma_ss_n160_bf16", "bf16") +
-     _n160("wgmma_ss_n160_f16", "f16") + "\n// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block"),
-    ('  static_assert(N == 64 || N == 128, "128-key blocks, 64: half a block");\n',
-     '  static_assert(N == 64 || N == 128 || N == 160, "128-key blocks, 160 (next_tma160), 64: half a block");\n'),
-    ("    if constexpr (kIsBf16<T>) wgmma_ss_n64_bf16(d, da, db, acc); else wgmma_ss_n64_f16(d, da, db, acc);\n  } else {\n",
-     "    if constexpr (kIsBf16<T>) wgmma_ss_n64_bf16(d, da, db, acc); else wgmma_ss_n64_f16(d, da, db, acc);\n"
-     "  } else if constexpr (N == 160) {\n"
-     "    if constexpr (kIsBf16<T>) wgmma_ss_n160_bf16(d, da, db, acc); else wgmma_ss_n160_f16(d, da, db, acc);\n"
-     "  } else {\n"),
-]
-_SHORT_UNMASKED = "  // Short keys, unmasked, by the wave rule (v30): TMA epilogue with O staged in the Q buffer, as d64's 192-row tiles.\n"
-_ARGS = "(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)"
-TMA160_EDITS = _KEYS160 + [
-    (_SHORT_UNMASKED,
-     "  // next_tma160: the long 128-row d96/d128 launches on 160-key blocks\n"
-     "  if (d <= 128 && !tma) {\n"
-     "    if (d <= 96)\n"
-     f"      return causal ? launch<T, 128, 128, 6, true, 160>{_ARGS}\n"
-     f"                    : launch<T, 128, 128, 6, true, 160, false>{_ARGS};\n"
-     f"    return causal ? launch<T, 128, 128, 8, true, 160>{_ARGS}\n"
-     f"                  : launch<T, 128, 128, 8, true, 160, false>{_ARGS};\n"
-     "  }\n" + _SHORT_UNMASKED),
-]
-TMA160U_EDITS = _KEYS160 + [
-    (_SHORT_UNMASKED,
-     "  // next_tma160u: the long unmasked 128-row d96/d128 launches on 160-key blocks\n"
-     "  if (d <= 128 && !tma && !causal) {\n"
-     f"    if (d <= 96) return launch<T, 128, 128, 6, true, 160, false>{_ARGS};\n"
-     f"    return launch<T, 128, 128, 8, true, 160, false>{_ARGS};\n"
-     "  }\n" + _SHORT_UNMASKED),
-]
+VTMORE37_EDITS = _vthread_edits(
+    "next_vtmore37: and unmasked d256 on the register epilogue, and unmasked d128 on 128-row tiles",
+    "(Dp == 256 && !TmaEpi && !HalfDiag) ||\n                          (Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag)")
 
 
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_d64tma": ("kernel.cu", "// next_d64tma: v36 with d64 on the TMA epilogue at every s_k.\n", D64TMA_EDITS),
-    "next_d64tmac": ("kernel.cu", "// next_d64tmac: v36 with causal d64 on the TMA epilogue at every s_k.\n", D64TMAC_EDITS),
-    "next_tma160": ("kernel.cu", "// next_tma160: v36 with the long 128-row d96/d128 launches on 160-key blocks.\n", TMA160_EDITS),
-    "next_tma160u": ("kernel.cu", "// next_tma160u: v36 with the long unmasked 128-row d96/d128 launches on 160-key blocks.\n",
-                     TMA160U_EDITS),
+    "next_vtmore37": ("kernel.cu", "// next_vtmore37: v37 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
+                      VTMORE37_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -235,10 +177,6 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
-    "next_d64tma": 26,  # the 4 d64 register-epilogue functions go
-    "next_d64tmac": 28,  # the 2 causal d64 register-epilogue functions go
-    "next_tma160": 38,  # 160-key TMA-epilogue functions, both masks, d96 and d128, both types
-    "next_tma160u": 34,  # the unmasked ones only
 }
 
 
