@@ -163,10 +163,21 @@ VTMORE37_EDITS = _vthread_edits(
     "(Dp == 256 && !TmaEpi && !HalfDiag) ||\n                          (Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag)")
 
 
+# next_vt256u37 (session 29, an edit of v37; layer-thread-roles): next_vtmore37's d256 half. In session 29's call 4
+# (H100, 2 rounds, attempt 81) next_vtmore37 read 1.005 on its 31 launches, split by family: the 12 unmasked long d256
+# launches +0.0..+2.8% (geomean +1.5%; 1.2% on v35 in sessions 24 and 27), the 19 unmasked 128-row d128 ones level
+# (short -3.6..+2.1%, the long prefill shapes -0.6..-2.2%). Here the V thread goes only into the d256 register-epilogue
+# function (unmasked, s_k > 2048). Predicted: those 12 launches +1..+1.5% kernel time, the grid +0.1%; the other 26
+# functions SASS SAME as v37's.
+VT256U37_EDITS = _vthread_edits("next_vt256u37: and unmasked d256 on the register epilogue",
+                                "(Dp == 256 && !TmaEpi && !HalfDiag)")
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vtmore37": ("kernel.cu", "// next_vtmore37: v37 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
                       VTMORE37_EDITS),
+    "next_vt256u37": ("kernel.cu", "// next_vt256u37: v37 with the V thread also in unmasked long d256.\n", VT256U37_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
