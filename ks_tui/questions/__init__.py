@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and editors
     from ks_tui.questions.context import build_context
     from ks_tui.questions.efficacy import EfficacyStats, EfficacyStore, Tally, compute_stats
     from ks_tui.questions.history import AttemptView, best_speedup, from_attempt_dict
-    from ks_tui.questions.points import DecisionPoint, detect, effective_noise, last_gain, measured_noise
+    from ks_tui.questions.points import (DecisionPoint, Lead, best_lead, detect, effective_noise, last_gain,
+                                         measured_noise)
     from ks_tui.questions.selection import rank, select
     from ks_tui.questions.vocab import CATEGORIES, HUMAN_CATEGORY, POINTS, REQUIREMENTS
 
@@ -31,7 +32,7 @@ _EXPORTS = {
     "context": ("build_context",),
     "efficacy": ("EfficacyStats", "EfficacyStore", "Tally", "compute_stats"),
     "history": ("AttemptView", "best_speedup", "from_attempt_dict"),
-    "points": ("DecisionPoint", "detect", "effective_noise", "last_gain", "measured_noise"),
+    "points": ("DecisionPoint", "Lead", "best_lead", "detect", "effective_noise", "last_gain", "measured_noise"),
     "selection": ("rank", "select"),
     "vocab": ("CATEGORIES", "HUMAN_CATEGORY", "POINTS", "REQUIREMENTS"),
 }

@@ -111,6 +111,36 @@ def _beats_partner(a: AttemptView, s: float, best_kernel: str, partners: Sequenc
                and s > p.timed_speedup * (1 + paired_noise) for p in partners)
 
 
+@dataclass(frozen=True)
+class Lead:
+    """How far a run leads the one it is measured against (`best_lead`)."""
+    over: int      # that run's attempt number
+    ratio: float   # this run's speedup over that run's
+    paired: bool   # that run was timed in the same call (one pair tag)
+
+
+def best_lead(history: Sequence[AttemptView], number: int) -> Lead | None:
+    """Attempt `number`'s lead over the fastest run of another kernel timed beside it (its pair tag) if it has one,
+    else over the fastest earlier run of another kernel; only runs over the same scenarios on the same device
+    compare. None when it is untimed or has no such rival. `ks log` shows it when the best mark moved without a
+    gain, so a reader sees by how much, and against which bar (paired_noise or noise)."""
+    me = next((a for a in history if a.number == number and a.measured), None)
+    if me is None or me.timed_speedup is None:
+        return None
+
+    def rival(a: AttemptView) -> bool:
+        same_kernel = bool(me.kernel_sha256) and a.kernel_sha256 == me.kernel_sha256
+        return (a is not me and a.measured and a.timed_speedup is not None and not same_kernel
+                and a.scope == me.scope and a.device == me.device)
+
+    beside = [a for a in history if me.pair and a.pair == me.pair and rival(a)]
+    pool = beside or [a for a in history if a.number < number and rival(a)]
+    if not pool:
+        return None
+    top = max(pool, key=lambda a: a.timed_speedup)
+    return Lead(top.number, me.timed_speedup / top.timed_speedup, bool(beside))
+
+
 def attempts_since_gain(history: Sequence[AttemptView], noise: float,
                         paired_noise: float | None = None) -> int | None:
     """Attempts after the last real gain (see last_gain); None before the first correct timed attempt."""

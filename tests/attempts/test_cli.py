@@ -439,8 +439,10 @@ def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_pat
     assert (doc["best"], doc["attempts_since_best"]) == (3, 1)
     assert (doc["last_gain"], doc["attempts_since_gain"], doc["noise"]) == (2, 2, 0.02)
     text = ks("log", "--session", sid, cwd=ws).stdout
-    assert text.splitlines()[-2:] == ["(* best correct attempt: #3; 1 attempt since)",
-                                      "(last gain above the 2.0% noise: #2; 2 attempts since)"]
+    assert text.splitlines()[-3:] == ["(* best correct attempt: #3; 1 attempt since)",
+                                      "(last gain above the 2.0% noise: #2; 2 attempts since)",
+                                      "(#3 leads #2 by +0.95%: inside the 2.0% noise between calls, so no gain)"]
+    assert doc["best_lead"] == {"over": 2, "ratio": round(1.06 / 1.05, 6), "paired": False, "bar": 0.02}
 
 
 def test_log_counts_a_gain_timed_beside_the_best_kernel(toy_session, tmp_path):
@@ -458,6 +460,26 @@ def test_log_counts_a_gain_timed_beside_the_best_kernel(toy_session, tmp_path):
     # The best mark stays the fastest reading (#1's 1.0 from another call); the last gain is #3, which beat that
     # kernel beside it. Without the pair tags #3 (0.998) would be no gain: tests/questions/test_points.py.
     assert (doc["best"], doc["last_gain"], doc["attempts_since_gain"]) == (1, 3, 0)
+    assert doc["best_lead"] is None  # the mark's run (#1) has no rival before it: nothing to explain
+
+
+def test_log_says_by_how_much_a_best_timed_beside_the_old_one_leads(toy_session, tmp_path):
+    """Session 29's shape: v37 read 1.1638 beside v36's 1.1621 in one call, the fastest reading of the session, so it
+    holds the best mark; +0.15% is under the bank's paired_noise (0.5%), so `ks log` says why it is no gain."""
+    ws, sid, kernel = toy_session
+    record_speedups(toy_session, tmp_path, (1.1607,))
+    for n, (edit, speedup) in enumerate(((None, 1.1621), ("// v37\n", 1.1638))):
+        if edit:
+            kernel.write_text(kernel.read_text() + edit)
+        res = tmp_path / f"pair{n}.json"
+        res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "pair": "c2:1"}))
+        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+    doc = json.loads(ks("log", "--json", cwd=ws).stdout)
+    assert (doc["best"], doc["last_gain"]) == (3, 1)
+    # #2 is a re-measure of #1's kernel: #3's rival is #2, the run beside it, not #1 (another call)
+    assert doc["best_lead"] == {"over": 2, "ratio": round(1.1638 / 1.1621, 6), "paired": True, "bar": 0.005}
+    text = ks("log", "--session", sid, cwd=ws).stdout
+    assert text.splitlines()[-1] == "(#3 leads #2, timed in the same call, by +0.15%: inside the 0.5% same-call noise, so no gain)"
 
 
 def test_log_names_a_later_run_that_ties_the_best(toy_session, tmp_path):

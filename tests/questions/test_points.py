@@ -283,3 +283,22 @@ def test_a_paired_gain_keeps_the_higher_bar_for_unpaired_runs_after_it():
                ok(3, 1.155, kernel_sha256="v36", device="H100", pair="c:1"),
                ok(4, 1.180, kernel_sha256="v37", device="H100")]  # above 1.155 x 1.02, below 1.160 x 1.02
     assert last_gain(history, 0.02, paired_noise=0.005) == (3, 1)
+
+
+def test_best_lead_is_measured_against_the_run_beside_it_else_the_fastest_earlier_rival():
+    from ks_tui.questions import AttemptView, best_lead
+
+    history = [ok(1, 1.1607, kernel_sha256="v36", device="H100"),
+               ok(2, 1.1700, kernel_sha256="other", device="H200"),       # another device: never a rival
+               ok(3, 1.1800, kernel_sha256="sub", device="H100", scope="subset"),  # another scope: never a rival
+               ok(4, 1.1621, kernel_sha256="v36", device="H100", pair="c:1"),
+               ok(5, 1.1638, kernel_sha256="v37", device="H100", pair="c:1"),
+               ok(6, 1.1650, kernel_sha256="v37", device="H100")]
+    lead = best_lead(history, 5)
+    assert (lead.over, lead.paired) == (4, True) and lead.ratio == pytest.approx(1.1638 / 1.1621)
+    # Unpaired: the fastest earlier run of another kernel on its device and scope (#4, not #1, #2 or #3); its own
+    # kernel's earlier run (#5) is no rival.
+    lead = best_lead(history, 6)
+    assert (lead.over, lead.paired) == (4, False) and lead.ratio == pytest.approx(1.1650 / 1.1621)
+    assert best_lead(history, 1) is None                   # nothing before it
+    assert best_lead([*history, AttemptView(number=7, status="incorrect", speedup=1.2)], 7) is None  # not timed
