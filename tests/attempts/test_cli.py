@@ -445,17 +445,24 @@ def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_pat
     assert doc["best_lead"] == {"over": 2, "ratio": round(1.06 / 1.05, 6), "paired": False, "bar": 0.02}
 
 
+def record_pair(toy_session, tmp_path, tag: str, reference: float, candidate: float) -> None:
+    """One `ks compare` round recorded: the latest kernel re-measured (`reference`), then an edit of it
+    (`candidate`), both results carrying the round's pair tag."""
+    ws, sid, kernel = toy_session
+    for n, speedup in enumerate((reference, candidate)):
+        if n:
+            kernel.write_text(kernel.read_text() + "// the candidate\n")
+        res = tmp_path / f"pair{n}.json"
+        res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "pair": tag}))
+        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+
+
 def test_log_counts_a_gain_timed_beside_the_best_kernel(toy_session, tmp_path):
     """A same-call A/B (one `ks compare` round: one pair tag) decides at the bank's paired_noise: +0.8% over the best
     kernel's run in that round is a gain, where the same +0.8% against a reading from another call is not (v36)."""
-    ws, sid, kernel = toy_session
+    ws, _, _ = toy_session
     record_speedups(toy_session, tmp_path, (1.0,))
-    for n, (edit, speedup) in enumerate(((None, 0.99), ("// v36\n", 0.99 * 1.008))):
-        if edit:
-            kernel.write_text(kernel.read_text() + edit)
-        res = tmp_path / f"pair{n}.json"
-        res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "pair": "c5:1"}))
-        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+    record_pair(toy_session, tmp_path, "c5:1", 0.99, 0.99 * 1.008)
     doc = json.loads(ks("log", "--json", cwd=ws).stdout)
     # The best mark stays the fastest reading (#1's 1.0 from another call); the last gain is #3, which beat that
     # kernel beside it. Without the pair tags #3 (0.998) would be no gain: tests/questions/test_points.py.
@@ -466,14 +473,9 @@ def test_log_counts_a_gain_timed_beside_the_best_kernel(toy_session, tmp_path):
 def test_log_says_by_how_much_a_best_timed_beside_the_old_one_leads(toy_session, tmp_path):
     """Session 29's shape: v37 read 1.1638 beside v36's 1.1621 in one call, the fastest reading of the session, so it
     holds the best mark; +0.15% is under the bank's paired_noise (0.5%), so `ks log` says why it is no gain."""
-    ws, sid, kernel = toy_session
+    ws, sid, _ = toy_session
     record_speedups(toy_session, tmp_path, (1.1607,))
-    for n, (edit, speedup) in enumerate(((None, 1.1621), ("// v37\n", 1.1638))):
-        if edit:
-            kernel.write_text(kernel.read_text() + edit)
-        res = tmp_path / f"pair{n}.json"
-        res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "pair": "c2:1"}))
-        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+    record_pair(toy_session, tmp_path, "c2:1", 1.1621, 1.1638)
     doc = json.loads(ks("log", "--json", cwd=ws).stdout)
     assert (doc["best"], doc["last_gain"]) == (3, 1)
     # #2 is a re-measure of #1's kernel: #3's rival is #2, the run beside it, not #1 (another call)
