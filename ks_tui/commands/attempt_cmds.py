@@ -350,13 +350,13 @@ def _find_attempt(store, args):
         raise
 
 
-def _last_gain(args, store, sid: str, attempts, best: int | None) -> dict:
-    """The plateau by the decision points' rule: the last attempt that beat the best before it by
-    more than the noise (the bank's floor, or the spread repeated runs of one kernel showed), or
-    a run of the best kernel timed beside it by more than the paired noise. The best mark alone
-    moves on any rise, and runs of one kernel in different device calls differ by up to ~1%, so
-    the mark can change hands inside the noise: then `best_lead` says by how much, against what."""
-    from ks_tui.questions import DecisionConfig, best_lead, effective_noise, from_attempt_dict, last_gain
+def _plateau(args, store, sid: str, attempts, best: int | None):
+    """The session's plateau (questions.plateau): the last attempt that beat the best before it by
+    more than the noise (the bank's floor, or the spread repeated runs of one kernel showed), or a
+    run of the best kernel timed beside it by more than the paired noise; and, when the best mark
+    sits on a run that was no gain, by how much it leads."""
+    from ks_tui.questions import DecisionConfig, from_attempt_dict
+    from ks_tui.questions.plateau import plateau
 
     try:
         config = _bank_for(args).config
@@ -364,50 +364,32 @@ def _last_gain(args, store, sid: str, attempts, best: int | None) -> dict:
         config = DecisionConfig()
     results = store.results(sid)
     history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
-    noise = effective_noise(history, config)
-    number, since = last_gain(history, noise, config.paired_noise)
-    lead = None
-    if best is not None and best != number:
-        found = best_lead(history, best)
-        bar = config.paired_noise if found and found.paired else noise
-        if found and found.ratio <= 1 + bar:  # above it the mark moved for another reason (a re-measure, a new device)
-            lead = {"over": found.over, "ratio": round(found.ratio, 6), "paired": found.paired, "bar": bar}
-    return {"noise": noise, "last_gain": number, "attempts_since_gain": since, "best_lead": lead}
-
-
-def _lead_line(best: int, lead: dict) -> str:
-    """`ks log`'s line for a best mark that moved inside the noise."""
-    beside = ", timed in the same call," if lead["paired"] else ""
-    bar = "same-call noise" if lead["paired"] else "noise between calls"
-    return (f"(#{best} leads #{lead['over']}{beside} by {lead['ratio'] - 1:+.2%}: inside the {lead['bar']:.1%} "
-            f"{bar}, so no gain)")
+    return plateau(history, config, best)
 
 
 def cmd_log(args) -> int:
     from ks_tui.attempts.model import since_best
     from ks_tui.attempts.render import log_table
+    from ks_tui.questions.plateau import plateau_lines
 
     store = _store(args)
     info = _session_for(store, args)
     attempts = store.attempts(info.id)
     best, after = since_best(attempts)
-    gain = _last_gain(args, store, info.id, attempts, best) if attempts else None
+    stand = _plateau(args, store, info.id, attempts, best) if attempts else None
     if args.json:
         _dump({"session": info.to_dict(), "attempts": [a.to_dict() for a in attempts],
                "best": best, "attempts_since_best": after,
-               **(gain or {"noise": None, "last_gain": None, "attempts_since_gain": None, "best_lead": None})})
+               **(stand.to_dict() if stand else
+                  {"noise": None, "last_gain": None, "attempts_since_gain": None, "best_lead": None})})
     elif not attempts:
         print(f"session {info.id} ({info.task}): no attempts yet")
     else:
         print(f"session {info.id} ({info.task}), branch {info.branch}")
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         print(log_table(attempts, width))
-        if gain["last_gain"] is not None:
-            n = gain["attempts_since_gain"]
-            print(f"(last gain above the {gain['noise']:.1%} noise: #{gain['last_gain']}; "
-                  f"{n} attempt{'' if n == 1 else 's'} since)")
-        if gain["best_lead"] is not None:
-            print(_lead_line(best, gain["best_lead"]))
+        for line in plateau_lines(stand, best):
+            print(line)
     return EXIT_OK
 
 

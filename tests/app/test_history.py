@@ -160,3 +160,29 @@ async def test_history_names_the_device_of_runs_the_session_has_moved_from(works
         assert [r[-1].startswith(f"[on {old}] ") for r in rows] == [True, False, True, False]
         assert rows[1][-1].startswith("recorded broken.cpp") and rows[3][-1].startswith("the same kernel")
         await pilot.press("q")
+
+
+async def test_history_says_why_the_best_mark_is_no_gain(workspace):
+    """Session 29's shape on the screen: a run timed beside the best kernel's (one pair tag) reads the fastest of the
+    session by less than the bank's paired_noise, so it takes the mark without being a gain; the lines under the
+    table say so, as `ks log` does."""
+    store, sid = seed_session(workspace)
+    first = store.result(sid, 1)
+    kernel = store.kernel_path(sid)
+    top = first["geomean_speedup"]
+    for n, (speedup, what) in enumerate(((top * 0.999, "the best kernel again"), (top * 1.002, "a candidate"))):
+        if n == 0:
+            kernel.write_bytes(store.kernel_at(sid, 1))
+        else:
+            kernel.write_text(kernel.read_text() + "// the candidate\n")
+        store.record(sid, dict(first, geomean_speedup=speedup, pair="call2:1", kernel_sha256=kernel_sha256(kernel)),
+                     author="human", summary=what)
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
+    async with app.run_test(size=(160, 40)) as pilot:
+        history, table = await open_history(app, pilot, rows=5)
+        assert str(table.get_row_at(4)[0]).strip() == "★5"
+        await wait_for(pilot, lambda: "leads" in shown(app, "#history-plateau"), "the plateau lines")
+        lines = shown(app, "#history-plateau").splitlines()
+        assert lines[0].startswith("(last gain above the ") and "#1; 4 attempts since)" in lines[0]
+        assert lines[1] == "(#5 leads #4, timed in the same call, by +0.30%: inside the 0.5% same-call noise, so no gain)"
+        await pilot.press("q")

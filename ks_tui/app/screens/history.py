@@ -1,9 +1,10 @@
 """The history screen: every attempt of the session, its diff and per-scenario results.
 
-Enter or moving the cursor shows an attempt, its whole summary and its remarks; `m` adds a
-remark to it (as `ks remark` does); `r` rolls back to it after a confirmation (a new attempt,
-history kept); `c` marks one attempt and, pressed again on another, shows the diff between the
-two; `d` switches the diff base between previous and best.
+Under the table, `ks log`'s lines on the plateau: the last real gain and, when the best mark sits
+on a run that was no gain, by how much it leads. Enter or moving the cursor shows an attempt, its
+whole summary and its remarks; `m` adds a remark to it (as `ks remark` does); `r` rolls back to it
+after a confirmation (a new attempt, history kept); `c` marks one attempt and, pressed again on
+another, shows the diff between the two; `d` switches the diff base between previous and best.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ QUESTION_CHARS = 24  # the question column; the whole question is shown under th
 
 
 class AttemptList(Message):
-    def __init__(self, attempts: list[dict[str, Any]]):
+    def __init__(self, attempts: list[dict[str, Any]], plateau: list[str] | None = None):
         super().__init__()
         self.attempts = attempts
+        self.plateau = plateau or []  # `ks log`'s lines under its table (the last gain, the best's lead)
 
 
 class AttemptDetail(Message):
@@ -125,6 +127,7 @@ class HistoryScreen(Screen):
         yield Static(self._title(), id="history-title")
         table = DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
         yield table
+        yield Static("", id="history-plateau")
         with Horizontal(id="history-detail"):
             with Vertical(id="history-diff-panel", classes="panel -current"):
                 yield DiffView("Select an attempt.", id="history-diff")
@@ -168,7 +171,7 @@ class HistoryScreen(Screen):
     @work(thread=True, exclusive=True, group="history-list", exit_on_error=False,
           description="reading attempts")
     def reload(self) -> None:
-        self.post_message(AttemptList(self.backend.attempts()))
+        self.post_message(AttemptList(self.backend.attempts(), self.backend.plateau_lines()))
 
     @on(AttemptList)
     def _show_list(self, message: AttemptList) -> None:
@@ -179,6 +182,9 @@ class HistoryScreen(Screen):
         devices = tuple(sorted({a.get("device") for a in self.attempts if a.get("device")}))
         fill_table(table, ATTEMPT_COLUMNS, [(str(a.get("number")), attempt_cells(a, here, devices))
                                             for a in self.attempts])
+        plateau = self.query_one("#history-plateau", Static)
+        plateau.update(Text("\n".join(message.plateau), style="dim"))
+        plateau.display = bool(message.plateau)
         if not self.attempts:
             self.query_one("#history-diff", DiffView).show_message("No attempts in this session yet.")
             return
