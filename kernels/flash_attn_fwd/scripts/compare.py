@@ -80,6 +80,15 @@ SUBSETS = {
                       "d128-h16-16-s1007-causal", "d64-h32-8-s512", "d128-h64-8-s512-causal", "d128-h16-16-s512-fp16"],
     # session 28: v36's d96/d128 launches with s_k > 2048 on 128-row tiles (192 rows pad or fill the waves worse), the
     # ones next_tma160 / next_tma160u move to 160-key blocks, and two 192-row controls
+    # session 29: causal launches over every head dim and length (the section size of the causal tile order:
+    # next_sec4 / next_sec48), with two unmasked controls
+    "sections": ["d64-h32-32-s512-causal", "d64-h32-8-s2048-causal", "d64-h32-32-s8192-causal", "d64-h32-8-s32768-causal",
+                 "d96-h16-16-s1024-causal", "d96-h16-16-s8192-causal", "d128-h16-16-s512-causal",
+                 "d128-h32-8-s1024-causal", "d128-h64-8-s2048-causal", "d128-h16-16-s4096-causal",
+                 "d128-h32-8-s8192-causal", "d128-h32-1-s16384-causal", "d128-h16-16-s32768-causal",
+                 "d128-h16-16-q1024-k4096-causal", "d128-h16-16-q4096-k16384-causal", "d256-h8-8-s512-causal",
+                 "d256-h16-4-s2048-causal", "d256-h8-8-s8192-causal", "d256-h16-4-s32768-causal", "d128-h16-16-s2048",
+                 "d64-h32-8-s4096"],
     "long128rows": ["d96-h16-16-s4096-causal", "d128-h16-16-s4096-causal", "d128-h32-8-s4096-causal",
                     "d128-h64-8-s4096-causal", "d128-h32-1-s4096-causal", "d128-h16-16-s4079-causal",
                     "d128-h16-16-s4096-fp16-causal", "d128-h16-16-q1024-k4096", "d128-h16-16-q1024-k4096-causal",

@@ -173,11 +173,26 @@ VT256U37_EDITS = _vthread_edits("next_vt256u37: and unmasked d256 on the registe
                                 "(Dp == 256 && !TmaEpi && !HalfDiag)")
 
 
+# next_sec4 / next_sec48 (session 29, edits of v37; limit-inherited): causal launches take their tiles in sections of
+# consecutive heads whose K/V fit kSectionL2Bytes (16 MB), heaviest query block first inside a section (decode_tile).
+# That size was set once with v5-v6 (session 2, an mma.sync-era kernel on 64-row tiles) and never measured since; the
+# H100's and the H200's L2 is 50 MB, split in two halves. next_sec4 (4 MB: K/V of fewer heads live at once, L2 hits
+# more likely, heavy-first over fewer tiles) and next_sec48 (48 MB: closer to one global heaviest-first order). Only
+# the host-side constant changes: every kernel function SASS SAME. Predicted: level within +-1% on most causal
+# launches; if the short causal d128 launches (0.92-0.95 of cuDNN at s495-s512, ~2.5 TB/s of HBM traffic) are losing L2
+# hits, next_sec4 gains there.
+_SECTION = "constexpr long long kSectionL2Bytes = 16ll << 20;\n"
+SEC4_EDITS = [(_SECTION, "constexpr long long kSectionL2Bytes = 4ll << 20;  // next_sec4\n")]
+SEC48_EDITS = [(_SECTION, "constexpr long long kSectionL2Bytes = 48ll << 20;  // next_sec48\n")]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vtmore37": ("kernel.cu", "// next_vtmore37: v37 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
                       VTMORE37_EDITS),
     "next_vt256u37": ("kernel.cu", "// next_vt256u37: v37 with the V thread also in unmasked long d256.\n", VT256U37_EDITS),
+    "next_sec4": ("kernel.cu", "// next_sec4: v37 with causal tile sections of 4 MB of K/V.\n", SEC4_EDITS),
+    "next_sec48": ("kernel.cu", "// next_sec48: v37 with causal tile sections of 48 MB of K/V.\n", SEC48_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
