@@ -23,20 +23,22 @@ class Backend:
     def attempts(self) -> list[dict[str, Any]]:
         return [a.to_dict() for a in self.store.attempts(self.session_id)]
 
-    def plateau_lines(self) -> list[str]:
-        """`ks log`'s lines under its table: the last real gain, and why the best mark sits where it does
-        (questions.plateau), judged at the running bank's thresholds (the defaults without an engine)."""
+    def history(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The attempts (as `attempts`) and `ks log`'s lines under its table from one read of the store: the
+        last real gain, and why the best mark sits where it does (questions.plateau), judged at the running
+        bank's thresholds (the defaults without an engine)."""
         from ks_tui.attempts.model import since_best
         from ks_tui.questions import DecisionConfig, from_attempt_dict, plateau, plateau_lines
 
         attempts = self.store.attempts(self.session_id)
         if not attempts:
-            return []
+            return [], []
         results = self.store.results(self.session_id)
         history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
         bank = getattr(self.engine, "bank", None)
         best, _ = since_best(attempts)
-        return plateau_lines(plateau(history, bank.config if bank else DecisionConfig(), best), best)
+        lines = plateau_lines(plateau(history, bank.config if bank else DecisionConfig(), best), best)
+        return [a.to_dict() for a in attempts], lines
 
     def result(self, ref: str | int) -> dict[str, Any]:
         return self.store.result(self.session_id, ref)

@@ -171,7 +171,7 @@ class HistoryScreen(Screen):
     @work(thread=True, exclusive=True, group="history-list", exit_on_error=False,
           description="reading attempts")
     def reload(self) -> None:
-        self.post_message(AttemptList(self.backend.attempts(), self.backend.plateau_lines()))
+        self.post_message(AttemptList(*self.backend.history()))
 
     @on(AttemptList)
     def _show_list(self, message: AttemptList) -> None:
