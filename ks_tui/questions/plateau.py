@@ -49,7 +49,8 @@ def plateau_lines(p: Plateau, best: int | None) -> list[str]:
     lines = []
     if p.last_gain is not None:
         n = p.since_gain
-        lines.append(f"(last gain above the {p.noise:.1%} noise: #{p.last_gain}; {n} attempt{'' if n == 1 else 's'} since)")
+        lines.append(f"(last gain above the {p.noise:.1%} noise: #{p.last_gain}; "
+                     f"{n} attempt{'' if n == 1 else 's'} since)")
     if p.lead is not None and best is not None:
         beside = ", timed in the same call," if p.lead.paired else ""
         kind = "same-call noise" if p.lead.paired else "noise between calls"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ks_tui import best_rule
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView
 from ks_tui.questions.vocab import POINTS
@@ -130,8 +131,9 @@ def best_lead(history: Sequence[AttemptView], number: int) -> Lead | None:
 
     def rival(a: AttemptView) -> bool:
         same_kernel = bool(me.kernel_sha256) and a.kernel_sha256 == me.kernel_sha256
-        return (a is not me and a.measured and a.timed_speedup is not None and not same_kernel
-                and a.scope == me.scope and a.device == me.device)
+        same_scope = a.scope == me.scope or (a.full_grid and me.full_grid)  # "" (an old attempt) is the full grid
+        return (a is not me and a.measured and a.timed_speedup is not None and not same_kernel and same_scope
+                and best_rule.comparable(a.device, me.device))
 
     beside = [a for a in history if me.pair and a.pair == me.pair and rival(a)]
     pool = beside or [a for a in history if a.number < number and rival(a)]

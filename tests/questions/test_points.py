@@ -301,4 +301,7 @@ def test_best_lead_is_measured_against_the_run_beside_it_else_the_fastest_earlie
     lead = best_lead(history, 6)
     assert (lead.over, lead.paired) == (4, False) and lead.ratio == pytest.approx(1.1650 / 1.1621)
     assert best_lead(history, 1) is None                   # nothing before it
+    # A run that names no device (an old attempt) competes, as best_rule.comparable has it.
+    lead = best_lead([ok(1, 1.10, kernel_sha256="old", device=""), ok(2, 1.11, kernel_sha256="new", device="H100")], 2)
+    assert (lead.over, lead.paired) == (1, False)
     assert best_lead([*history, AttemptView(number=7, status="incorrect", speedup=1.2)], 7) is None  # not timed
