@@ -50,6 +50,22 @@ def test_family_table_geomeans_and_kernel_time_ratio(tmp_path):
     assert rows["all"][0] == "3"
 
 
+def test_goal_column_says_what_the_grid_gains_if_a_family_alone_reached_it(tmp_path):
+    # 4 scenarios: two d256 short ones at 1.0 (below the goal), two causal d128 long ones at 1.5 (above it)
+    a = [scenario(256, False, 512, 512, 64, 8, 0.2, 1.0), scenario(256, False, 1024, 1024, 32, 8, 0.4, 1.0),
+         scenario(128, True, 4096, 4096, 8, 16, 1.0, 1.5), scenario(128, True, 8192, 8192, 4, 16, 2.0, 1.5)]
+    out = run("--goal", "1.2", write(tmp_path, "a.json", a))
+    assert out.returncode == 0, out.stderr
+    rows = {line[:30].strip(): line[30:].split() for line in out.stdout.splitlines()[1:-1]}
+    # half the grid from 1.0 to 1.2: the geomean x 1.2 ** (2 / 4)
+    assert rows["d256 unmasked s_k <= 2048"][2] == f"{1.2 ** 0.5 - 1:+.2%}"
+    assert rows["d96/d128 causal s_k > 2048"][2] == "+0.00%"  # there already
+    # the whole grid at 1.2: from its geomean sqrt(1.0 x 1.5) = 1.2247, above the goal already
+    assert rows["all"][2] == "+0.00%"
+    assert out.stdout.splitlines()[-1] == f"every family at 1.20 together: the grid {1.2 ** 0.5 - 1:+.2%}"
+    assert run("--goal", "-1", write(tmp_path, "b.json", a)).returncode == 2
+
+
 def test_fit_recovers_the_per_tile_and_per_block_costs(tmp_path):
     # d256 tiles: 128 rows; 132 tiles a wave. t per wave = 2.5 us + 3.0 us x blocks, at 1, 2 and 4 waves.
     scenarios = []

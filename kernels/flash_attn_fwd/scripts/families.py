@@ -6,6 +6,10 @@ Usage (repo root):
         n, each file's geomean speedup over the fastest baseline, the kernel-time ratio time(A) / time(X)
         against the first file, and the last file's lowest scenario. Speedups move with the baselines between
         device calls (~1%); the kernel-time ratio of two files from one call is the comparison to trust.
+    python3 kernels/flash_attn_fwd/scripts/families.py --goal 1.20 A.json [B.json ...]
+        the same with one more column: how much the whole grid's geomean would gain if that family alone
+        reached the goal (from the last file; 0 where it is there already), and a last line with every
+        family at the goal together (issue 8's milestone 4 is 1.20).
     python3 kernels/flash_attn_fwd/scripts/families.py --fit A.json [B.json ...]
         per tile kind of the unmasked launches, a least-squares fit of the time a tile takes per wave,
         t = a + b x key blocks: b is a key block's cost, a what a tile costs besides its blocks (start,
@@ -69,27 +73,42 @@ def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
-def family_rows(runs: list[tuple[str, dict[str, dict]]]) -> list[str]:
+def grid_gain(speedups: list[float], total: int, goal: float) -> float:
+    """What a grid of `total` scenarios gains in geomean if these scenarios' geomean rose to `goal` (0 if it is
+    there already): exp(n / total x ln(goal / geomean)) - 1."""
+    g = geomean(speedups)
+    return math.exp(len(speedups) / total * math.log(goal / g)) - 1 if g < goal else 0.0
+
+
+def family_rows(runs: list[tuple[str, dict[str, dict]]], goal: float | None = None) -> list[str]:
     first = runs[0][1]
+    last = runs[-1][1]
     common = [sid for sid in first if all(sid in r for _, r in runs)]
     groups: dict[str, list[str]] = {}
     for sid in common:
         groups.setdefault(family(first[sid]["shape"]), []).append(sid)
-    head = f"{'family':28s}{'n':>4s}" + "".join(f"{'speedup[' + str(i) + ']':>12s}" for i in range(len(runs)))
-    head += "".join(f"{'kt0/kt' + str(i):>9s}" for i in range(1, len(runs))) + "   lowest (last file)"
-    lines = [head]
+    head = f"{'family':30s}{'n':>4s}" + "".join(f"{'speedup[' + str(i) + ']':>12s}" for i in range(len(runs)))
+    head += "".join(f"{'kt0/kt' + str(i):>9s}" for i in range(1, len(runs)))
+    head += f"{'grid at ' + format(goal, '.2f'):>14s}" if goal else ""
+    lines = [head + "   lowest (last file)"]
 
     def row(name: str, ids: list[str]) -> str:
-        text = f"{name:28s}{len(ids):4d}"
+        text = f"{name:30s}{len(ids):4d}"
         text += "".join(f"{geomean([r[i]['speedup'] for i in ids]):12.4f}" for _, r in runs)
         text += "".join(f"{geomean([first[i]['time_ms'] / r[i]['time_ms'] for i in ids]):9.3f}" for _, r in runs[1:])
-        last = runs[-1][1]
+        if goal:
+            text += f"{grid_gain([last[i]['speedup'] for i in ids], len(common), goal):+14.2%}"
         low = min(ids, key=lambda i: last[i]["speedup"])
         return text + f"   {low} {last[low]['speedup']:.3f}"
 
     for name in sorted(groups):
         lines.append(row(name, groups[name]))
     lines.append(row("all", common))
+    if goal:
+        # every family at the goal at once: the gains multiply (each is a factor on the grid's geomean)
+        together = math.prod(1 + grid_gain([last[i]["speedup"] for i in ids], len(common), goal)
+                             for ids in groups.values()) - 1
+        lines.append(f"every family at {goal:.2f} together: the grid {together:+.2%}")
     return lines
 
 
@@ -152,13 +171,18 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="families.py", description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="+", metavar="RESULT.json")
     parser.add_argument("--fit", action="store_true", help="per-tile cost fit of the unmasked launches")
+    parser.add_argument("--goal", type=float, metavar="G",
+                        help="add what the grid gains if a family alone reached speedup G (the last file's)")
     args = parser.parse_args(argv)
+    if args.goal is not None and not args.goal > 0:
+        print("families.py: --goal must be a positive speedup (e.g. 1.20)", file=sys.stderr)
+        return 2
     try:
         runs = [(Path(f).name.removesuffix(".json"), load(f)) for f in args.files]
     except InputError as ex:
         print(f"families.py: {ex}", file=sys.stderr)
         return 2
-    print("\n".join(fit_rows(runs) if args.fit else family_rows(runs)))
+    print("\n".join(fit_rows(runs) if args.fit else family_rows(runs, args.goal)))
     return 0
 
 
