@@ -186,11 +186,70 @@ SEC4_EDITS = [(_SECTION, "constexpr long long kSectionL2Bytes = 4ll << 20;  // n
 SEC48_EDITS = [(_SECTION, "constexpr long long kSectionL2Bytes = 48ll << 20;  // next_sec48\n")]
 
 
+# next_qrs128 (session 29, an edit of v37; layer-data-path): the 128-row d96/d128 functions (FA3's loop order: every
+# short launch, and the long ones the wave rule keeps off 192 rows) issue Q K^T with Q's A operand from registers
+# (wgmma's RS form, as P V already does) instead of shared memory. Each warpgroup loads its 64 Q rows as A fragments
+# once per tile (ldmatrix through the 128-byte swizzle; row r, column c of a panel at r x 128 + ((c % 64 / 8) ^ (r % 8))
+# x 16 bytes), 4 registers a 16-column step: 32 registers for d128, 24 for d96, beside O, S and P at 232. Per key
+# block a warpgroup's wgmmas then read 64 KB of shared memory instead of 80 (Q K^T 48 -> 32 KB, P V 32), a fifth
+# less. Session 14's next_qrs tried this on 160-key blocks (v28) and ptxas spilled 96 bytes and serialised the
+# wgmmas (C7512); 128-key blocks leave 16 more accumulator registers. Q's buffer and its release are unchanged (the
+# TMA epilogue stages O there). The half-width diagonal block keeps its shared-memory Q K^T. Predicted: if the
+# operand reads' energy matters at the power cap, +1..+3% on the 128-row launches (short128 and long128rows);
+# level if not; a loss if the fragments' loads at each tile's start show (short tiles: 4-16 blocks). Correctness
+# is the device's to show (the fragment layout is mma.m16n8k16's A, as ldmatrix.x4 returns it).
+def _rs_kmajor(name: str, ptx_type: str) -> str:
+    """S(64x128) (+)= A(registers) * B(smem, K-major)^T: mma_pv's m64n128k16 RS form with B not transposed."""
+    regs = ", ".join(f"%{i}" for i in range(64))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(64))
+    return (f"__device__ __forceinline__ void {name}(float (&d)[64], const uint32_t (&a)[4], uint64_t db, "
+            "int accumulate) {\n"
+            "  asm volatile(\n"
+            '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %69, 0;\\n"\n'
+            f'      "wgmma.mma_async.sync.aligned.m64n128k16.f32.{ptx_type}.{ptx_type} {{"\n'
+            f'      "{regs}"\n'
+            '      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\\n}\\n"\n'
+            f"      : {outs}\n"
+            '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));\n'
+            "}\n")
+
+
+QRS128_EDITS = [
+    ("// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block (the d64 diagonal block's first half).\n",
+     "// next_qrs128: S(64x128) (+)= Q(registers) K^T, K in shared memory (K-major).\n" +
+     _rs_kmajor("wgmma_rs_kn128_bf16", "bf16") + _rs_kmajor("wgmma_rs_kn128_f16", "f16") +
+     "// Four 8x8 b16 matrices from shared memory, one row address a lane: a 16x16 tile as wgmma's A fragment.\n"
+     "__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {\n"
+     '  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n"\n'
+     '               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");\n'
+     "}\n\n"
+     "// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block (the d64 diagonal block's first half).\n"),
+    ("        const uint64_t q_desc = smem_desc(q_half, 16, 1024);\n        auto issue_qk = [&](int st) {\n",
+     "        const uint64_t q_desc = smem_desc(q_half, 16, 1024);\n"
+     "        // next_qrs128: this warpgroup's 64 Q rows as A fragments, loaded once a tile (Q has landed: q_full above)\n"
+     "        uint32_t q_frag[kQkSteps][4];\n"
+     "#pragma unroll\n"
+     "        for (int kk = 0; kk < kQkSteps; ++kk) {\n"
+     "          const int r = warp * 16 + lane % 16, c = kk * 16 + (lane / 16) * 8;\n"
+     "          ldmatrix_x4(q_frag[kk], q_half + (c / 64) * Cfg::kBlockM * 128 + r * 128 + (((c % 64) / 8) ^ (r % 8)) * 16);\n"
+     "        }\n"
+     "        auto issue_qk = [&](int st) {\n"),
+    ("            const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);\n"
+     "            const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
+     "            mma_qk<T, BN>(s_acc, da, db, kk > 0);\n",
+     "            const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
+     "            if constexpr (kIsBf16<T>) wgmma_rs_kn128_bf16(s_acc, q_frag[kk], db, kk > 0);\n"
+     "            else wgmma_rs_kn128_f16(s_acc, q_frag[kk], db, kk > 0);\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vtmore37": ("kernel.cu", "// next_vtmore37: v37 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
                       VTMORE37_EDITS),
     "next_vt256u37": ("kernel.cu", "// next_vt256u37: v37 with the V thread also in unmasked long d256.\n", VT256U37_EDITS),
+    "next_qrs128": ("kernel.cu", "// next_qrs128: v37 with Q K^T's A operand from registers in the 128-row d96/d128 functions.\n",
+                    QRS128_EDITS),
     "next_sec4": ("kernel.cu", "// next_sec4: v37 with causal tile sections of 4 MB of K/V.\n", SEC4_EDITS),
     "next_sec48": ("kernel.cu", "// next_sec48: v37 with causal tile sections of 48 MB of K/V.\n", SEC48_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
