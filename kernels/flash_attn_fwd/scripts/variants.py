@@ -243,6 +243,42 @@ QRS128_EDITS = [
 ]
 
 
+# next_qrs64 (session 29, an edit of v37; layer-data-path): next_qrs128's change in the d64 functions (v6's loop,
+# 192-row tiles, 152 consumer registers): 4 steps x 4 registers of Q fragments beside S 64, P 32 and O 32. d64 is at
+# one height in tensor, MUFU and issue cycles (NOTES); its warpgroups read 40 KB of shared-memory operands a key block
+# (Q 8, K 16, V 16), 120 KB for the three, ~78 bytes a cycle of the 128 an SM has: with Q in registers 96 KB (-20%),
+# and the Q descriptor's uniform arithmetic leaves the loop. The half-width diagonal block keeps its shared-memory
+# Q K^T; a dead warpgroup (rows past s_q) loads no fragments. Predicted: d64 level to +2%; every other function SASS
+# SAME as v37's.
+QRS64_EDITS = [
+    QRS128_EDITS[0],
+    ("      for (int i = first_block; i < live_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n",
+     "      // next_qrs64: d64's Q rows of this warpgroup as A fragments, loaded once a tile (Q has landed: q_full above)\n"
+     "      uint32_t q_frag[Dp == 64 ? kQkSteps : 1][4];\n"
+     "      if constexpr (Dp == 64) {\n"
+     "        if (first_block < live_blocks) {\n"
+     "#pragma unroll\n"
+     "          for (int kk = 0; kk < kQkSteps; ++kk) {\n"
+     "            const int r = warp * 16 + lane % 16, c = kk * 16 + (lane / 16) * 8;\n"
+     "            ldmatrix_x4(q_frag[kk], q_half + (c / 64) * Cfg::kBlockM * 128 + r * 128 + (((c % 64) / 8) ^ (r % 8)) * 16);\n"
+     "          }\n"
+     "        }\n"
+     "      }\n"
+     "      for (int i = first_block; i < live_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n"),
+    ("          const uint64_t da = desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
+     "          const uint64_t db = desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n"
+     "          mma_qk<T, BN>(s_acc, da, db, kk > 0);\n",
+     "          const uint64_t db = desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n"
+     "          if constexpr (Dp == 64) {  // next_qrs64\n"
+     "            if constexpr (kIsBf16<T>) wgmma_rs_kn128_bf16(s_acc, q_frag[kk], db, kk > 0);\n"
+     "            else wgmma_rs_kn128_f16(s_acc, q_frag[kk], db, kk > 0);\n"
+     "          } else {\n"
+     "            const uint64_t da = desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
+     "            mma_qk<T, BN>(s_acc, da, db, kk > 0);\n"
+     "          }\n"),
+]
+
+
 # name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vtmore37": ("kernel.cu", "// next_vtmore37: v37 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
@@ -250,6 +286,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_vt256u37": ("kernel.cu", "// next_vt256u37: v37 with the V thread also in unmasked long d256.\n", VT256U37_EDITS),
     "next_qrs128": ("kernel.cu", "// next_qrs128: v37 with Q K^T's A operand from registers in the 128-row d96/d128 functions.\n",
                     QRS128_EDITS),
+    "next_qrs64": ("kernel.cu", "// next_qrs64: v37 with Q K^T's A operand from registers in the d64 functions.\n", QRS64_EDITS),
     "next_sec4": ("kernel.cu", "// next_sec4: v37 with causal tile sections of 4 MB of K/V.\n", SEC4_EDITS),
     "next_sec48": ("kernel.cu", "// next_sec48: v37 with causal tile sections of 48 MB of K/V.\n", SEC48_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
