@@ -28,13 +28,12 @@ class Backend:
         last real gain, and why the best mark sits where it does (questions.plateau), judged at the running
         bank's thresholds (the defaults without an engine)."""
         from ks_tui.attempts.model import since_best
-        from ks_tui.questions import DecisionConfig, from_attempt_dict, plateau, plateau_lines
+        from ks_tui.questions import DecisionConfig, plateau, plateau_lines, views_of
 
         attempts = self.store.attempts(self.session_id)
         if not attempts:
             return [], []
-        results = self.store.results(self.session_id)
-        history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
+        history = views_of(attempts, self.store.results(self.session_id))
         bank = getattr(self.engine, "bank", None)
         best, _ = since_best(attempts)
         lines = plateau_lines(plateau(history, bank.config if bank else DecisionConfig(), best), best)

@@ -304,15 +304,14 @@ def _record_question(args, store, session_id: str, question, bank) -> None:
     """The question bank's efficacy record: this attempt answered `question`; and every
     earlier ask of the session that now has enough attempts after it gets its outcome."""
     from ks_tui.paths import find_workspace, main_workspace
-    from ks_tui.questions import EfficacyStore, from_attempt_dict
+    from ks_tui.questions import EfficacyStore, views_of
 
     if question is None and bank is None:
         try:
             bank = _bank_for(args)
         except KsError:
             return  # no readable bank: nothing to settle against
-    results = store.results(session_id)
-    history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in store.attempts(session_id)]
+    history = views_of(store.attempts(session_id), store.results(session_id))
     efficacy = EfficacyStore(main_workspace(find_workspace(args.workspace)), k=bank.config.efficacy_k)
     try:
         # Attempts in a row that answer one question are one ask, not a new ask each.
@@ -355,16 +354,13 @@ def _plateau(args, store, sid: str, attempts, best: int | None):
     more than the noise (the bank's floor, or the spread repeated runs of one kernel showed), or a
     run of the best kernel timed beside it by more than the paired noise; and, when the best mark
     sits on a run that was no gain, by how much it leads."""
-    from ks_tui.questions import DecisionConfig, from_attempt_dict
-    from ks_tui.questions.plateau import plateau
+    from ks_tui.questions import DecisionConfig, plateau, views_of
 
     try:
         config = _bank_for(args).config
     except KsError:  # no readable bank: the default thresholds
         config = DecisionConfig()
-    results = store.results(sid)
-    history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
-    return plateau(history, config, best)
+    return plateau(views_of(attempts, store.results(sid)), config, best)
 
 
 def cmd_log(args) -> int:

@@ -148,14 +148,13 @@ def cmd_settle(args) -> int:
     never reach K; `ks run` settles it when the session stops, and this does the same by hand:
     an ask with at least one measured attempt after it gets its outcome from those."""
     from ks_tui.attempts import AttemptStore
-    from ks_tui.questions import EfficacyStore, from_attempt_dict
+    from ks_tui.questions import EfficacyStore, views_of
 
     workspace = _workspace(args)
     bank = _bank(args, args.bank)
     store = AttemptStore(workspace)
     info = store.session(args.session) if args.session else store.latest_session()
-    results = store.results(info.id)
-    history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in store.attempts(info.id)]
+    history = views_of(store.attempts(info.id), store.results(info.id))
     efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k)
     try:
         written = efficacy.settle(info.id, history, final=True) if efficacy.path.exists() else 0
@@ -179,7 +178,7 @@ def cmd_settle(args) -> int:
 
 def cmd_next(args) -> int:
     from ks_tui.questions import (DecisionPoint, EfficacyStore, build_context, detect,
-                                  from_attempt_dict, select)
+                                  select, views_of)
 
     from ks_tui.attempts import AttemptStore
 
@@ -193,7 +192,7 @@ def cmd_next(args) -> int:
     attempts = store.attempts(info.id)
     # Stored results supply device, TFLOP/s and kernel hash (the noise estimate, the peak check).
     results = store.results(info.id)
-    history = [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
+    history = views_of(attempts, results)
     result = results.get(attempts[-1].number) if attempts else None
 
     efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k)

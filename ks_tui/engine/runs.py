@@ -85,10 +85,9 @@ class AttemptsMixin:
 
     def _history(self, attempts=None):
         """The attempts as the question bank sees them (read from the store unless given)."""
-        from ks_tui.questions import from_attempt_dict
+        from ks_tui.questions import views_of
 
-        attempts = self.store.attempts(self.id) if attempts is None else attempts
-        return [from_attempt_dict(a.to_dict(), self.results.get(a.number)) for a in attempts]
+        return views_of(self.store.attempts(self.id) if attempts is None else attempts, self.results)
 
     def _after_attempt(self, attempts=None) -> None:
         from ks_tui.questions import detect

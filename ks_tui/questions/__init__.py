@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and editors
     from ks_tui.questions.config import DecisionConfig, check_thresholds
     from ks_tui.questions.context import build_context
     from ks_tui.questions.efficacy import EfficacyStats, EfficacyStore, Tally, compute_stats
-    from ks_tui.questions.history import AttemptView, best_speedup, from_attempt_dict
+    from ks_tui.questions.history import AttemptView, best_speedup, from_attempt_dict, views_of
     from ks_tui.questions.points import (DecisionPoint, Lead, best_lead, detect, effective_noise, last_gain,
                                          measured_noise)
     from ks_tui.questions.plateau import Plateau, plateau, plateau_lines
@@ -32,7 +32,7 @@ _EXPORTS = {
     "config": ("DecisionConfig", "check_thresholds"),
     "context": ("build_context",),
     "efficacy": ("EfficacyStats", "EfficacyStore", "Tally", "compute_stats"),
-    "history": ("AttemptView", "best_speedup", "from_attempt_dict"),
+    "history": ("AttemptView", "best_speedup", "from_attempt_dict", "views_of"),
     "points": ("DecisionPoint", "Lead", "best_lead", "detect", "effective_noise", "last_gain", "measured_noise"),
     "plateau": ("Plateau", "plateau", "plateau_lines"),
     "selection": ("rank", "select"),

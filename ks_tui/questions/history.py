@@ -7,7 +7,7 @@ result, so this package never imports git or the harness.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ks_tui import best_rule
 from ks_tui.questions.vocab import FAILURE_STATUSES, UNMEASURED_STATUSES
@@ -85,6 +85,12 @@ def scope_of(mode: str | None, result: dict[str, Any] | None = None) -> str:
         if result.get("selection"):
             return "subset"
     return "full"
+
+
+def views_of(attempts: Iterable[Any], results: Mapping[int, dict[str, Any]]) -> list[AttemptView]:
+    """The question bank's view of a session: each attempt (anything with `number` and `to_dict()`, as the
+    store's Attempt) with its stored result (`results`, by attempt number, as `AttemptStore.results` gives)."""
+    return [from_attempt_dict(a.to_dict(), results.get(a.number)) for a in attempts]
 
 
 def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -> AttemptView:

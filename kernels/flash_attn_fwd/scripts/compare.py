@@ -46,6 +46,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from families import tile_kind  # noqa: E402  (best/kernel.cu's dispatch of an unmasked launch, as families.py models it)
+
 REPO = Path(__file__).resolve().parents[3]
 WORK = Path(os.environ.get("OUT", "/tmp")) / "work"
 DEADLINE = float(os.environ.get("KS_DEADLINE", time.time() + 540))
@@ -134,17 +137,9 @@ FILTERS = {
     "tma4k": lambda p: p["d"] in (96, 128) and (2048 < p["s_k"] <= 4096 or (p["causal"] and p["s_q"] < p["s_k"])),
     # session 29: the unmasked launches of the functions next_vtmore37 gives the V thread (31): d256 with s_k > 2048
     # (the register epilogue) and d128 on 128-row tiles (where the dispatch's wave rule keeps them off 192 rows)
-    "vtmore": lambda p: not p["causal"] and ((p["d"] == 256 and p["s_k"] > 2048) or (p["d"] == 128 and not _rows192(p))),
+    "vtmore": lambda p: not p["causal"] and ((p["d"] == 256 and p["s_k"] > 2048)
+                                             or (p["d"] == 128 and tile_kind(p)[0] == 128)),
 }
-
-
-def _rows192(p: dict) -> bool:
-    """best/kernel.cu's wave rule for an unmasked d96/d128 launch (132 SMs): 192-row tiles where ceil(tiles / SMs) x
-    rows is at most 3.5% above 128-row tiles'."""
-    bh, sms, s_q = p["b"] * p["h_q"], 132, p["s_q"]
-    waves192 = (bh * ((s_q + 191) // 192) + sms - 1) // sms * 192
-    waves128 = (bh * ((s_q + 127) // 128) + sms - 1) // sms * 128
-    return waves192 * 1000 <= waves128 * 1035
 
 
 def grid() -> list[dict]:
