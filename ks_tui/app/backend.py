@@ -28,7 +28,7 @@ class Backend:
         last real gain, and why the best mark sits where it does (questions.plateau), judged at the running
         bank's thresholds (the defaults without an engine)."""
         from ks_tui.attempts.model import since_best
-        from ks_tui.questions import DecisionConfig, plateau, plateau_lines, views_of
+        from ks_tui.questions import DecisionConfig, plateau_lines, plateau_of, views_of
 
         attempts = self.store.attempts(self.session_id)
         if not attempts:
@@ -36,7 +36,7 @@ class Backend:
         history = views_of(attempts, self.store.results(self.session_id))
         bank = getattr(self.engine, "bank", None)
         best, _ = since_best(attempts)
-        lines = plateau_lines(plateau(history, bank.config if bank else DecisionConfig(), best), best)
+        lines = plateau_lines(plateau_of(history, bank.config if bank else DecisionConfig(), best), best)
         return [a.to_dict() for a in attempts], lines
 
     def result(self, ref: str | int) -> dict[str, Any]:

@@ -354,13 +354,13 @@ def _plateau(args, store, sid: str, attempts, best: int | None):
     more than the noise (the bank's floor, or the spread repeated runs of one kernel showed), or a
     run of the best kernel timed beside it by more than the paired noise; and, when the best mark
     sits on a run that was no gain, by how much it leads."""
-    from ks_tui.questions import DecisionConfig, plateau, views_of
+    from ks_tui.questions import DecisionConfig, plateau_of, views_of
 
     try:
         config = _bank_for(args).config
     except KsError:  # no readable bank: the default thresholds
         config = DecisionConfig()
-    return plateau(views_of(attempts, store.results(sid)), config, best)
+    return plateau_of(views_of(attempts, store.results(sid)), config, best)
 
 
 def cmd_log(args) -> int:

@@ -31,7 +31,7 @@ class Plateau:
                 "best_lead": lead}
 
 
-def plateau(history: Sequence[AttemptView], config: DecisionConfig, best: int | None) -> Plateau:
+def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int | None) -> Plateau:
     """The plateau of `history` (oldest first) whose best mark is on attempt `best` (None: no mark)."""
     noise = effective_noise(history, config)
     number, since = last_gain(history, noise, config.paired_noise)
