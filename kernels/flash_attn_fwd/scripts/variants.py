@@ -289,6 +289,16 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_qrs64": ("kernel.cu", "// next_qrs64: v37 with Q K^T's A operand from registers in the d64 functions.\n", QRS64_EDITS),
     "next_sec4": ("kernel.cu", "// next_sec4: v37 with causal tile sections of 4 MB of K/V.\n", SEC4_EDITS),
     "next_sec48": ("kernel.cu", "// next_sec48: v37 with causal tile sections of 48 MB of K/V.\n", SEC48_EDITS),
+    # Combinations, for a full-grid A/B of whatever holds in its own subset (edits apply in order; QRS64_EDITS[0] is
+    # QRS128_EDITS[0], the shared helpers).
+    "next_qrs37": ("kernel.cu", "// next_qrs37: v37 with Q K^T's A operand from registers in the 128-row d96/d128 and the d64 functions.\n",
+                   QRS128_EDITS + QRS64_EDITS[1:]),
+    "next_qrsvt37": ("kernel.cu", "// next_qrsvt37: next_qrs37 with the V thread also in unmasked long d256.\n",
+                     QRS128_EDITS + QRS64_EDITS[1:] + VT256U37_EDITS),
+    "next_qrs128vt37": ("kernel.cu", "// next_qrs128vt37: next_qrs128 with the V thread also in unmasked long d256.\n",
+                        QRS128_EDITS + VT256U37_EDITS),
+    "next_qrs64vt37": ("kernel.cu", "// next_qrs64vt37: next_qrs64 with the V thread also in unmasked long d256.\n",
+                       QRS64_EDITS + VT256U37_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
