@@ -34,6 +34,7 @@ from ks_tui.attempts.locks import check_git_locks, session_lock
 from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary, current_device, fastest
 from ks_tui.attempts.remarks import REMARKS_REF, parse_remarks, remark_line
 from ks_tui.errors import InputFileError, KsError
+from ks_tui.pairs import DECLARED, declared_pair
 from ks_tui.paths import main_workspace
 from ks_tui.session import Trace
 
@@ -588,6 +589,46 @@ class AttemptStore:
         Trace(self.trace_path(info.id)).append("remark", {"attempt": target.number, "sha": target.sha,
                                                           "author": author, "text": parse_remarks(line)[0]["text"]})
         return resolve_in(self._attempts(info), info.id, target.number)
+
+    def remark_same_call(self, sid: str, ref: str | int, other: str | int, text: str,
+                         author: str = "human") -> tuple[Attempt, Attempt]:
+        """Declare, by a remark on each, that attempt `ref`'s run was timed in the same device call as
+        attempt `other`'s (for runs without a pair tag of their own: made before tags existed, or by
+        hand). `ref` joins `other`'s pair (its run's tag or a declared one), or both get a new tag
+        `declared:<other's sha>`. KsError, writing nothing, when the two cannot be one call's runs:
+        the same attempt, one not measured, measured on different devices, or `ref` already paired."""
+        info = self.session(sid)
+        attempts = self._attempts(info)
+        me, them = resolve_in(attempts, info.id, ref), resolve_in(attempts, info.id, other)
+        if me.number == them.number:
+            raise KsError(f"attempt {me.number} cannot be declared timed beside itself")
+        if not " ".join(text.split()):
+            raise KsError("a same-call remark needs the evidence (which call, where its files are)",
+                          hint=f'ks remark {me.number} --same-call {them.number} "call 5: one interleaved round, results/..."')
+        notes = self._result_notes(info)
+        results = {a.number: _json_object(notes.get(a.sha, "")) for a in (me, them)}
+        for a in (me, them):
+            if a.rollback_of is not None or a.status == "unchecked" or not results[a.number]:
+                raise KsError(f"attempt {a.number} has no run of its own to pair "
+                              f"({'a rollback' if a.rollback_of is not None else 'no stored result'})")
+        dev_me, dev_them = (results[a.number].get("device") or a.device for a in (me, them))
+        if dev_me and dev_them and dev_me != dev_them:
+            raise KsError(f"attempts {me.number} and {them.number} ran on different devices "
+                          f"({dev_me}; {dev_them}), so not in one call")
+        mine = results[me.number].get("pair") or declared_pair(me.remarks)
+        if mine:
+            raise KsError(f"attempt {me.number} is already paired (tag {mine}): a run has one call",
+                          hint=f"declare the other attempts beside it: ks remark N --same-call {me.number} TEXT")
+        tag = results[them.number].get("pair") or declared_pair(them.remarks) or f"{DECLARED}{them.sha[:12]}"
+        lines = [(me, remark_line(f"timed in the same call as #{them.number}: {text}", author, pair=tag))]
+        if not (results[them.number].get("pair") or declared_pair(them.remarks)):
+            lines.append((them, remark_line(f"timed in the same call as #{me.number}: {text}", author, pair=tag)))
+        for a, line in lines:
+            self._notes(REMARKS_REF, "append", a.sha, text=line, what="storing the remark as a git note")
+            Trace(self.trace_path(info.id)).append("remark", {"attempt": a.number, "sha": a.sha, "author": author,
+                                                              "text": parse_remarks(line)[0]["text"], "pair": tag})
+        now = self._attempts(info)
+        return resolve_in(now, info.id, me.number), resolve_in(now, info.id, them.number)
 
     def remark_notes(self, sid: str) -> dict[str, str]:
         """{commit sha: the raw remarks note} for the session's attempts that have remarks (for export)."""

@@ -87,6 +87,10 @@ def register(sub) -> None:
     p.add_argument("text", metavar="TEXT", nargs="+", help="the remark (one line; words are joined by spaces)")
     _session_arg(p)
     p.add_argument("--author", choices=("human", "agent"), default="human", help="who says it (default: human)")
+    p.add_argument("--same-call", metavar="N", default=None,
+                   help="declare ATTEMPT's run timed in the same device call as attempt N's (runs without a pair "
+                        "tag of their own); TEXT is the evidence. Both get a remark; the question bank then judges "
+                        "them as one `ks compare` round")
     p.add_argument("--json", action="store_true", help="print the attempt with its remarks as one JSON document")
     p.set_defaults(func=cmd_remark)
 
@@ -377,7 +381,8 @@ def cmd_log(args) -> int:
         _dump({"session": info.to_dict(), "attempts": [a.to_dict() for a in attempts],
                "best": best, "attempts_since_best": after,
                **(stand.to_dict() if stand else
-                  {"noise": None, "last_gain": None, "attempts_since_gain": None, "best_lead": None})})
+                  {"noise": None, "last_gain": None, "attempts_since_gain": None,
+                   "last_gain_paired": None, "best_lead": None})})
     elif not attempts:
         print(f"session {info.id} ({info.task}): no attempts yet")
     else:
@@ -425,12 +430,20 @@ def cmd_remark(args) -> int:
 
     store = _store(args)
     info, attempt = _find_attempt(store, args)
-    attempt = store.remark(info.id, attempt.number, " ".join(args.text), author=args.author)
-    if args.json:
-        _dump({"session": info.id, "attempt": attempt.to_dict()})
+    if args.same_call is None:
+        shown = [store.remark(info.id, attempt.number, " ".join(args.text), author=args.author)]
     else:
-        print(attempt_line(attempt).strip())
-        print(remarks_text(attempt))
+        shown = list(store.remark_same_call(info.id, attempt.number, args.same_call, " ".join(args.text),
+                                            author=args.author))
+    if args.json:
+        doc = {"session": info.id, "attempt": shown[0].to_dict()}
+        if len(shown) > 1:
+            doc["other"] = shown[1].to_dict()
+        _dump(doc)
+    else:
+        for a in shown:
+            print(attempt_line(a).strip())
+            print(remarks_text(a))
     return EXIT_OK
 
 

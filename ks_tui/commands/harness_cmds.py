@@ -10,6 +10,7 @@ import json
 import os
 import sys
 
+from ks_tui.pairs import DECLARED
 from ks_tui.errors import EXIT_KERNEL_FAILED, EXIT_OK, KsError
 
 
@@ -136,6 +137,8 @@ def _pair_tag(tag: str | None) -> str:
     tag = tag.strip()
     if not tag or len(tag) > 100 or any(c.isspace() for c in tag):
         raise KsError(f"--pair wants a tag of 1-100 characters without spaces, not {tag!r}")
+    if tag.startswith(DECLARED):
+        raise KsError(f"--pair tags starting with {DECLARED!r} are the ones `ks remark --same-call` declares")
     return tag
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ks_tui import best_rule
+from ks_tui.pairs import declared_pair
 from ks_tui.questions.vocab import FAILURE_STATUSES, UNMEASURED_STATUSES
 
 
@@ -116,7 +117,8 @@ def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -
         author=str(d.get("author") or "agent"),
         rollback_of=int(rollback_of) if rollback_of is not None else None,
         scope=scope_of(d.get("mode"), result),
-        pair=str(result.get("pair") or ""),
+        # a run's own tag, else one a remark declared after the fact (`ks remark N --same-call M`)
+        pair=str(result.get("pair") or declared_pair(d.get("remarks") or [])),
     )
 
 

@@ -13,44 +13,60 @@ from typing import Sequence
 
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView
-from ks_tui.questions.points import Lead, best_lead, effective_noise, last_gain
+from ks_tui.questions.points import Gain, Lead, best_lead, effective_noise, gain_of
 
 
 @dataclass(frozen=True)
 class Plateau:
     noise: float                 # the bar between device calls (the bank's floor or the measured spread)
-    last_gain: int | None        # the last attempt that was a real gain
-    since_gain: int | None       # measured attempts after it
+    gain: Gain                   # the last real gain, the attempts since, and the same-call run it beat if any
+    paired_noise: float | None = None  # the bar of a same-call pair
     lead: Lead | None = None     # the best mark's lead, when its run was no gain and leads inside its bar
     bar: float | None = None     # that bar: paired_noise for a run beside it, else noise
+
+    @property
+    def last_gain(self) -> int | None:
+        return self.gain.number
+
+    @property
+    def since_gain(self) -> int | None:
+        return self.gain.since
 
     def to_dict(self) -> dict:
         lead = None if self.lead is None else {"over": self.lead.over, "ratio": round(self.lead.ratio, 6),
                                                 "paired": self.lead.paired, "bar": self.bar}
+        g = self.gain
+        paired = None if g.over is None else {"over": g.over, "ratio": round(g.ratio, 6), "bar": self.paired_noise,
+                                              "declared": g.declared}
         return {"noise": self.noise, "last_gain": self.last_gain, "attempts_since_gain": self.since_gain,
-                "best_lead": lead}
+                "last_gain_paired": paired, "best_lead": lead}
 
 
 def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int | None) -> Plateau:
     """The plateau of `history` (oldest first) whose best mark is on attempt `best` (None: no mark)."""
     noise = effective_noise(history, config)
-    number, since = last_gain(history, noise, config.paired_noise)
-    if best is None or best == number:
-        return Plateau(noise, number, since)
+    gain = gain_of(history, noise, config.paired_noise)
+    if best is None or best == gain.number:
+        return Plateau(noise, gain, config.paired_noise)
     lead = best_lead(history, best)
     bar = config.paired_noise if lead and lead.paired else noise
     if lead is None or lead.ratio > 1 + bar:  # above it the mark moved for another reason (a re-measure)
-        return Plateau(noise, number, since)
-    return Plateau(noise, number, since, lead, bar)
+        return Plateau(noise, gain, config.paired_noise)
+    return Plateau(noise, gain, config.paired_noise, lead, bar)
 
 
 def plateau_lines(p: Plateau, best: int | None) -> list[str]:
     """The lines `ks log` prints under its table (and the history screen under its title)."""
     lines = []
-    if p.last_gain is not None:
-        n = p.since_gain
-        lines.append(f"(last gain above the {p.noise:.1%} noise: #{p.last_gain}; "
-                     f"{n} attempt{'' if n == 1 else 's'} since)")
+    g = p.gain
+    if g.number is not None:
+        n = f"{g.since} attempt{'' if g.since == 1 else 's'} since"
+        if g.over is None:
+            lines.append(f"(last gain above the {p.noise:.1%} noise: #{g.number}; {n})")
+        else:  # inside the bar between calls, above the same-call one
+            how = "declared timed in the same call (a remark)" if g.declared else "timed in the same call"
+            lines.append(f"(last gain: #{g.number}, {g.ratio - 1:+.2%} over #{g.over}, {how}, above the "
+                         f"{p.paired_noise:.1%} same-call noise; {n})")
     if p.lead is not None and best is not None:
         beside = ", timed in the same call," if p.lead.paired else ""
         kind = "same-call noise" if p.lead.paired else "noise between calls"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ks_tui import best_rule
+from ks_tui.pairs import DECLARED
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView
 from ks_tui.questions.vocab import POINTS
@@ -53,9 +54,26 @@ def effective_noise(history: Sequence[AttemptView], config: DecisionConfig) -> f
     return max(config.noise, measured_noise(history))
 
 
+@dataclass(frozen=True)
+class Gain:
+    """The last real gain (`gain_of`): which attempt, how many came after it, and, when only a run of the best
+    kernel timed beside it showed the gain (not the bar between calls), that run and the lead over it."""
+    number: int | None
+    since: int | None
+    over: int | None = None    # the partner's attempt number, for a gain by a same-call pair
+    ratio: float | None = None  # the gain's speedup over the partner's
+    declared: bool = False     # the pair was declared by a remark (`ks remark --same-call`), not tagged by its runs
+
+
 def last_gain(history: Sequence[AttemptView], noise: float,
               paired_noise: float | None = None) -> tuple[int | None, int | None]:
-    """(the number of the last attempt that was a real gain, the attempts after it); the count is
+    """(the number of the last attempt that was a real gain, the attempts after it); see gain_of."""
+    g = gain_of(history, noise, paired_noise)
+    return g.number, g.since
+
+
+def gain_of(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> Gain:
+    """The last attempt that was a real gain and the attempts after it; the count is
     None before the first correct timed attempt, the number None while no attempt was a gain.
 
     A gain is a correct attempt whose speedup beats the best so far over the same scenarios
@@ -78,6 +96,7 @@ def last_gain(history: Sequence[AttemptView], noise: float,
     best_kernel: dict[tuple[str, str], str] = {}  # whose speed best holds: a partner must have timed it
     since: int | None = None
     number: int | None = None
+    by: AttemptView | None = None  # the partner that showed the last gain, when the bar between calls did not
     seen: set[tuple[str, str]] = set()
     for a in history:
         if not a.measured:
@@ -92,24 +111,31 @@ def last_gain(history: Sequence[AttemptView], noise: float,
         if s is not None and a.scope != "subset" and key not in best and since is not None:
             best[key], best_kernel[key] = s, a.kernel_sha256  # another scope or device: its reference
             s = None
-        gain = s is not None and not again and a.scope != "subset" and (
-            key not in best or s > best[key] * (1 + noise)
-            or _beats_partner(a, s, best_kernel.get(key, ""), partners.get(a.pair, ()), paired_noise))
-        if gain:
+        plain = s is not None and (key not in best or s > best[key] * (1 + noise))
+        partner = None
+        if s is not None and not plain:
+            partner = _beaten_partner(a, s, best_kernel.get(key, ""), partners.get(a.pair, ()), paired_noise)
+        if not again and a.scope != "subset" and (plain or partner is not None):
             # a paired gain can read below the best's reading from another call: keep the higher bar
             best[key], best_kernel[key], since, number = max(s, best.get(key, s)), a.kernel_sha256, 0, a.number
+            by = partner
         elif since is not None or s is not None:
             since = (since or 0) + 1
-    return number, since
+    if by is None or number is None:
+        return Gain(number, since)
+    me = next(a for a in history if a.number == number and a.measured)
+    return Gain(number, since, by.number, me.timed_speedup / by.timed_speedup, me.pair.startswith(DECLARED))
 
 
-def _beats_partner(a: AttemptView, s: float, best_kernel: str, partners: Sequence[AttemptView],
-                   paired_noise: float | None) -> bool:
-    """Whether `a` (speedup s) beats, by more than paired_noise, a run of the best kernel timed in its round."""
+def _beaten_partner(a: AttemptView, s: float, best_kernel: str, partners: Sequence[AttemptView],
+                    paired_noise: float | None) -> AttemptView | None:
+    """The run of the best kernel timed in `a`'s round that `a` (speedup s) beats by more than paired_noise
+    (the fastest such run), or None."""
     if paired_noise is None or not best_kernel or a.kernel_sha256 == best_kernel:
-        return False
-    return any(p is not a and p.kernel_sha256 == best_kernel and p.device == a.device and p.scope == a.scope
-               and s > p.timed_speedup * (1 + paired_noise) for p in partners)
+        return None
+    beaten = [p for p in partners if p is not a and p.kernel_sha256 == best_kernel and p.device == a.device
+              and p.scope == a.scope and s > p.timed_speedup * (1 + paired_noise)]
+    return max(beaten, key=lambda p: p.timed_speedup, default=None)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from tests.attempts.conftest import git, result_for
 from tests.attempts.test_cli import bad_input, ks, toy_session  # noqa: F401 (the fixture)
 
 
-def _attempt(ws, sid, kernel, tmp_path, n: int, speedup: float) -> None:
-    kernel.write_text(kernel.read_text() + f"// version {n}\n")
+def _attempt(ws, sid, kernel, tmp_path, n: int, speedup: float, change: bool = True, **fields) -> None:
+    if change:
+        kernel.write_text(kernel.read_text() + f"// version {n}\n")
     res = tmp_path / f"r{n}.json"
-    res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
+    res.write_text(json.dumps({**result_for(kernel, speedup=speedup), **fields}))
     out = ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}: +17% on q128", cwd=ws)
     assert out.returncode == 0, out.stderr
 
@@ -139,3 +140,64 @@ def test_a_summary_longer_than_the_subject_is_kept_whole_in_the_commit_body(toy_
     log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
     assert log[1]["description"] == "" and "summary:" not in ks("show", "2", "-s", sid, cwd=ws).stdout
     assert log[2]["rollback_of"] == 1 and log[2]["summary"].startswith("rollback to attempt 1: next_l2pf1")
+
+
+def test_a_same_call_remark_pairs_two_runs_and_the_log_judges_them_side_by_side(toy_session, tmp_path):
+    """Runs measured in one device call before pair tags existed: the bar between calls (2%) hides
+    a +1% gain that the two runs, declared side by side, show against the same-call bar (0.5%)."""
+    ws, sid, kernel = toy_session
+    _attempt(ws, sid, kernel, tmp_path, 1, 1.00)
+    _attempt(ws, sid, kernel, tmp_path, 2, 1.002, change=False)  # the same kernel again, in the later call
+    _attempt(ws, sid, kernel, tmp_path, 3, 1.012)                 # a new kernel, in that call too
+    _attempt(ws, sid, kernel, tmp_path, 4, 1.01, device="NVIDIA H200")
+    doc = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)
+    assert (doc["last_gain"], doc["last_gain_paired"]) == (1, None)
+
+    out = ks("remark", "3", "-s", sid, "--same-call", "2", "call 5, one interleaved round", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert "timed in the same call as #2: call 5, one interleaved round" in out.stdout
+    log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)
+    assert (log["last_gain"], log["attempts_since_gain"]) == (3, 1)  # #4: the H200's first run, its reference
+    assert log["last_gain_paired"]["over"] == 2 and log["last_gain_paired"]["declared"] is True
+    assert abs(log["last_gain_paired"]["ratio"] - 1.012 / 1.002) < 1e-6
+    remarks = {a["number"]: a["remarks"] for a in log["attempts"]}
+    assert remarks[2][0]["pair"] == remarks[3][0]["pair"] and remarks[3][0]["pair"].startswith("declared:")
+    assert remarks[2][0]["text"] == "timed in the same call as #3: call 5, one interleaved round"
+    table = ks("log", "-s", sid, cwd=ws).stdout
+    assert "(last gain: #3, +1.00% over #2, declared timed in the same call (a remark)" in table
+    trace = [json.loads(line) for line in (ws / "sessions" / sid / "trace.jsonl").read_text().splitlines()]
+    assert [(t["payload"]["attempt"], t["payload"]["pair"]) for t in trace if t["kind"] == "remark"] == [
+        (3, remarks[3][0]["pair"]), (2, remarks[3][0]["pair"])]
+
+    # What cannot be one call's pair is refused, and nothing is written.
+    notes = git(ws, "notes", f"--ref={REMARKS_REF}", "list")
+    bad_input(ks("remark", "3", "-s", sid, "--same-call", "1", "again", cwd=ws), "attempt 3 is already paired")
+    bad_input(ks("remark", "4", "-s", sid, "--same-call", "1", "x", cwd=ws), "ran on different devices")
+    bad_input(ks("remark", "1", "-s", sid, "--same-call", "1", "x", cwd=ws), "beside itself")
+    bad_input(ks("remark", "1", "-s", sid, "--same-call", "9", "x", cwd=ws), "no attempt 9")
+    bad_input(ks("remark", "1", "-s", sid, "--same-call", "2", "  ", cwd=ws), "needs the evidence")
+    assert ks("rollback", "1", "-s", sid, cwd=ws).returncode == 0
+    bad_input(ks("remark", "5", "-s", sid, "--same-call", "1", "x", cwd=ws), "a rollback")
+    assert git(ws, "notes", f"--ref={REMARKS_REF}", "list") == notes
+
+    # A third run joins the pair's tag; the declared pairs travel with an export.
+    assert ks("remark", "1", "-s", sid, "--same-call", "2", "also in call 5", cwd=ws).returncode == 0
+    log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)
+    assert log["attempts"][0]["remarks"][0]["pair"] == remarks[3][0]["pair"]
+    assert len(log["attempts"][1]["remarks"]) == 1  # #2 had a tag already: no second remark on it
+    export = tmp_path / "s.tgz"
+    assert ks("session", "export", sid, str(export), cwd=ws).returncode == 0
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "--quiet", "--branch", git(ws, "branch", "--show-current").strip(), str(ws), str(clone))
+    assert ks("session", "import", str(export), cwd=clone).returncode == 0
+    assert json.loads(ks("log", "-s", sid, "--json", cwd=clone).stdout)["last_gain_paired"]["over"] == 2
+
+
+def test_a_run_with_its_own_pair_tag_is_not_declared_again(toy_session, tmp_path):
+    ws, sid, kernel = toy_session
+    _attempt(ws, sid, kernel, tmp_path, 1, 1.0, pair="run7:1")
+    _attempt(ws, sid, kernel, tmp_path, 2, 1.1)
+    bad_input(ks("remark", "1", "-s", sid, "--same-call", "2", "x", cwd=ws), "already paired (tag run7:1)")
+    assert ks("remark", "2", "-s", sid, "--same-call", "1", "round 1 of run7", cwd=ws).returncode == 0
+    log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
+    assert log[1]["remarks"][0]["pair"] == "run7:1" and log[0]["remarks"] == []  # it joins the run's own tag

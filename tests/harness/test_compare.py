@@ -142,6 +142,8 @@ def test_bench_pair_tags_the_result_and_refuses_a_tag_that_names_nothing(tmp_pat
     assert "pair" not in json.loads(plain.stdout)
     bad = run_ks("bench", "attention_cpu", "--pair", "two words")
     assert bad.returncode == 2 and "--pair wants a tag" in bad.stderr and "Traceback" not in bad.stderr
+    taken = run_ks("bench", "attention_cpu", "--pair", "declared:abc")  # the prefix of pairs a remark declares
+    assert taken.returncode == 2 and "ks remark --same-call" in taken.stderr and "Traceback" not in taken.stderr
 
 
 @pytest.mark.parametrize("args, needle", [

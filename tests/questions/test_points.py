@@ -3,7 +3,7 @@
 import pytest
 
 from ks_tui.questions import DecisionConfig, detect, measured_noise
-from ks_tui.questions.points import attempts_since_gain, last_gain
+from ks_tui.questions.points import attempts_since_gain, gain_of, last_gain
 
 from .builders import fail, ok, run
 
@@ -259,6 +259,11 @@ def test_a_run_that_beats_the_best_kernel_timed_beside_it_is_a_gain_at_the_paire
     history = _paired_history()
     assert last_gain(history, 0.02) == (1, 3)  # unpaired: +1.1% over #1 is inside the 2% floor
     assert last_gain(history, 0.02, paired_noise=0.005) == (4, 0)
+    g = gain_of(history, 0.02, paired_noise=0.005)  # which run showed it, and by how much
+    assert (g.over, round(g.ratio, 6), g.declared) == (3, round(1.16068 / 1.15085, 6), False)
+    assert gain_of(history, 0.02).over is None
+    assert gain_of(_paired_history(pair="declared:abc"), 0.02, paired_noise=0.005).declared
+    assert gain_of(_paired_history(candidate=1.20), 0.02, paired_noise=0.005).over is None  # above the floor too
     config = DecisionConfig(plateau_n=3)
     assert [p.point for p in detect(history[:3], "attempt", config)] == []  # #2, #3: 2 since the gain
     assert "plateau" not in [p.point for p in detect(history, "attempt", config)]
