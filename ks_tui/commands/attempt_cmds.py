@@ -316,7 +316,8 @@ def _record_question(args, store, session_id: str, question, bank) -> None:
         except KsError:
             return  # no readable bank: nothing to settle against
     history = views_of(store.attempts(session_id), store.results(session_id))
-    efficacy = EfficacyStore(main_workspace(find_workspace(args.workspace)), k=bank.config.efficacy_k)
+    efficacy = EfficacyStore(main_workspace(find_workspace(args.workspace)), k=bank.config.efficacy_k,
+                             config=bank.config)
     try:
         # Attempts in a row that answer one question are one ask, not a new ask each.
         again = question is not None and len(history) > 1 and history[-2].question == question.id

@@ -35,6 +35,9 @@ def register(sub) -> None:
     se = qsub.add_parser("settle", help="close a finished session's pending asks with the attempts that followed them")
     se.add_argument("--session", "-s", metavar="ID", help="session id (default: the most recently active)")
     se.add_argument("--bank", metavar="FILE", help="question bank file (for its K; default: the workspace's)")
+    se.add_argument("--keep-open", action="store_true",
+                    help="the session goes on: write only what is due (outcomes of asks with K attempts after them, "
+                         "judgements of same-call gains), and leave the last ask's window open")
     se.add_argument("--json", action="store_true", help="print one JSON document")
     se.set_defaults(func=cmd_settle)
 
@@ -115,7 +118,7 @@ def cmd_stats(args) -> int:
     from ks_tui.questions import EfficacyStore
 
     bank = _bank(args, args.bank)
-    store = EfficacyStore(_workspace(args), k=bank.config.efficacy_k)
+    store = EfficacyStore(_workspace(args), k=bank.config.efficacy_k, config=bank.config)
     stats = store.stats(noise=bank.config.noise)
     if args.json:
         _print_json({"file": str(store.path), "k": store.k, "noise": bank.config.noise, **stats.to_dict()})
@@ -155,9 +158,9 @@ def cmd_settle(args) -> int:
     store = AttemptStore(workspace)
     info = store.session(args.session) if args.session else store.latest_session()
     history = views_of(store.attempts(info.id), store.results(info.id))
-    efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k)
+    efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k, config=bank.config)
     try:
-        written = efficacy.settle(info.id, history, final=True) if efficacy.path.exists() else 0
+        written = efficacy.settle(info.id, history, final=not args.keep_open) if efficacy.path.exists() else 0
     except OSError as e:
         raise KsError(f"cannot write the question record {efficacy.path}: {e.strerror}") from None
     records = efficacy.records() if efficacy.path.exists() else []
@@ -169,8 +172,9 @@ def cmd_settle(args) -> int:
                      "pending": [{"question": r.get("question"), "after_attempt": r.get("after_attempt")}
                                  for r in pending]})
         return 0
-    print(f"session {info.id}: {written} ask(s) settled now; {len(pending)} still pending"
-          + (" (no measured attempt after them yet)" if pending else ""))
+    why = (f" (fewer than {bank.config.efficacy_k} measured attempts after them, or none)" if args.keep_open
+           else " (no measured attempt after them yet)")
+    print(f"session {info.id}: {written} ask(s) settled now; {len(pending)} still pending" + (why if pending else ""))
     for r in pending:
         print(f"  {r.get('question')} (asked after attempt {r.get('after_attempt')})")
     return 0
@@ -195,7 +199,7 @@ def cmd_next(args) -> int:
     history = views_of(attempts, results)
     result = results.get(attempts[-1].number) if attempts else None
 
-    efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k)
+    efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k, config=bank.config)
     asked = efficacy.asked_ids(info.id) or [a.question for a in history if a.question]
     stats = efficacy.stats(noise=bank.config.noise)
     context = build_context(history, result, _task_language(store, info.id))

@@ -59,7 +59,7 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
         self.agent_enabled = has_api_key() if use_agent is None else use_agent
         self.task = load_task(store.task_dir(self.id), self.workspace)
         self.bank = load_bank(default_bank_path(self.workspace))
-        self.efficacy = EfficacyStore(self.workspace, k=self.bank.config.efficacy_k)
+        self.efficacy = EfficacyStore(self.workspace, k=self.bank.config.efficacy_k, config=self.bank.config)
         self.files = TaskFiles(self.task.dir, store.kernel_path(self.id), list(self.task.readonly))
         self.toolbox = ToolBox(self.files, self, enable_bash=cfg.enable_bash)
         self.trace_path = store.trace_path(self.id)

@@ -2,7 +2,10 @@
 
 For every question asked we write an `asked` record with the best correct speedup so far;
 once the next K attempts exist (or the session ends) an `outcome` record with the best
-after them. The file lives at <workspace>/sessions/question_efficacy.jsonl (git-ignored,
+after them. A rise inside the noise between calls can still be a gain when a run of the best
+kernel timed in the same call shows it (points.gain_of): settling writes a `judged` record for
+an outcome whose window holds such a gain, and again whenever that judgement changes (a pair
+declared later, `ks remark --same-call`); no record reads as no same-call gain. The file lives at <workspace>/sessions/question_efficacy.jsonl (git-ignored,
 shared by all sessions); each record is one line written under an exclusive lock, so
 several sessions can append at once, and a torn line is skipped rather than fatal.
 """
@@ -22,8 +25,9 @@ from typing import Any, Iterator, Sequence
 
 from ks_tui import best_rule
 from ks_tui.questions.bank import Question
+from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView, best_speedup
-from ks_tui.questions.points import measured_noise
+from ks_tui.questions.points import effective_noise, gain_of, measured_noise
 
 EFFICACY_FILE = "question_efficacy.jsonl"
 
@@ -79,14 +83,18 @@ def outcome_is_new_best(before: float | None, after: float | None, noise: float 
 
 
 def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped: int = 0) -> EfficacyStats:
-    """Statistics from asked/outcome records; the first outcome of an ask counts."""
+    """Statistics from asked/outcome/judged records; the first outcome of an ask counts, and its latest
+    judgement: a same-call gain in the window is a new best even inside `noise`."""
     asks: dict[str, dict] = {}
     outcomes: dict[str, dict] = {}
+    judged: dict[str, dict] = {}
     for r in records:
         if r.get("kind") == "asked" and r.get("ask"):
             asks.setdefault(r["ask"], r)
         elif r.get("kind") == "outcome" and r.get("ask"):
             outcomes.setdefault(r["ask"], r)
+        elif r.get("kind") == "judged" and r.get("ask"):
+            judged[r["ask"]] = r  # the file is in time order: the latest judgement wins
     stats = EfficacyStats(skipped_lines=skipped)
     for ask_id, a in asks.items():
         qid, cat = str(a.get("question")), str(a.get("category") or "")
@@ -102,16 +110,18 @@ def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped
         floor = max(noise, o.get("noise") or 0.0)
         for t in (per_q, per_c):
             t.settled += 1
-            t.new_best += outcome_is_new_best(before, after, floor)
+            t.new_best += (outcome_is_new_best(before, after, floor)
+                           or judged.get(ask_id, {}).get("paired_gain") is not None)
             if before and after is not None:
                 t.gains.append(after / before - 1)
     return stats
 
 
 class EfficacyStore:
-    def __init__(self, workspace: Path | str, k: int = 3):
+    def __init__(self, workspace: Path | str, k: int = 3, config: DecisionConfig | None = None):
         self.path = Path(workspace) / "sessions" / EFFICACY_FILE
         self.k = k
+        self.config = config or DecisionConfig()  # noise and paired_noise, to judge same-call gains
 
     @contextmanager
     def _locked(self) -> Iterator[int]:
@@ -254,9 +264,44 @@ class EfficacyStore:
                     counted = [h for h in counted if best_rule.comparable(h.device, here)]
                 best_after = best_speedup(counted)
                 seen = [h for h in history if h.number <= after[-1].number]
-                self._append(fd, self._outcome(a, best_after, len(after), noise=measured_noise(seen)))
+                outcome = self._outcome(a, best_after, len(after), noise=measured_noise(seen))
+                self._append(fd, outcome)
+                records.append(outcome)
                 written += 1
+            self._judge(fd, records, session, history)
         return written
+
+    def _judge(self, fd: int, records: list[dict[str, Any]], session: str, history: Sequence[AttemptView]) -> None:
+        """A `judged` record for each settled ask of `session` whose same-call gain (the first attempt of its window
+        that was a gain only against a run of the best kernel timed beside it, or None) is not the one last
+        recorded (None when nothing was)."""
+        asks = [r for r in records if r.get("kind") == "asked" and r.get("session") == session]
+        outcomes = {r["ask"]: r for r in records if r.get("kind") == "outcome" and r.get("ask")}
+        latest = {r["ask"]: r for r in records if r.get("kind") == "judged" and r.get("ask")}
+        for i, a in enumerate(asks):
+            o = outcomes.get(a.get("ask"))
+            if o is None or not o.get("attempts"):
+                continue
+            start = int(a.get("after_attempt") or 0)
+            end = int(asks[i + 1].get("after_attempt") or 0) if i + 1 < len(asks) else None
+            window = [h for h in history if h.number > start and h.measured
+                      and (end is None or h.number <= end)][: int(o["attempts"])]
+            found = None
+            for h in window:
+                seen = [x for x in history if x.number <= h.number]
+                g = gain_of(seen, effective_noise(seen, self.config), self.config.paired_noise)
+                if g.number == h.number and g.over is not None:
+                    found = g
+                    break
+            gain = None if found is None else found.number
+            if latest.get(a["ask"], {}).get("paired_gain") == gain:  # no record yet reads as no same-call gain
+                continue
+            record = {"kind": "judged", "ask": a["ask"], "time": _now(), "session": session,
+                      "question": a.get("question"), "paired_gain": gain,
+                      "over": None if found is None else found.over,
+                      "ratio": None if found is None else round(found.ratio, 6)}
+            self._append(fd, record)
+            records.append(record)
 
     def asked_ids(self, session: str) -> list[str]:
         """Question ids asked in a session, oldest first."""

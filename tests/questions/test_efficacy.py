@@ -276,3 +276,59 @@ def test_settle_command_closes_the_last_ask_of_a_command_line_session(tmp_path, 
     assert main(["questions", "settle", "-s", sid]) == 0  # again: nothing left, nothing written twice
     assert "0 ask(s) settled now; 0 still pending" in capsys.readouterr().out
     assert sum(1 for r in EfficacyStore(ws).records() if r["kind"] == "outcome") == 2
+
+
+def _paired(pair=""):
+    """Session 28's shape: v35 measured, asked about, then v35 again beside v36 in one call, +0.85% (inside the
+    bank's 2% between calls, above its 0.5% same-call bar)."""
+    return [ok(1, 1.14786, kernel_sha256="v35"), ok(2, 1.15085, kernel_sha256="v35", pair=pair),
+            ok(3, 1.16068, kernel_sha256="v36", pair=pair)]
+
+
+def test_a_gain_a_same_call_pair_shows_is_a_new_best_inside_the_noise(tmp_path):
+    for pair, new_best in (("c5:1", 1), ("", 0)):
+        s = EfficacyStore(tmp_path / (pair or "none"), k=2)
+        hist = _paired(pair)
+        s.record_asked("s", A, point="plateau", history=hist[:1])
+        assert s.settle("s", hist) == 1
+        assert s.stats(noise=0.02).questions["qa"].new_best == new_best
+        judged = [r for r in s.records() if r["kind"] == "judged"]
+        assert [(r["paired_gain"], r["over"]) for r in judged] == ([(3, 2)] if pair else [])
+        assert s.stats(noise=0.0).questions["qa"].new_best == 1  # with no floor the rise counts either way
+
+
+def test_a_pair_declared_after_the_outcome_is_judged_at_the_next_settle(tmp_path):
+    s = EfficacyStore(tmp_path, k=2)
+    s.record_asked("s", A, point="plateau", history=_paired()[:1])
+    assert s.settle("s", _paired()) == 1
+    assert s.stats(noise=0.02).questions["qa"].new_best == 0
+    # `ks remark 3 --same-call 2` later: the outcome stays as written, a judgement is added once.
+    declared = _paired("declared:abc")
+    assert s.settle("s", declared) == 0
+    assert s.settle("s", declared) == 0
+    assert [r["paired_gain"] for r in s.records() if r["kind"] == "judged"] == [3]
+    assert s.stats(noise=0.02).questions["qa"].new_best == 1
+    # And taken back (the remark's pair removed by hand): the latest judgement wins.
+    assert s.settle("s", _paired()) == 0
+    assert [r["paired_gain"] for r in s.records() if r["kind"] == "judged"] == [3, None]
+    assert s.stats(noise=0.02).questions["qa"].new_best == 0
+
+
+def test_settle_keep_open_writes_what_is_due_and_leaves_the_last_ask_pending(tmp_path, monkeypatch, capsys):
+    from tests.attempts.conftest import result_for
+
+    ws, sid, kernel = _cli_session(tmp_path, monkeypatch)
+    for n, (speedup, q) in enumerate([(1.0, None), (1.1, "limit-floor")], 1):
+        kernel.write_text(kernel.read_text() + f"// v{n}\n")
+        res = tmp_path / f"r{n}.json"
+        res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
+        assert main(["try", "-s", sid, "--result", str(res), *(["--question", q] if q else [])]) == 0
+    kernel.write_text(kernel.read_text() + "// v3\n")
+    res = tmp_path / "r3.json"
+    res.write_text(json.dumps({**result_for(kernel, speedup=1.2), "task": "attention_cpu"}))
+    assert main(["try", "-s", sid, "--result", str(res)]) == 0
+    capsys.readouterr()
+    assert main(["questions", "settle", "-s", sid, "--keep-open", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pending"] == [{"question": "limit-floor", "after_attempt": 1}]
+    assert main(["questions", "settle", "-s", sid, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"session": sid, "settled_now": 1, "pending": []}
