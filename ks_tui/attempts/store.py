@@ -604,7 +604,8 @@ class AttemptStore:
             raise KsError(f"attempt {me.number} cannot be declared timed beside itself")
         if not " ".join(text.split()):
             raise KsError("a same-call remark needs the evidence (which call, where its files are)",
-                          hint=f'ks remark {me.number} --same-call {them.number} "call 5: one interleaved round, results/..."')
+                          hint=f'ks remark {me.number} --same-call {them.number} '
+                               '"call 5: one interleaved round, results/..."')
         notes = self._result_notes(info)
         results = {a.number: _json_object(notes.get(a.sha, "")) for a in (me, them)}
         for a in (me, them):

@@ -10,8 +10,8 @@ import json
 import os
 import sys
 
-from ks_tui.pairs import DECLARED
 from ks_tui.errors import EXIT_KERNEL_FAILED, EXIT_OK, KsError
+from ks_tui.pairs import DECLARED
 
 
 def register(sub) -> None:

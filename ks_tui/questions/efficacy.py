@@ -2,12 +2,14 @@
 
 For every question asked we write an `asked` record with the best correct speedup so far;
 once the next K attempts exist (or the session ends) an `outcome` record with the best
-after them. A rise inside the noise between calls can still be a gain when a run of the best
-kernel timed in the same call shows it (points.gain_of): settling writes a `judged` record for
-an outcome whose window holds such a gain, and again whenever that judgement changes (a pair
-declared later, `ks remark --same-call`); no record reads as no same-call gain. The file lives at <workspace>/sessions/question_efficacy.jsonl (git-ignored,
+after them. The file lives at <workspace>/sessions/question_efficacy.jsonl (git-ignored,
 shared by all sessions); each record is one line written under an exclusive lock, so
 several sessions can append at once, and a torn line is skipped rather than fatal.
+
+A rise inside the noise between calls can still be a gain when a run of the best kernel timed
+in the same call shows it (points.gain_of): settling writes a `judged` record for an outcome
+whose window holds such a gain, and again whenever that judgement changes (a pair declared
+later, `ks remark --same-call`); no record reads as no same-call gain.
 """
 
 from __future__ import annotations
