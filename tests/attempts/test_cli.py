@@ -468,6 +468,11 @@ def test_log_counts_a_gain_timed_beside_the_best_kernel(toy_session, tmp_path):
     # kernel beside it. Without the pair tags #3 (0.998) would be no gain: tests/questions/test_points.py.
     assert (doc["best"], doc["last_gain"], doc["attempts_since_gain"]) == (1, 3, 0)
     assert doc["best_lead"] is None  # the mark's run (#1) has no rival before it: nothing to explain
+    assert doc["last_gain_paired"] == {"over": 2, "ratio": pytest.approx(1.008, abs=1e-4), "bar": 0.005,
+                                       "declared": False}  # KS-Speedup keeps four decimals
+    text = ks("log", cwd=ws).stdout
+    assert ("(last gain: #3, +0.80% over #2, timed in the same call, above the 0.5% same-call noise; 0 attempts since)"
+            in text.splitlines())
 
 
 def test_log_says_by_how_much_a_best_timed_beside_the_old_one_leads(toy_session, tmp_path):
