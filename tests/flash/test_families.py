@@ -120,3 +120,23 @@ def test_committed_full_benches_read(tmp_path):
     assert results, "v33's committed full bench is missing"
     out = run(str(results[0]))
     assert out.returncode == 0 and out.stdout.splitlines()[-1].split()[1] == "182"
+
+
+def test_rows_splits_the_d96_d128_families_by_tile_height_as_the_dispatch_picks_it(tmp_path):
+    shapes = [  # (causal, s, b, h) -> rows by best/kernel.cu's dispatch
+        (True, 4096, 8, 16, 128),    # 192 rows would pad s_q 3%: more than 1% over 128-row tiles
+        (True, 8192, 4, 16, 192),    # 0.8% padding: 192 rows
+        (True, 1024, 32, 16, 128),   # causal short keys: always 128 rows
+        (False, 512, 64, 16, 128),   # wave rule: 192-row tiles would take 12.5% more wave-rows
+        (False, 2048, 16, 16, 192),  # 3.1%: within the rule's 3.5%
+    ]
+    runs = [scenario(128, c, s, s, b, h, 1.0, 1.1) for c, s, b, h, _ in shapes]
+    for (c, s, b, h, rows), r in zip(shapes, runs):
+        assert families.rows_of(r["shape"]) == rows, r["id"]
+    out = run("--rows", write(tmp_path, "r.json", runs))
+    assert out.returncode == 0, out.stderr
+    names = {line.rsplit("   ", 1)[0].split("  ")[0].strip() for line in out.stdout.splitlines()[1:]}
+    assert {"d96/d128 128r causal s_k > 2048", "d96/d128 192r causal s_k > 2048", "d96/d128 128r causal s_k <= 2048",
+            "d96/d128 128r unmasked s_k <= 2048", "d96/d128 192r unmasked s_k <= 2048"} <= names
+    plain = run(write(tmp_path, "p.json", runs)).stdout
+    assert "128r" not in plain and "d96/d128 causal s_k > 2048" in plain

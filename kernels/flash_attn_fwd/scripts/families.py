@@ -10,6 +10,10 @@ Usage (repo root):
         the same with one more column: how much the whole grid's geomean would gain if that family alone
         reached the goal (from the last file; 0 where it is there already), and a last line with every
         family at the goal together (issue 8's milestone 4 is 1.20).
+    python3 kernels/flash_attn_fwd/scripts/families.py --rows A.json [B.json ...]
+        the d96/d128 families split by tile height (128 or 192 rows, best/kernel.cu's dispatch, `rows_of`):
+        the functions a change to the 128-row or the 192-row code touches, so one full-grid A/B of a file that
+        changes disjoint functions reads each change on its own rows.
     python3 kernels/flash_attn_fwd/scripts/families.py --fit A.json [B.json ...]
         per tile kind of the unmasked launches, a least-squares fit of the time a tile takes per wave,
         t = a + b x key blocks: b is a key block's cost, a what a tile costs besides its blocks (start,
@@ -61,12 +65,27 @@ def load(path: str) -> dict[str, dict]:
     return out
 
 
-def family(shape: dict) -> str:
+def family(shape: dict, by_rows: bool = False) -> str:
     d = shape["d"]
     dims = "d96/d128" if d in (96, 128) else f"d{d}"
+    if by_rows and d in (96, 128):
+        dims += f" {rows_of(shape)}r"
     mask = "causal" if shape["causal"] else "unmasked"
     keys = f"s_k <= {SHORT_SK}" if shape["s_k"] <= SHORT_SK else f"s_k > {SHORT_SK}"
     return f"{dims} {mask} {keys}"
+
+
+def rows_of(shape: dict) -> int:
+    """Rows a tile for either mask, as best/kernel.cu's dispatch picks them: unmasked by the wave rule (`tile_kind`);
+    causal d96/d128 on 192 rows only past s_k 2048 and where they pad s_q at most 1% more than 128-row tiles (v29)."""
+    if not shape["causal"]:
+        return tile_kind(shape)[0]
+    d, s_q = shape["d"], shape["s_q"]
+    if d <= 64:
+        return 192
+    if d > 128 or shape["s_k"] <= SHORT_SK:
+        return 128
+    return 192 if -(-s_q // 192) * 192 * 100 <= -(-s_q // 128) * 128 * 101 else 128
 
 
 def geomean(xs: list[float]) -> float:
@@ -80,20 +99,21 @@ def grid_gain(speedups: list[float], total: int, goal: float) -> float:
     return math.exp(len(speedups) / total * math.log(goal / g)) - 1 if g < goal else 0.0
 
 
-def family_rows(runs: list[tuple[str, dict[str, dict]]], goal: float | None = None) -> list[str]:
+def family_rows(runs: list[tuple[str, dict[str, dict]]], goal: float | None = None, by_rows: bool = False) -> list[str]:
     first = runs[0][1]
     last = runs[-1][1]
     common = [sid for sid in first if all(sid in r for _, r in runs)]
     groups: dict[str, list[str]] = {}
     for sid in common:
-        groups.setdefault(family(first[sid]["shape"]), []).append(sid)
-    head = f"{'family':30s}{'n':>4s}" + "".join(f"{'speedup[' + str(i) + ']':>12s}" for i in range(len(runs)))
+        groups.setdefault(family(first[sid]["shape"], by_rows), []).append(sid)
+    w = max([30] + [len(name) + 2 for name in groups])  # the name column: 30, wider for the --rows names
+    head = f"{'family':{w}s}{'n':>4s}" + "".join(f"{'speedup[' + str(i) + ']':>12s}" for i in range(len(runs)))
     head += "".join(f"{'kt0/kt' + str(i):>9s}" for i in range(1, len(runs)))
     head += f"{'grid at ' + format(goal, '.2f'):>14s}" if goal else ""
     lines = [head + "   lowest (last file)"]
 
     def row(name: str, ids: list[str]) -> str:
-        text = f"{name:30s}{len(ids):4d}"
+        text = f"{name:{w}s}{len(ids):4d}"
         text += "".join(f"{geomean([r[i]['speedup'] for i in ids]):12.4f}" for _, r in runs)
         text += "".join(f"{geomean([first[i]['time_ms'] / r[i]['time_ms'] for i in ids]):9.3f}" for _, r in runs[1:])
         if goal:
@@ -171,6 +191,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="families.py", description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="+", metavar="RESULT.json")
     parser.add_argument("--fit", action="store_true", help="per-tile cost fit of the unmasked launches")
+    parser.add_argument("--rows", action="store_true", help="split the d96/d128 families by tile height (128 / 192)")
     parser.add_argument("--goal", type=float, metavar="G",
                         help="add what the grid gains if a family alone reached speedup G (the last file's)")
     args = parser.parse_args(argv)
@@ -182,7 +203,7 @@ def main(argv: list[str]) -> int:
     except InputError as ex:
         print(f"families.py: {ex}", file=sys.stderr)
         return 2
-    print("\n".join(fit_rows(runs) if args.fit else family_rows(runs, args.goal)))
+    print("\n".join(fit_rows(runs) if args.fit else family_rows(runs, args.goal, args.rows)))
     return 0
 
 
