@@ -131,8 +131,8 @@ def test_rows_splits_the_d96_d128_families_by_tile_height_as_the_dispatch_picks_
         (False, 2048, 16, 16, 192),  # 3.1%: within the rule's 3.5%
     ]
     runs = [scenario(128, c, s, s, b, h, 1.0, 1.1) for c, s, b, h, _ in shapes]
-    for (c, s, b, h, rows), r in zip(shapes, runs):
-        assert families.rows_of(r["shape"]) == rows, r["id"]
+    for shape, r in zip(shapes, runs, strict=True):
+        assert families.rows_of(r["shape"]) == shape[-1], r["id"]
     out = run("--rows", write(tmp_path, "r.json", runs))
     assert out.returncode == 0, out.stderr
     names = {line.rsplit("   ", 1)[0].split("  ")[0].strip() for line in out.stdout.splitlines()[1:]}
