@@ -620,9 +620,10 @@ class AttemptStore:
         if mine:
             raise KsError(f"attempt {me.number} is already paired (tag {mine}): a run has one call",
                           hint=f"declare the other attempts beside it: ks remark N --same-call {me.number} TEXT")
-        tag = results[them.number].get("pair") or declared_pair(them.remarks) or f"{DECLARED}{them.sha[:12]}"
+        theirs = results[them.number].get("pair") or declared_pair(them.remarks)
+        tag = theirs or f"{DECLARED}{them.sha[:12]}"
         lines = [(me, remark_line(f"timed in the same call as #{them.number}: {text}", author, pair=tag))]
-        if not (results[them.number].get("pair") or declared_pair(them.remarks)):
+        if not theirs:  # `them` takes the new tag too
             lines.append((them, remark_line(f"timed in the same call as #{me.number}: {text}", author, pair=tag)))
         for a, line in lines:
             self._notes(REMARKS_REF, "append", a.sha, text=line, what="storing the remark as a git note")

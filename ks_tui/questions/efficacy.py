@@ -7,7 +7,7 @@ shared by all sessions); each record is one line written under an exclusive lock
 several sessions can append at once, and a torn line is skipped rather than fatal.
 
 A rise inside the noise between calls can still be a gain when a run of the best kernel timed
-in the same call shows it (points.gain_of): settling writes a `judged` record for an outcome
+in the same call shows it (points.gains): settling writes a `judged` record for an outcome
 whose window holds such a gain, and again whenever that judgement changes (a pair declared
 later, `ks remark --same-call`); no record reads as no same-call gain.
 """
@@ -29,7 +29,7 @@ from ks_tui import best_rule
 from ks_tui.questions.bank import Question
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView, best_speedup
-from ks_tui.questions.points import effective_noise, gain_of, measured_noise
+from ks_tui.questions.points import effective_noise, gains, measured_noise
 
 EFFICACY_FILE = "question_efficacy.jsonl"
 
@@ -276,7 +276,9 @@ class EfficacyStore:
     def _judge(self, fd: int, records: list[dict[str, Any]], session: str, history: Sequence[AttemptView]) -> None:
         """A `judged` record for each settled ask of `session` whose same-call gain (the first attempt of its window
         that was a gain only against a run of the best kernel timed beside it, or None) is not the one last
-        recorded (None when nothing was)."""
+        recorded (None when nothing was). Judged on the whole history, as `ks log` judges it now."""
+        noise = effective_noise(history, self.config)
+        paired = {g.number: g for g in gains(history, noise, self.config.paired_noise) if g.over is not None}
         asks = [r for r in records if r.get("kind") == "asked" and r.get("session") == session]
         outcomes = {r["ask"]: r for r in records if r.get("kind") == "outcome" and r.get("ask")}
         latest = {r["ask"]: r for r in records if r.get("kind") == "judged" and r.get("ask")}
@@ -288,13 +290,7 @@ class EfficacyStore:
             end = int(asks[i + 1].get("after_attempt") or 0) if i + 1 < len(asks) else None
             window = [h for h in history if h.number > start and h.measured
                       and (end is None or h.number <= end)][: int(o["attempts"])]
-            found = None
-            for h in window:
-                seen = [x for x in history if x.number <= h.number]
-                g = gain_of(seen, effective_noise(seen, self.config), self.config.paired_noise)
-                if g.number == h.number and g.over is not None:
-                    found = g
-                    break
+            found = next((paired[h.number] for h in window if h.number in paired), None)
             gain = None if found is None else found.number
             if latest.get(a["ask"], {}).get("paired_gain") == gain:  # no record yet reads as no same-call gain
                 continue

@@ -7,7 +7,7 @@ History-based points are only evaluated after an attempt, so a history is judged
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ks_tui import best_rule
@@ -74,7 +74,15 @@ def last_gain(history: Sequence[AttemptView], noise: float,
 
 def gain_of(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> Gain:
     """The last attempt that was a real gain and the attempts after it; the count is
-    None before the first correct timed attempt, the number None while no attempt was a gain.
+    None before the first correct timed attempt, the number None while no attempt was a gain
+    (see gains)."""
+    found, since = _walk(history, noise, paired_noise)
+    return found[-1] if found else Gain(None, since)
+
+
+def gains(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> list[Gain]:
+    """Every real gain of `history`, oldest first, each with the measured attempts after it up to the next gain
+    (the last one: to the end).
 
     A gain is a correct attempt whose speedup beats the best so far over the same scenarios
     (full grid with full grid, quick with quick) on the same device by more than `noise`
@@ -87,6 +95,11 @@ def gain_of(history: Sequence[AttemptView], noise: float, paired_noise: float | 
     share the call's clock and inputs, so the drift between calls that `noise` allows for is not
     in their difference (flash_attn_fwd's v36: +0.85% on the grid against v35 in one call).
     """
+    return _walk(history, noise, paired_noise)[0]
+
+
+def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | None) -> tuple[list[Gain], int | None]:
+    """The gains of `history` (gains' rule) and the attempts after the last one (None before any timed run)."""
     partners: dict[str, list[AttemptView]] = {}
     if paired_noise is not None:
         for a in history:
@@ -95,8 +108,8 @@ def gain_of(history: Sequence[AttemptView], noise: float, paired_noise: float | 
     best: dict[tuple[str, str], float] = {}
     best_kernel: dict[tuple[str, str], str] = {}  # whose speed best holds: a partner must have timed it
     since: int | None = None
-    number: int | None = None
-    by: AttemptView | None = None  # the partner that showed the last gain, when the bar between calls did not
+    found: list[Gain] = []
+    counts: list[int] = []  # the attempts after each gain, up to the next
     seen: set[tuple[str, str]] = set()
     for a in history:
         if not a.measured:
@@ -117,14 +130,16 @@ def gain_of(history: Sequence[AttemptView], noise: float, paired_noise: float | 
             partner = _beaten_partner(a, s, best_kernel.get(key, ""), partners.get(a.pair, ()), paired_noise)
         if not again and a.scope != "subset" and (plain or partner is not None):
             # a paired gain can read below the best's reading from another call: keep the higher bar
-            best[key], best_kernel[key], since, number = max(s, best.get(key, s)), a.kernel_sha256, 0, a.number
-            by = partner
+            best[key], best_kernel[key], since = max(s, best.get(key, s)), a.kernel_sha256, 0
+            # `partner`: the run that showed the gain when the bar between calls did not
+            found.append(Gain(a.number, 0) if partner is None else
+                         Gain(a.number, 0, partner.number, s / partner.timed_speedup, a.pair.startswith(DECLARED)))
+            counts.append(0)
         elif since is not None or s is not None:
             since = (since or 0) + 1
-    if by is None or number is None:
-        return Gain(number, since)
-    me = next(a for a in history if a.number == number and a.measured)
-    return Gain(number, since, by.number, me.timed_speedup / by.timed_speedup, me.pair.startswith(DECLARED))
+            if counts:
+                counts[-1] += 1
+    return [replace(g, since=n) for g, n in zip(found, counts, strict=True)], since
 
 
 def _beaten_partner(a: AttemptView, s: float, best_kernel: str, partners: Sequence[AttemptView],

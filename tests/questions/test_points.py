@@ -3,7 +3,7 @@
 import pytest
 
 from ks_tui.questions import DecisionConfig, detect, measured_noise
-from ks_tui.questions.points import attempts_since_gain, gain_of, last_gain
+from ks_tui.questions.points import attempts_since_gain, gain_of, gains, last_gain
 
 from .builders import fail, ok, run
 
@@ -264,6 +264,9 @@ def test_a_run_that_beats_the_best_kernel_timed_beside_it_is_a_gain_at_the_paire
     assert gain_of(history, 0.02).over is None
     assert gain_of(_paired_history(pair="declared:abc"), 0.02, paired_noise=0.005).declared
     assert gain_of(_paired_history(candidate=1.20), 0.02, paired_noise=0.005).over is None  # above the floor too
+    # every gain, each with the attempts up to the next: #1 (the first run; #2, #3 after it), then #4
+    assert [(x.number, x.since, x.over) for x in gains(history, 0.02, paired_noise=0.005)] == [(1, 2, None), (4, 0, 3)]
+    assert [x.number for x in gains(history, 0.02)] == [1]
     config = DecisionConfig(plateau_n=3)
     assert [p.point for p in detect(history[:3], "attempt", config)] == []  # #2, #3: 2 since the gain
     assert "plateau" not in [p.point for p in detect(history, "attempt", config)]
