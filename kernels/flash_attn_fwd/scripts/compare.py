@@ -107,6 +107,8 @@ FILTERS = {
     "nomask_long": lambda p: p["d"] in (96, 128) and not p["causal"] and p["s_k"] > 2048,
     "causal_long": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048,
     # causal_long's launches that next_cluster2dc pairs by head (an even GQA group): 12 scenarios
+    # session 31: causal launches with s_k <= 1024 (26 scenarios): where next_sec4's 4 MB sections gained 10%
+    "causal_short": lambda p: p["causal"] and p["s_k"] <= 1024,
     "causal_gqa": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048 and p["h_q"] // p["h_kv"] % 2 == 0,
     # d96/d128 with s_k <= 2048, both masks: the 128-key tiles with the TMA epilogue
     "short128": lambda p: p["d"] in (96, 128) and p["s_k"] <= 2048,

@@ -186,6 +186,20 @@ SEC4_EDITS = [(_SECTION, "constexpr long long kSectionL2Bytes = 4ll << 20;  // n
 SEC48_EDITS = [(_SECTION, "constexpr long long kSectionL2Bytes = 48ll << 20;  // next_sec48\n")]
 
 
+# next_secs1k (session 31, an edit of v37; after next_sec4's call): 4 MB sections for causal launches with s_k <= 1024
+# only. next_sec4 read 0.230 ms against v37's 0.254 on d64-h32-32-s512-causal and 0.193 against 0.214 on
+# d128-h16-16-s512-causal, both rounds alike, while the causal s4096/s8192 launches lost 1-2.5% (d128-h16-16-s4096:
+# 0.881/0.884 against 0.863/0.857) and next_sec48 lost 20-25% on every s <= 1024 launch: the short launches want
+# small sections, the long ones do not. Predicted: the causal s_k <= 1024 launches +0..+10% (d256 s512, already near
+# one wave of tiles a section, level), every other launch the same host path as v37.
+SECS1K_EDITS = [
+    (_SECTION, _SECTION + "// Causal launches up to kShortSectionMaxSk keys: sections of 4 MB (session 31: +10% at s512).\n"
+               "constexpr long long kShortSectionL2Bytes = 4ll << 20;\nconstexpr int kShortSectionMaxSk = 1024;\n"),
+    ("    long long kv_heads = kSectionL2Bytes / kv_bytes;\n",
+     "    long long kv_heads = (s_k <= kShortSectionMaxSk ? kShortSectionL2Bytes : kSectionL2Bytes) / kv_bytes;\n"),
+]
+
+
 # next_qrs128 (session 29, an edit of v37; layer-data-path): the 128-row d96/d128 functions (FA3's loop order: every
 # short launch, and the long ones the wave rule keeps off 192 rows) issue Q K^T with Q's A operand from registers
 # (wgmma's RS form, as P V already does) instead of shared memory. Each warpgroup loads its 64 Q rows as A fragments
@@ -299,6 +313,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                         QRS128_EDITS + VT256U37_EDITS),
     "next_qrs64vt37": ("kernel.cu", "// next_qrs64vt37: next_qrs64 with the V thread also in unmasked long d256.\n",
                        QRS64_EDITS + VT256U37_EDITS),
+    "next_secs1k": ("kernel.cu", "// next_secs1k: v37 with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
+                    SECS1K_EDITS),
+    "next_v38c": ("kernel.cu", "// next_v38c: next_qrs64vt37 with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
+                  QRS64_EDITS + VT256U37_EDITS + SECS1K_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
