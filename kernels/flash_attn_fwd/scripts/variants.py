@@ -102,6 +102,12 @@ REPO = Path(__file__).resolve().parents[3]
 #   H100s in sessions 28-29: next_d64tma 0.998 / 1.004 on the d64long launches (unmasked h32-8 -1..-4%); next_d64tmac
 #   d64long 1.007, the full grid twice level (kernel time 1.004, 1.000) with causal d64 ~+1%, became v37; next_tma160
 #   0.974 and next_tma160u 0.997 on long128rows.
+# - session 29's next_vtmore37, next_vt256u37, next_qrs128, next_qrs64, next_sec4, next_sec48 and session 30's
+#   combinations (next_qrs37, next_qrsvt37, next_qrs128vt37, next_qrs64vt37), all edits of v37, from 0459de5. Measured
+#   on an H100 in sessions 29 and 31: next_vtmore37 1.005 on its 31 launches (d256 +1.5%, d128 level); next_qrs128
+#   0.995 on short + long128rows; next_qrs64 1.005 on d64_192; next_vt256u37 1.010 on d256l; next_sec4 1.005 on
+#   sections (s512 causal +10%, s4096-s8192 causal -1..-2.5%); next_sec48 0.956; next_qrs64vt37's full grid +0.53%
+#   and +0.40% in two calls, became v38.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -138,60 +144,16 @@ ROWS192_EDITS = [
 ]
 
 
-# next_vtmore37 (session 29, an edit of v37; layer-thread-roles): session 24's next_vtmore on v37. v35's second
-# producer thread for V (kVThread: the d96 128-row functions) also in (1) unmasked d256 on the register epilogue
-# (s_k > 2048) and (2) unmasked d128 on 128-row tiles (one function since v36, at every s_k). Measured on v35: (1)
-# +1.2% kernel time on its 12 launches on the H200 (session 24 call 3, 2 rounds) and on the H100 (session 27); (2)
-# +0.4% on the H200's short ones (s512 +1.3%, q256-k1024 +2.7%), +0.3% on the H100; the grid +0.06% on the H100,
-# which was not promoted then for want of an H200 grid. Since v36 the function of (2) also serves the long unmasked
-# 128-row launches (the prefill shapes q1024-k4096 to q8192-k32768), where the V thread never ran. Predicted on the
-# `vtmore` subset (those 31 launches): kernel time +0.5..+1%; every other function SASS SAME as v37's.
-def _vthread_edits(comment: str, more: str) -> list[tuple]:
-    """v37's V thread (kVThread: the d96 128-row functions) also where `more` holds, a condition on the function's
-    Dp, Steps, Consumers, TmaEpi and HalfDiag."""
-    return [
-        ("template <int Dp, int Steps, int Consumers> constexpr bool kVThread = Dp == 128 && Steps == 6 && Consumers == 2;\n",
-         f"// {comment}\n"
-         "template <int Dp, int Steps, int Consumers, bool TmaEpi, bool HalfDiag>\n"
-         f"constexpr bool kVThread = (Dp == 128 && Steps == 6 && Consumers == 2) || {more};\n"),
-        ("kVThread<Dp, kQkSteps, Cfg::kConsumers>", "kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>", 3),
-    ]
-
-
-VTMORE37_EDITS = _vthread_edits(
-    "next_vtmore37: and unmasked d256 on the register epilogue, and unmasked d128 on 128-row tiles",
-    "(Dp == 256 && !TmaEpi && !HalfDiag) ||\n                          (Dp == 128 && Steps == 8 && Consumers == 2 && !HalfDiag)")
-
-
-# next_vt256u37 (session 29, an edit of v37; layer-thread-roles): next_vtmore37's d256 half. In session 29's call 4
-# (H100, 2 rounds, attempt 81) next_vtmore37 read 1.005 on its 31 launches, split by family: the 12 unmasked long d256
-# launches +0.0..+2.8% (geomean +1.5%; 1.2% on v35 in sessions 24 and 27), the 19 unmasked 128-row d128 ones level
-# (short -3.6..+2.1%, the long prefill shapes -0.6..-2.2%). Here the V thread goes only into the d256 register-epilogue
-# function (unmasked, s_k > 2048). Predicted: those 12 launches +1..+1.5% kernel time, the grid +0.1%; the other 26
-# functions SASS SAME as v37's.
-VT256U37_EDITS = _vthread_edits("next_vt256u37: and unmasked d256 on the register epilogue",
-                                "(Dp == 256 && !TmaEpi && !HalfDiag)")
-
-
-# next_sec4 / next_sec48 (session 29, edits of v37; limit-inherited): causal launches take their tiles in sections of
-# consecutive heads whose K/V fit kSectionL2Bytes (16 MB), heaviest query block first inside a section (decode_tile).
-# That size was set once with v5-v6 (session 2, an mma.sync-era kernel on 64-row tiles) and never measured since; the
-# H100's and the H200's L2 is 50 MB, split in two halves. next_sec4 (4 MB: K/V of fewer heads live at once, L2 hits
-# more likely, heavy-first over fewer tiles) and next_sec48 (48 MB: closer to one global heaviest-first order). Only
-# the host-side constant changes: every kernel function SASS SAME. Predicted: level within +-1% on most causal
-# launches; if the short causal d128 launches (0.92-0.95 of cuDNN at s495-s512, ~2.5 TB/s of HBM traffic) are losing L2
-# hits, next_sec4 gains there.
+# The causal tile order's section size (v38's kSectionL2Bytes: 16 MB of K/V a section of heads, heaviest query block
+# first inside it; decode_tile).
 _SECTION = "constexpr long long kSectionL2Bytes = 16ll << 20;\n"
-SEC4_EDITS = [(_SECTION, "constexpr long long kSectionL2Bytes = 4ll << 20;  // next_sec4\n")]
-SEC48_EDITS = [(_SECTION, "constexpr long long kSectionL2Bytes = 48ll << 20;  // next_sec48\n")]
 
-
-# next_secs1k (session 31, an edit of v37; after next_sec4's call): 4 MB sections for causal launches with s_k <= 1024
+# next_secs1k (session 31, an edit of v38; after next_sec4's call): 4 MB sections for causal launches with s_k <= 1024
 # only. next_sec4 read 0.230 ms against v37's 0.254 on d64-h32-32-s512-causal and 0.193 against 0.214 on
 # d128-h16-16-s512-causal, both rounds alike, while the causal s4096/s8192 launches lost 1-2.5% (d128-h16-16-s4096:
 # 0.881/0.884 against 0.863/0.857) and next_sec48 lost 20-25% on every s <= 1024 launch: the short launches want
 # small sections, the long ones do not. Predicted: the causal s_k <= 1024 launches +0..+10% (d256 s512, already near
-# one wave of tiles a section, level), every other launch the same host path as v37.
+# one wave of tiles a section, level), every other launch the same host path as v38.
 SECS1K_EDITS = [
     (_SECTION, _SECTION + "// Causal launches up to kShortSectionMaxSk keys: sections of 4 MB (session 31: +10% at s512).\n"
                "constexpr long long kShortSectionL2Bytes = 4ll << 20;\nconstexpr int kShortSectionMaxSk = 1024;\n"),
@@ -200,123 +162,9 @@ SECS1K_EDITS = [
 ]
 
 
-# next_qrs128 (session 29, an edit of v37; layer-data-path): the 128-row d96/d128 functions (FA3's loop order: every
-# short launch, and the long ones the wave rule keeps off 192 rows) issue Q K^T with Q's A operand from registers
-# (wgmma's RS form, as P V already does) instead of shared memory. Each warpgroup loads its 64 Q rows as A fragments
-# once per tile (ldmatrix through the 128-byte swizzle; row r, column c of a panel at r x 128 + ((c % 64 / 8) ^ (r % 8))
-# x 16 bytes), 4 registers a 16-column step: 32 registers for d128, 24 for d96, beside O, S and P at 232. Per key
-# block a warpgroup's wgmmas then read 64 KB of shared memory instead of 80 (Q K^T 48 -> 32 KB, P V 32), a fifth
-# less. Session 14's next_qrs tried this on 160-key blocks (v28) and ptxas spilled 96 bytes and serialised the
-# wgmmas (C7512); 128-key blocks leave 16 more accumulator registers. Q's buffer and its release are unchanged (the
-# TMA epilogue stages O there). The half-width diagonal block keeps its shared-memory Q K^T. Predicted: if the
-# operand reads' energy matters at the power cap, +1..+3% on the 128-row launches (short128 and long128rows);
-# level if not; a loss if the fragments' loads at each tile's start show (short tiles: 4-16 blocks). Correctness
-# is the device's to show (the fragment layout is mma.m16n8k16's A, as ldmatrix.x4 returns it).
-def _rs_kmajor(name: str, ptx_type: str) -> str:
-    """S(64x128) (+)= A(registers) * B(smem, K-major)^T: mma_pv's m64n128k16 RS form with B not transposed."""
-    regs = ", ".join(f"%{i}" for i in range(64))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(64))
-    return (f"__device__ __forceinline__ void {name}(float (&d)[64], const uint32_t (&a)[4], uint64_t db, "
-            "int accumulate) {\n"
-            "  asm volatile(\n"
-            '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %69, 0;\\n"\n'
-            f'      "wgmma.mma_async.sync.aligned.m64n128k16.f32.{ptx_type}.{ptx_type} {{"\n'
-            f'      "{regs}"\n'
-            '      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\\n}\\n"\n'
-            f"      : {outs}\n"
-            '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));\n'
-            "}\n")
-
-
-QRS128_EDITS = [
-    ("// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block (the d64 diagonal block's first half).\n",
-     "// next_qrs128: S(64x128) (+)= Q(registers) K^T, K in shared memory (K-major).\n" +
-     _rs_kmajor("wgmma_rs_kn128_bf16", "bf16") + _rs_kmajor("wgmma_rs_kn128_f16", "f16") +
-     "// Four 8x8 b16 matrices from shared memory, one row address a lane: a 16x16 tile as wgmma's A fragment.\n"
-     "__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {\n"
-     '  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n"\n'
-     '               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");\n'
-     "}\n\n"
-     "// S(64x64) (+)= A(smem, K-major) * B(smem, K-major)^T: half a 128-key block (the d64 diagonal block's first half).\n"),
-    ("        const uint64_t q_desc = smem_desc(q_half, 16, 1024);\n        auto issue_qk = [&](int st) {\n",
-     "        const uint64_t q_desc = smem_desc(q_half, 16, 1024);\n"
-     "        // next_qrs128: this warpgroup's 64 Q rows as A fragments, loaded once a tile (Q has landed: q_full above)\n"
-     "        uint32_t q_frag[kQkSteps][4];\n"
-     "#pragma unroll\n"
-     "        for (int kk = 0; kk < kQkSteps; ++kk) {\n"
-     "          const int r = warp * 16 + lane % 16, c = kk * 16 + (lane / 16) * 8;\n"
-     "          ldmatrix_x4(q_frag[kk], q_half + (c / 64) * Cfg::kBlockM * 128 + r * 128 + (((c % 64) / 8) ^ (r % 8)) * 16);\n"
-     "        }\n"
-     "        auto issue_qk = [&](int st) {\n"),
-    ("            const uint64_t da = smem_desc_at(q_desc, (kk / 4) * Cfg::kBlockM * 128 + off);\n"
-     "            const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
-     "            mma_qk<T, BN>(s_acc, da, db, kk > 0);\n",
-     "            const uint64_t db = smem_desc_at(k_desc, (kk / 4) * BN * 128 + off);\n"
-     "            if constexpr (kIsBf16<T>) wgmma_rs_kn128_bf16(s_acc, q_frag[kk], db, kk > 0);\n"
-     "            else wgmma_rs_kn128_f16(s_acc, q_frag[kk], db, kk > 0);\n"),
-]
-
-
-# next_qrs64 (session 29, an edit of v37; layer-data-path): next_qrs128's change in the d64 functions (v6's loop,
-# 192-row tiles, 152 consumer registers): 4 steps x 4 registers of Q fragments beside S 64, P 32 and O 32. d64 is at
-# one height in tensor, MUFU and issue cycles (NOTES); its warpgroups read 40 KB of shared-memory operands a key block
-# (Q 8, K 16, V 16), 120 KB for the three, ~78 bytes a cycle of the 128 an SM has: with Q in registers 96 KB (-20%),
-# and the Q descriptor's uniform arithmetic leaves the loop. The half-width diagonal block keeps its shared-memory
-# Q K^T; a dead warpgroup (rows past s_q) loads no fragments. Predicted: d64 level to +2%; every other function SASS
-# SAME as v37's.
-QRS64_EDITS = [
-    QRS128_EDITS[0],
-    ("      for (int i = first_block; i < live_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n",
-     "      // next_qrs64: d64's Q rows of this warpgroup as A fragments, loaded once a tile (Q has landed: q_full above)\n"
-     "      uint32_t q_frag[Dp == 64 ? kQkSteps : 1][4];\n"
-     "      if constexpr (Dp == 64) {\n"
-     "        if (first_block < live_blocks) {\n"
-     "#pragma unroll\n"
-     "          for (int kk = 0; kk < kQkSteps; ++kk) {\n"
-     "            const int r = warp * 16 + lane % 16, c = kk * 16 + (lane / 16) * 8;\n"
-     "            ldmatrix_x4(q_frag[kk], q_half + (c / 64) * Cfg::kBlockM * 128 + r * 128 + (((c % 64) / 8) ^ (r % 8)) * 16);\n"
-     "          }\n"
-     "        }\n"
-     "      }\n"
-     "      for (int i = first_block; i < live_blocks; ++i) {\n        const int n = n_blocks - 1 - i;\n"),
-    ("          const uint64_t da = desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
-     "          const uint64_t db = desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n"
-     "          mma_qk<T, BN>(s_acc, da, db, kk > 0);\n",
-     "          const uint64_t db = desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);\n"
-     "          if constexpr (Dp == 64) {  // next_qrs64\n"
-     "            if constexpr (kIsBf16<T>) wgmma_rs_kn128_bf16(s_acc, q_frag[kk], db, kk > 0);\n"
-     "            else wgmma_rs_kn128_f16(s_acc, q_frag[kk], db, kk > 0);\n"
-     "          } else {\n"
-     "            const uint64_t da = desc_at(smem_desc(q_half, 16, 1024), (kk / 4) * Cfg::kBlockM * 128 + off);\n"
-     "            mma_qk<T, BN>(s_acc, da, db, kk > 0);\n"
-     "          }\n"),
-]
-
-
-# name -> (base file in best/, header lines, [(old, new) or (old, new, count), ...])
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_vtmore37": ("kernel.cu", "// next_vtmore37: v37 with the V thread also in unmasked long d256 and unmasked 128-row d128.\n",
-                      VTMORE37_EDITS),
-    "next_vt256u37": ("kernel.cu", "// next_vt256u37: v37 with the V thread also in unmasked long d256.\n", VT256U37_EDITS),
-    "next_qrs128": ("kernel.cu", "// next_qrs128: v37 with Q K^T's A operand from registers in the 128-row d96/d128 functions.\n",
-                    QRS128_EDITS),
-    "next_qrs64": ("kernel.cu", "// next_qrs64: v37 with Q K^T's A operand from registers in the d64 functions.\n", QRS64_EDITS),
-    "next_sec4": ("kernel.cu", "// next_sec4: v37 with causal tile sections of 4 MB of K/V.\n", SEC4_EDITS),
-    "next_sec48": ("kernel.cu", "// next_sec48: v37 with causal tile sections of 48 MB of K/V.\n", SEC48_EDITS),
-    # Combinations, for a full-grid A/B of whatever holds in its own subset (edits apply in order; QRS64_EDITS[0] is
-    # QRS128_EDITS[0], the shared helpers).
-    "next_qrs37": ("kernel.cu", "// next_qrs37: v37 with Q K^T's A operand from registers in the 128-row d96/d128 and the d64 functions.\n",
-                   QRS128_EDITS + QRS64_EDITS[1:]),
-    "next_qrsvt37": ("kernel.cu", "// next_qrsvt37: next_qrs37 with the V thread also in unmasked long d256.\n",
-                     QRS128_EDITS + QRS64_EDITS[1:] + VT256U37_EDITS),
-    "next_qrs128vt37": ("kernel.cu", "// next_qrs128vt37: next_qrs128 with the V thread also in unmasked long d256.\n",
-                        QRS128_EDITS + VT256U37_EDITS),
-    "next_qrs64vt37": ("kernel.cu", "// next_qrs64vt37: next_qrs64 with the V thread also in unmasked long d256.\n",
-                       QRS64_EDITS + VT256U37_EDITS),
-    "next_secs1k": ("kernel.cu", "// next_secs1k: v37 with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
+    "next_secs1k": ("kernel.cu", "// next_secs1k: v38 with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
                     SECS1K_EDITS),
-    "next_v38c": ("kernel.cu", "// next_v38c: next_qrs64vt37 with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
-                  QRS64_EDITS + VT256U37_EDITS + SECS1K_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
