@@ -161,10 +161,31 @@ SECS1K_EDITS = [
      "    long long kv_heads = (s_k <= kShortSectionMaxSk ? kShortSectionL2Bytes : kSectionL2Bytes) / kv_bytes;\n"),
 ]
 
+# next_secwave (session 31, an edit of v38; the alternative to next_secs1k): where s_k <= 1024, a section holds at most
+# one wave of tiles (num_sms / (query blocks x GQA group) kv heads), so all the tiles of a head run at the same time
+# and read its K/V from L2 together. Inside a section the heaviest query block of every head goes first, so with
+# v38's 16 MB the tiles of one head at s512 (b = 64, 3-4 query blocks) run about a wave apart, with 16 MB of other
+# K/V and ~16 MB of Q and O passing through L2 between them; at these lengths a launch is 20-50 waves, so the
+# heavy-first order's tail matters little. Reading, not measured. Sections: d64 s512 44 heads (4 MB: 32, 16 MB: 128),
+# d128 h16-16 s512 33 (16, 64), d256 s512 33 (8, 32: next_sec4 level there), d128 h64-8 s512 32 (128, 512).
+# Predicted: level with next_secs1k within +-2%, both +5..+10% on the s512 d64/d128 launches against v38.
+SECWAVE_EDITS = [
+    (_SECTION, _SECTION + "// Causal launches up to kShortSectionMaxSk keys: sections of at most one wave of tiles (session 31).\n"
+               "constexpr int kShortSectionMaxSk = 1024;\n"),
+    ("    long long kv_heads = kSectionL2Bytes / kv_bytes;\n",
+     "    long long kv_heads = kSectionL2Bytes / kv_bytes;\n"
+     "    if (s_k <= kShortSectionMaxSk) {  // next_secwave: a head's tiles in one wave\n"
+     "      const long long wave_kv = num_sms() / (static_cast<long long>(num_m_blocks) * group);\n"
+     "      if (wave_kv < kv_heads) kv_heads = wave_kv;\n"
+     "    }\n"),
+]
+
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_secs1k": ("kernel.cu", "// next_secs1k: v38 with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
                     SECS1K_EDITS),
+    "next_secwave": ("kernel.cu", "// next_secwave: v38 with causal sections of at most one wave of tiles where s_k <= 1024.\n",
+                     SECWAVE_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
