@@ -1,0 +1,169 @@
+"""A model of the causal tile order's sections (best/kernel.cu: `kSectionL2Bytes` on the host, `decode_tile` on the
+device), to choose which section rules are worth a device call.
+
+A causal launch's tiles are cut into sections of consecutive heads; inside a section the heaviest query block of
+every head goes first. The model runs that order on persistent CTAs that take the next tile when free and reports,
+per rule: the heads a section, the makespan, how long a head's tiles are apart (first start to last end), and the
+K/V of the heads "open" on average (some tile started, not all finished): the bytes L2 must hold for a head's tiles
+to share its K/V.
+
+It is a model, not a measurement: a tile costs its key blocks plus a fixed 1.2 block-times (NOTES.md, the short
+tile's fixed cost) and no CTA ever waits on memory, so it shows the order's tail and its L2 footprint, never a
+bandwidth effect. Session 31's measurements that it matches in direction: at s512 (b = 64) 4 MB sections ran the d64
+and d128 launches 10% faster than 16 MB and 48 MB 12-25% slower, following the open K/V (d64: 8 / 16 / 36 MB),
+with d256 s512 level where the open K/V hardly moves; at causal s4096 4 MB lost 2.5%, the model's makespan +2.5%.
+
+    python3 kernels/flash_attn_fwd/scripts/section_model.py causal_short
+    python3 kernels/flash_attn_fwd/scripts/section_model.py d64-h32-32-s512-causal d128-h16-16-s4096-causal
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import sys
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare  # noqa: E402  (scenario subsets and the task's grid)
+import families  # noqa: E402  (rows_of: the tile height the dispatch picks)
+
+BLOCK_N = 128          # keys a block, every function since v36
+TILE_FIXED = 1.2       # a tile's cost besides its key blocks, in block-times
+SMS = 132              # the H100's and the H200's SM count (num_sms())
+MB = 1 << 20
+SHORT_SK = 1024        # next_secs1k / next_secwave: the rule for short launches applies up to this many keys
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the host code knows when it sizes the sections."""
+    num_bh: int
+    m_blocks: int
+    rows: int
+    group: int
+    s_q: int
+    s_k: int
+    kv_bytes: int      # K and V of one kv head
+
+    @classmethod
+    def of(cls, p: dict) -> Launch:
+        rows = families.rows_of(p)
+        return cls(num_bh=p["h_q"] * p["b"], m_blocks=-(-p["s_q"] // rows), rows=rows, group=p["h_q"] // p["h_kv"],
+                   s_q=p["s_q"], s_k=p["s_k"], kv_bytes=2 * p["s_k"] * p["d"] * 2)
+
+    def blocks(self, m_block: int) -> int:
+        """Key blocks of query block m_block under the bottom-right causal mask (decode_tile)."""
+        kv_end = min(self.s_k, m_block * self.rows + self.rows + self.s_k - self.s_q)
+        return -(-kv_end // BLOCK_N) if kv_end > 0 else 0
+
+
+def _bytes_rule(section_bytes: int) -> Callable[[Launch, int], int]:
+    return lambda la, sms: section_bytes // la.kv_bytes
+
+
+def _short(short: Callable[[Launch, int], int]) -> Callable[[Launch, int], int]:
+    """v38's 16 MB past SHORT_SK keys, `short` up to it."""
+    return lambda la, sms: short(la, sms) if la.s_k <= SHORT_SK else 16 * MB // la.kv_bytes
+
+
+def _wave(la: Launch, sms: int) -> int:
+    """next_secwave: at most one wave of tiles a section (never more heads than 16 MB gives)."""
+    return min(16 * MB // la.kv_bytes, sms // (la.m_blocks * la.group))
+
+
+# kv heads a section before the clamp to [1, num_bh / group], as each kernel's host code computes it
+RULES: dict[str, Callable[[Launch, int], int]] = {
+    "4MB": _bytes_rule(4 * MB),          # next_sec4
+    "16MB": _bytes_rule(16 * MB),        # v38
+    "48MB": _bytes_rule(48 * MB),        # next_sec48
+    "secs1k": _short(_bytes_rule(4 * MB)),
+    "secwave": _short(_wave),
+}
+
+
+def section_heads(la: Launch, rule: str, sms: int = SMS) -> int:
+    """Heads (query heads x batch) a section, as `launch` computes `sec`."""
+    kv_heads = max(1, RULES[rule](la, sms))
+    return min(kv_heads * la.group, la.num_bh)
+
+
+def tile_order(la: Launch, sec: int) -> list[tuple[int, int]]:
+    """(bh, query block) in the order the tile counter hands them out (decode_tile, causal)."""
+    order = []
+    for start in range(0, la.num_bh, sec):
+        width = min(sec, la.num_bh - start)
+        for mi in range(la.m_blocks):
+            order.extend((start + j, la.m_blocks - 1 - mi) for j in range(width))
+    return order
+
+
+@dataclass(frozen=True)
+class Schedule:
+    makespan: float    # block-times
+    head_span: float   # mean time from a head's first tile start to its last tile end
+    open_kv: float     # mean bytes of K/V of open heads (shared kv heads counted once a query head: an upper bound)
+
+
+def simulate(la: Launch, sec: int, sms: int = SMS, samples: int = 400) -> Schedule:
+    free = [(0.0, i) for i in range(sms)]
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    for bh, m in tile_order(la, sec):
+        t, cta = heapq.heappop(free)
+        end = t + la.blocks(m) + TILE_FIXED
+        first.setdefault(bh, t)
+        last[bh] = max(last.get(bh, 0.0), end)
+        heapq.heappush(free, (end, cta))
+    makespan = max(t for t, _ in free)
+    starts, ends = sorted(first.values()), sorted(last.values())
+    open_heads = [bisect_right(starts, t) - bisect_right(ends, t)
+                  for t in (makespan * (k + 0.5) / samples for k in range(samples))]
+    # GQA: a kv head's group shares its K/V; count it once per group of open query heads
+    per_head = la.kv_bytes / la.group
+    return Schedule(makespan, sum(last[h] - first[h] for h in first) / len(first),
+                    sum(open_heads) / samples * per_head)
+
+
+def table(ids: list[str], rules: list[str], sms: int) -> list[str]:
+    params = {s["id"]: s["params"] for s in compare.grid()}
+    unknown = [i for i in ids if i not in params]
+    if unknown:
+        raise SystemExit(f"section_model: unknown scenario(s): {', '.join(unknown)}")
+    lines = [f"{'scenario':34s} {'rule':8s} {'heads':>6s} {'waves':>6s} {'makespan':>9s} {'vs 16MB':>8s} "
+             f"{'head span':>9s} {'open K/V':>9s}"]
+    for i in ids:
+        p = params[i]
+        if not p["causal"]:
+            continue  # unmasked launches take one head at a time (sec = 1): no section to choose
+        la = Launch.of(p)
+        ref = simulate(la, section_heads(la, "16MB", sms), sms).makespan
+        for r in rules:
+            sec = section_heads(la, r, sms)
+            s = simulate(la, sec, sms)
+            lines.append(f"{i:34s} {r:8s} {sec:6d} {sec * la.m_blocks / sms:6.2f} {s.makespan:9.1f} "
+                         f"{s.makespan / ref:8.3f} {s.head_span:9.1f} {s.open_kv / MB:7.1f}MB")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("scenarios", nargs="+", help="scenario ids or a compare.py subset (causal ones are modelled)")
+    ap.add_argument("--rules", default=",".join(RULES), help=f"comma-separated, of: {', '.join(RULES)}")
+    ap.add_argument("--sms", type=int, default=SMS)
+    a = ap.parse_args(argv)
+    rules = a.rules.split(",")
+    bad = [r for r in rules if r not in RULES]
+    if bad:
+        print(f"section_model: unknown rule(s): {', '.join(bad)} (known: {', '.join(RULES)})", file=sys.stderr)
+        return 2
+    ids = [i for s in a.scenarios for i in compare.scenario_ids(s)]
+    print("\n".join(table(ids, rules, a.sms)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,85 @@
+"""section_model.py: the causal tile order's sections, as the kernel's host code sizes them and decode_tile orders them."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "kernels/flash_attn_fwd/scripts/section_model.py"
+_spec = importlib.util.spec_from_file_location("flash_section_model", SCRIPT)
+model = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = model  # its dataclasses look their module up
+_spec.loader.exec_module(model)
+
+MB = 1 << 20
+
+
+def shape(d, h_q, h_kv, s, b, causal=True):
+    return {"d": d, "h_q": h_q, "h_kv": h_kv, "s_q": s, "s_k": s, "b": b, "causal": causal, "dtype": "bf16"}
+
+
+def decode(t: int, la, sec: int) -> tuple[int, int]:
+    """decode_tile's index arithmetic (best/kernel.cu), causal: tile t -> (bh, query block)."""
+    per_sec = sec * la.m_blocks
+    si, rem = divmod(t, per_sec)
+    width = min(sec, la.num_bh - si * sec)
+    mi = rem // width
+    return si * sec + (rem - mi * width), la.m_blocks - 1 - mi
+
+
+@pytest.mark.parametrize("num_bh,m_blocks,sec", [(5, 3, 2), (8, 4, 8), (7, 1, 3), (6, 5, 1)])
+def test_tile_order_is_decode_tiles(num_bh, m_blocks, sec):
+    la = model.Launch(num_bh=num_bh, m_blocks=m_blocks, rows=128, group=1, s_q=128 * m_blocks, s_k=128 * m_blocks,
+                      kv_bytes=MB)
+    order = model.tile_order(la, sec)
+    assert order == [decode(t, la, sec) for t in range(num_bh * m_blocks)]
+    assert sorted(order) == sorted((bh, m) for bh in range(num_bh) for m in range(m_blocks))
+
+
+def test_section_heads_follow_the_host_rules():
+    d64 = model.Launch.of(shape(64, 32, 32, 512, 64))  # 192-row tiles: 3 query blocks, 128 KB of K/V a head
+    assert (d64.rows, d64.m_blocks, d64.kv_bytes) == (192, 3, 128 * 1024)
+    assert [model.section_heads(d64, r) for r in ("4MB", "16MB", "48MB", "secs1k")] == [32, 128, 384, 32]
+    assert model.section_heads(d64, "secwave") == 44  # 132 CTAs / 3 query blocks
+    mqa = model.Launch.of(shape(128, 32, 1, 512, 64))  # one kv head for 32 query heads: a section is whole groups
+    assert model.section_heads(mqa, "secwave") == 32
+    assert model.section_heads(mqa, "16MB") == 2048  # capped at the launch's heads
+    long = model.Launch.of(shape(128, 16, 16, 4096, 8))
+    assert model.section_heads(long, "secs1k") == model.section_heads(long, "16MB") == 8  # past s_k 1024: v38's
+
+
+def test_simulate_on_one_cta_runs_the_tiles_back_to_back():
+    la = model.Launch.of(shape(128, 1, 1, 512, 2))  # 2 heads, 4 query blocks of 1..4 key blocks each
+    assert [la.blocks(m) for m in range(4)] == [1, 2, 3, 4]
+    s = model.simulate(la, sec=1, sms=1)
+    per_head = sum(la.blocks(m) + model.TILE_FIXED for m in range(4))
+    assert s.makespan == pytest.approx(2 * per_head)
+    assert s.head_span == pytest.approx(per_head)  # head-major: each head's tiles in a row
+    assert s.open_kv == pytest.approx(la.kv_bytes, rel=0.01)  # one head open at a time
+    both = model.simulate(la, sec=2, sms=1)  # one section: (0,3) (1,3) (0,2) (1,2) ... (0,0) (1,0)
+    assert both.makespan == pytest.approx(s.makespan)
+    # head 1 opens after (0,3) (5.2), head 0 closes before (1,0) (2.2 from the end): 2 heads open for 22.2 of 29.6
+    assert both.open_kv == pytest.approx((5.2 + 2 * 22.2 + 2.2) / 29.6 * la.kv_bytes, rel=0.01)
+
+
+def test_smaller_sections_hold_less_kv_open_at_s512():
+    la = model.Launch.of(shape(64, 32, 32, 512, 64))
+    opens = [model.simulate(la, model.section_heads(la, r)).open_kv for r in ("4MB", "16MB", "48MB")]
+    assert opens[0] < opens[1] < opens[2]
+
+
+def test_cli_table_and_bad_rule():
+    out = subprocess.run([sys.executable, str(SCRIPT), "--rules", "16MB,secs1k", "d64-h32-32-s512-causal",
+                          "d64-h32-32-s512"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()[1:]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("d64-h32-32-s512-causal", "16MB", "128"),
+                                                 ("d64-h32-32-s512-causal", "secs1k", "32")]  # unmasked: no sections
+    bad = subprocess.run([sys.executable, str(SCRIPT), "--rules", "8MB", "d64-h32-32-s512-causal"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown rule(s): 8MB" in bad.stderr and "Traceback" not in bad.stderr
