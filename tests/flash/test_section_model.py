@@ -23,22 +23,48 @@ def shape(d, h_q, h_kv, s, b, causal=True):
     return {"d": d, "h_q": h_q, "h_kv": h_kv, "s_q": s, "s_k": s, "b": b, "causal": causal, "dtype": "bf16"}
 
 
-def decode(t: int, la, sec: int) -> tuple[int, int]:
-    """decode_tile's index arithmetic (best/kernel.cu), causal: tile t -> (bh, query block)."""
-    per_sec = sec * la.m_blocks
-    si, rem = divmod(t, per_sec)
-    width = min(sec, la.num_bh - si * sec)
-    mi = rem // width
-    return si * sec + (rem - mi * width), la.m_blocks - 1 - mi
+def decode(t: int, la, sec: int, cut: int) -> tuple[int, int]:
+    """next_tail's decode_tile index arithmetic (variants.py; with cut 0 it is best/kernel.cu's), causal:
+    tile t -> (bh, query block)."""
+    heavy_m = la.m_blocks - cut
+    heavy = heavy_m * la.num_bh
+    if t < heavy:
+        si, rem = divmod(t, sec * heavy_m)
+        width = min(sec, la.num_bh - si * sec)
+        mi = rem // width
+        bh = si * sec + (rem - mi * width)
+    else:
+        li = (t - heavy) // la.num_bh
+        mi, bh = heavy_m + li, t - heavy - li * la.num_bh
+    return bh, la.m_blocks - 1 - mi
 
 
-@pytest.mark.parametrize("num_bh,m_blocks,sec", [(5, 3, 2), (8, 4, 8), (7, 1, 3), (6, 5, 1)])
-def test_tile_order_is_decode_tiles(num_bh, m_blocks, sec):
+@pytest.mark.parametrize("num_bh,m_blocks,sec,cut", [(5, 3, 2, 0), (8, 4, 8, 0), (7, 1, 3, 0), (6, 5, 1, 0),
+                                                     (5, 3, 2, 1), (8, 4, 3, 2), (6, 5, 6, 4)])
+def test_tile_order_is_decode_tiles(num_bh, m_blocks, sec, cut):
     la = model.Launch(num_bh=num_bh, m_blocks=m_blocks, rows=128, group=1, s_q=128 * m_blocks, s_k=128 * m_blocks,
                       kv_bytes=MB)
-    order = model.tile_order(la, sec)
-    assert order == [decode(t, la, sec) for t in range(num_bh * m_blocks)]
-    assert sorted(order) == sorted((bh, m) for bh in range(num_bh) for m in range(m_blocks))
+    order = model.tile_order(la, sec, cut)
+    assert order == [decode(t, la, sec, cut) for t in range(num_bh * m_blocks)]
+    assert sorted(order) == sorted((bh, m) for bh in range(num_bh) for m in range(m_blocks))  # each tile once
+    assert all(m < cut for _, m in order[(m_blocks - cut) * num_bh:])  # the tail: the light blocks only
+
+
+def test_tail_cut_fills_waves_of_light_blocks_only():
+    long = model.Launch.of(shape(128, 16, 16, 16384, 2))  # 32 heads, 86 query blocks of 192 rows (2..128 key blocks)
+    assert model.tail_cut(long) == 16  # 16 x 32 tiles = 512 <= 4 waves of 132; 17 x 32 = 544 > 528
+    assert model.tail_cut(long, waves=1) == 4
+    prefill = model.Launch.of({**shape(128, 16, 16, 0, 1), "s_q": 8192, "s_k": 32768})
+    assert model.tail_cut(prefill) == 0  # its lightest block sees 194 of 256 key blocks
+    many = model.Launch.of(shape(64, 32, 32, 512, 64))  # 2048 heads: one block a head is already 15 waves
+    assert model.tail_cut(many) == 0
+    la = model.Launch.of(shape(96, 16, 16, 2048, 16))
+    cut = model.tail_cut(la)
+    assert cut == 2 and model.rule_cut(la, "tail") == cut and model.rule_cut(la, "16MB") == 0
+    # the model's reason for next_tail: the same sections, a shorter makespan
+    v38 = model.simulate(la, model.section_heads(la, "16MB"))
+    tail = model.simulate(la, model.section_heads(la, "tail"), cut=cut)
+    assert tail.makespan < v38.makespan
 
 
 def test_section_heads_follow_the_host_rules():

@@ -12,6 +12,7 @@ tile's fixed cost) and no CTA ever waits on memory, so it shows the order's tail
 bandwidth effect. Session 31's measurements that it matches in direction: at s512 (b = 64) 4 MB sections ran the d64
 and d128 launches 10% faster than 16 MB and 48 MB 12-25% slower, following the open K/V (d64: 8 / 16 / 36 MB),
 with d256 s512 level where the open K/V hardly moves; at causal s4096 4 MB lost 2.5%, the model's makespan +2.5%.
+The rule `tail` is next_tail's order (v38's sections, then the lightest query blocks of every head last: tail_cut).
 
     python3 kernels/flash_attn_fwd/scripts/section_model.py causal_short
     python3 kernels/flash_attn_fwd/scripts/section_model.py d64-h32-32-s512-causal d128-h16-16-s4096-causal
@@ -36,6 +37,7 @@ TILE_FIXED = 1.2       # a tile's cost besides its key blocks, in block-times
 SMS = 132              # the H100's and the H200's SM count (num_sms())
 MB = 1 << 20
 SHORT_SK = 1024        # next_secs1k / next_secwave: the rule for short launches applies up to this many keys
+TAIL_WAVES = 4         # next_tail: the light query blocks that run last over every head, in waves of tiles
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,9 @@ RULES: dict[str, Callable[[Launch, int], int]] = {
     "48MB": _bytes_rule(48 * MB),        # next_sec48
     "secs1k": _short(_bytes_rule(4 * MB)),
     "secwave": _short(_wave),
+    "tail": _bytes_rule(16 * MB),        # next_tail: v38's sections, and the light query blocks last (tail_cut)
 }
+TAILED = {"tail"}
 
 
 def section_heads(la: Launch, rule: str, sms: int = SMS) -> int:
@@ -91,32 +95,52 @@ def section_heads(la: Launch, rule: str, sms: int = SMS) -> int:
     return min(kv_heads * la.group, la.num_bh)
 
 
-def tile_order(la: Launch, sec: int) -> list[tuple[int, int]]:
-    """(bh, query block) in the order the tile counter hands them out (decode_tile, causal)."""
+def tail_cut(la: Launch, sms: int = SMS, waves: int = TAIL_WAVES) -> int:
+    """next_tail's `cut`: how many of the lightest query blocks of every head run last, over all heads at once. As
+    many as fill `waves` waves of tiles, while a block holds at most half the heaviest block's keys (so the prefill
+    shapes, whose blocks all see most of the keys, keep v38's order), never the heaviest block itself."""
+    heaviest = la.blocks(la.m_blocks - 1)
+    cut = 0
+    while (cut < la.m_blocks - 1 and (cut + 1) * la.num_bh <= waves * sms
+           and 2 * la.blocks(cut) <= heaviest):
+        cut += 1
+    return cut
+
+
+def rule_cut(la: Launch, rule: str, sms: int = SMS) -> int:
+    return tail_cut(la, sms) if rule in TAILED else 0
+
+
+def tile_order(la: Launch, sec: int, cut: int = 0) -> list[tuple[int, int]]:
+    """(bh, query block) in the order the tile counter hands them out (decode_tile, causal): the query blocks from
+    `cut` up by sections, heaviest first in each; then blocks cut - 1 .. 0 over every head (next_tail)."""
     order = []
     for start in range(0, la.num_bh, sec):
         width = min(sec, la.num_bh - start)
-        for mi in range(la.m_blocks):
-            order.extend((start + j, la.m_blocks - 1 - mi) for j in range(width))
+        for m in range(la.m_blocks - 1, cut - 1, -1):
+            order.extend((start + j, m) for j in range(width))
+    for m in range(cut - 1, -1, -1):
+        order.extend((bh, m) for bh in range(la.num_bh))
     return order
 
 
 @dataclass(frozen=True)
 class Schedule:
     makespan: float    # block-times
-    head_span: float   # mean time from a head's first tile start to its last tile end
+    head_span: float   # mean time from a head's first tile start to its last tile end (next_tail: last heavy tile)
     open_kv: float     # mean bytes of K/V of open heads (shared kv heads counted once a query head: an upper bound)
 
 
-def simulate(la: Launch, sec: int, sms: int = SMS, samples: int = 400) -> Schedule:
+def simulate(la: Launch, sec: int, sms: int = SMS, samples: int = 400, cut: int = 0) -> Schedule:
     free = [(0.0, i) for i in range(sms)]
     first: dict[int, float] = {}
     last: dict[int, float] = {}
-    for bh, m in tile_order(la, sec):
+    for bh, m in tile_order(la, sec, cut):
         t, cta = heapq.heappop(free)
         end = t + la.blocks(m) + TILE_FIXED
         first.setdefault(bh, t)
-        last[bh] = max(last.get(bh, 0.0), end)
+        if m >= cut:  # the tail's light tiles read the first `cut` blocks only: they do not keep the head open
+            last[bh] = max(last.get(bh, 0.0), end)
         heapq.heappush(free, (end, cta))
     makespan = max(t for t, _ in free)
     starts, ends = sorted(first.values()), sorted(last.values())
@@ -143,7 +167,7 @@ def table(ids: list[str], rules: list[str], sms: int) -> list[str]:
         ref = simulate(la, section_heads(la, "16MB", sms), sms).makespan
         for r in rules:
             sec = section_heads(la, r, sms)
-            s = simulate(la, sec, sms)
+            s = simulate(la, sec, sms, cut=rule_cut(la, r, sms))
             lines.append(f"{i:34s} {r:8s} {sec:6d} {sec * la.m_blocks / sms:6.2f} {s.makespan:9.1f} "
                          f"{s.makespan / ref:8.3f} {s.head_span:9.1f} {s.open_kv / MB:7.1f}MB")
     return lines

@@ -180,12 +180,87 @@ SECWAVE_EDITS = [
      "    }\n"),
 ]
 
+# next_tail (session 31, an edit of v38; from scripts/section_model.py): causal launches hand out the lightest query
+# blocks of every head last, over all heads at once, so the launch ends on short tiles everywhere; before them the
+# order is v38's (sections, heaviest first). `cut` blocks a head go there: as many as fill kTailWaves (4) waves of
+# tiles, while a block holds at most half the heaviest block's keys (the prefill shapes: none). The tail tiles read
+# a head's first `cut` key blocks only, so the L2 footprint of the sections stays. The model (makespan on 132 CTAs,
+# no memory stalls): 68 causal launches change; d96-h16-16-s2048 0.967 of v38's time, h16-16 s8192-s32768 0.981-0.988,
+# d256 s1024-s2048 0.989, a few +0.1..+0.6%; the grid +0.18%. Host code and decode_tile (one more kernel parameter):
+# the producer of the 192-row d96/d128 functions has 32 registers, so ptxas's spill count decides first.
+TAIL_EDITS = [
+    ("""template <int BN, int kBlockM>
+__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
+                                            int s_q, int s_k, int causal) {
+  const int per_sec = sec * num_m_blocks;
+  const int si = t / per_sec;
+  const int rem = t - si * per_sec;
+  const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
+  const int mi = rem / width;
+  const int bh = si * sec + (rem - mi * width);
+  Tile w;
+""", """template <int BN, int kBlockM>
+__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int cut, int h_q,
+                                            int s_q, int s_k, int causal) {
+  // next_tail: query blocks cut .. num_m_blocks - 1 by sections as before; then the `cut` lightest blocks of every
+  // head, heaviest first, bh inner: the launch ends on short tiles in every CTA
+  const int heavy_m = num_m_blocks - cut;
+  const int heavy = heavy_m * num_bh;
+  int mi, bh;
+  if (t < heavy) {
+    const int per_sec = sec * heavy_m;
+    const int si = t / per_sec;
+    const int rem = t - si * per_sec;
+    const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
+    mi = rem / width;
+    bh = si * sec + (rem - mi * width);
+  } else {
+    const int li = (t - heavy) / num_bh;
+    mi = heavy_m + li;
+    bh = t - heavy - li * num_bh;
+  }
+  Tile w;
+"""),
+    ("                  int num_bh, int sec, int num_tiles) {\n",
+     "                  int num_bh, int sec, int cut, int num_tiles) {\n"),
+    ("(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);\n",
+     "(static_cast<int>(tile), num_m_blocks, num_bh, sec, cut, h_q, s_q, s_k, causal);\n"),
+    (_SECTION, _SECTION + "// Causal launches: the light query blocks that go last over every head fill this many waves (next_tail).\n"
+               "constexpr int kTailWaves = 4;\n"),
+    ("  int sec = 1;\n", "  int sec = 1, cut = 0;\n"),
+    ("""    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
+  }
+""", """    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
+    // next_tail: the lightest query blocks of every head go last, over all heads: as many as fill kTailWaves waves
+    // of tiles and hold at most half the heaviest block's keys (the prefill shapes' blocks all see most keys: none)
+    const auto blocks = [&](int m) {
+      const int end = m * kBlockM + kBlockM + s_k - s_q;
+      const int kv_end = end < s_k ? end : s_k;
+      return kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+    };
+    const int heaviest = blocks(num_m_blocks - 1);
+    while (cut < num_m_blocks - 1 && (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() &&
+           2 * blocks(cut) <= heaviest)
+      ++cut;
+  }
+"""),
+    ("      num_bh, sec, num_tiles);\n", "      num_bh, sec, cut, num_tiles);\n"),
+]
+
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_secs1k": ("kernel.cu", "// next_secs1k: v38 with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
                     SECS1K_EDITS),
+    "next_tail": ("kernel.cu", "// next_tail: v38 with the light causal query blocks of every head last, over all heads.\n",
+                  TAIL_EDITS),
     "next_secwave": ("kernel.cu", "// next_secwave: v38 with causal sections of at most one wave of tiles where s_k <= 1024.\n",
                      SECWAVE_EDITS),
+    # combinations for the full-grid A/B of whatever holds on its own launches (disjoint: the short launches' section
+    # size, the tail's order)
+    "next_tailsecs1k": ("kernel.cu", "// next_tailsecs1k: next_tail with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
+                        SECS1K_EDITS + TAIL_EDITS),
+    "next_tailwave": ("kernel.cu", "// next_tailwave: next_tail with causal sections of at most one wave of tiles where s_k <= 1024.\n",
+                      SECWAVE_EDITS + TAIL_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
