@@ -1,4 +1,4 @@
-"""section_model.py: the causal tile order's sections, as the kernel's host code sizes them and decode_tile orders them."""
+"""section_model.py: the causal tile order's sections, as the host code sizes them and decode_tile orders them."""
 
 from __future__ import annotations
 

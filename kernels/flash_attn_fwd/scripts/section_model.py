@@ -128,7 +128,7 @@ def tile_order(la: Launch, sec: int, cut: int = 0) -> list[tuple[int, int]]:
 class Schedule:
     makespan: float    # block-times
     head_span: float   # mean time from a head's first tile start to its last tile end (next_tail: last heavy tile)
-    open_kv: float     # mean K/V bytes of open heads (a kv head's split over its GQA group: low if a group is part open)
+    open_kv: float     # mean K/V bytes of open heads (a kv head split over its GQA group: low if part of one is open)
 
 
 def simulate(la: Launch, sec: int, sms: int = SMS, samples: int = 400, cut: int = 0) -> Schedule:
