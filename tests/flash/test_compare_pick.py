@@ -171,6 +171,22 @@ def test_a_bad_round_count_is_one_clear_error(work, rounds):
     assert "Traceback" not in p.stderr and not list((work / "work").iterdir())  # nothing was run
 
 
+@pytest.mark.parametrize("args,message", [([IDS, "a=a.cpp"], "give at least two kernel files"),
+                                          ([IDS, "a=a.cpp", "a=b.cpp"], "two candidates named 'a'"),
+                                          ([IDS], "usage: compare.py SUBSET")])
+def test_bad_arguments_are_one_clear_error(work, args, message):
+    env = dict(os.environ, OUT=str(work), KS_TASK="attention_cpu")
+    p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=120,
+                       cwd=REPO)
+    assert p.returncode == 2 and message in p.stderr
+    assert "Traceback" not in p.stderr and not list((work / "work").iterdir())  # nothing was run
+
+
+def test_help_prints_the_usage():
+    p = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert p.returncode == 0 and "Usage (repo root, GPU machine):" in p.stdout
+
+
 def test_every_named_subset_is_in_the_task_grid():
     spec = importlib.util.spec_from_file_location("flash_compare_subsets", SCRIPT)
     compare = importlib.util.module_from_spec(spec)

@@ -244,6 +244,9 @@ def only(run: dict, ids: set[str]) -> dict:
 
 
 def main() -> None:
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__)
+        return
     if sys.argv[1:2] == ["--pick"]:  # --pick TAG SUBSETS NAME=FILE ...: the winner's path, or nothing
         tag, subset = sys.argv[2], sys.argv[3].split(",")[0]
         path, why = pick_winner(WORK, tag, subset, [a.split("=", 1) for a in sys.argv[4:]],
@@ -251,7 +254,20 @@ def main() -> None:
         print(f"auto pick: {why}", file=sys.stderr)
         print(path, end="")
         return
-    # The settings from the environment, checked before any work: bad input is one clear error (exit 2).
+    # The arguments and the settings from the environment, checked before any work: bad input is one clear error
+    # (exit 2).
+    if len(sys.argv) < 3:
+        print("usage: compare.py SUBSET[,SUBSET] NAME=FILE NAME=FILE [...] (compare.py --help: the whole text)",
+              file=sys.stderr)
+        sys.exit(2)
+    sys.path.insert(0, str(REPO))
+    from ks_tui.harness import compare as kc
+
+    try:
+        cands = kc.parse_candidates(sys.argv[2:])
+    except ValueError as e:
+        print(f"compare.py: {e}", file=sys.stderr)
+        sys.exit(2)
     try:
         estimate = float(os.environ["KS_RUN_SECONDS"]) if os.environ.get("KS_RUN_SECONDS") else None
     except ValueError:
@@ -263,8 +279,6 @@ def main() -> None:
         print(f"compare.py: KS_ROUNDS={rounds_text!r} is not a whole number of rounds >= 1", file=sys.stderr)
         sys.exit(2)
     rounds = int(rounds_text)
-    sys.path.insert(0, str(REPO))
-    from ks_tui.harness import compare as kc
 
     groups = None
     if os.environ.get("KS_BY"):  # the summary rows per group too, e.g. KS_BY=d,causal (as `ks compare --by`)
@@ -279,7 +293,6 @@ def main() -> None:
     subsets = sys.argv[1].split(",")
     by_subset = {s: scenario_ids(s) for s in subsets}
     union = list(dict.fromkeys(i for ids in by_subset.values() for i in ids))
-    cands = kc.parse_candidates(sys.argv[2:])
     first_seed = random.randrange(2**31 - rounds)
     run_id = f"{random.getrandbits(48):012x}"  # this compare's runs, round by round: pair tags
     order = kc.run_order(len(cands), rounds)
