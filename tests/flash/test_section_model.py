@@ -109,3 +109,7 @@ def test_cli_table_and_bad_rule():
     bad = subprocess.run([sys.executable, str(SCRIPT), "--rules", "8MB", "d64-h32-32-s512-causal"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown rule(s): 8MB" in bad.stderr and "Traceback" not in bad.stderr
+    typo = subprocess.run([sys.executable, str(SCRIPT), "d64-h32-32-s512-casual"], capture_output=True, text=True,
+                          timeout=60)
+    assert typo.returncode == 2 and "unknown scenario(s): d64-h32-32-s512-casual" in typo.stderr
+    assert "Traceback" not in typo.stderr

@@ -156,7 +156,7 @@ def table(ids: list[str], rules: list[str], sms: int) -> list[str]:
     params = {s["id"]: s["params"] for s in compare.grid()}
     unknown = [i for i in ids if i not in params]
     if unknown:
-        raise SystemExit(f"section_model: unknown scenario(s): {', '.join(unknown)}")
+        raise ValueError(f"unknown scenario(s): {', '.join(unknown)}")
     lines = [f"{'scenario':34s} {'rule':8s} {'heads':>6s} {'waves':>6s} {'makespan':>9s} {'vs 16MB':>8s} "
              f"{'head span':>9s} {'open K/V':>9s}"]
     for i in ids:
@@ -185,7 +185,11 @@ def main(argv: list[str]) -> int:
         print(f"section_model: unknown rule(s): {', '.join(bad)} (known: {', '.join(RULES)})", file=sys.stderr)
         return 2
     ids = [i for s in a.scenarios for i in compare.scenario_ids(s)]
-    print("\n".join(table(ids, rules, a.sms)))
+    try:
+        print("\n".join(table(ids, rules, a.sms)))
+    except ValueError as e:
+        print(f"section_model: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
