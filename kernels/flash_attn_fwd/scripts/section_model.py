@@ -10,7 +10,7 @@ to share its K/V.
 It is a model, not a measurement: a tile costs its key blocks plus a fixed 1.2 block-times (NOTES.md, the short
 tile's fixed cost) and no CTA ever waits on memory, so it shows the order's tail and its L2 footprint, never a
 bandwidth effect. Session 31's measurements that it matches in direction: at s512 (b = 64) 4 MB sections ran the d64
-and d128 launches 10% faster than 16 MB and 48 MB 12-25% slower, following the open K/V (d64: 8 / 16 / 36 MB),
+and d128 launches 10% faster than 16 MB and 48 MB 12-26% slower, following the open K/V (d64: 8 / 16 / 36 MB),
 with d256 s512 level where the open K/V hardly moves; at causal s4096 4 MB lost 2.5%, the model's makespan +2.5%.
 The rule `tail` is next_tail's order (v38's sections, then the lightest query blocks of every head last: tail_cut).
 

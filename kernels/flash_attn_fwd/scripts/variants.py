@@ -151,7 +151,7 @@ _SECTION = "constexpr long long kSectionL2Bytes = 16ll << 20;\n"
 # next_secs1k (session 31, an edit of v38; after next_sec4's call): 4 MB sections for causal launches with s_k <= 1024
 # only. next_sec4 read 0.230 ms against v37's 0.254 on d64-h32-32-s512-causal and 0.193 against 0.214 on
 # d128-h16-16-s512-causal, both rounds alike, while the causal s4096/s8192 launches lost 1-2.5% (d128-h16-16-s4096:
-# 0.881/0.884 against 0.863/0.857) and next_sec48 lost 20-25% on every s <= 1024 launch: the short launches want
+# 0.881/0.884 against 0.863/0.857) and next_sec48 took 12-26% more time at s512 (2-26% on the s <= 1024 launches): the short launches want
 # small sections, the long ones do not. Predicted: the causal s_k <= 1024 launches +0..+10% (d256 s512, already near
 # one wave of tiles a section, level), every other launch the same host path as v38.
 SECS1K_EDITS = [
