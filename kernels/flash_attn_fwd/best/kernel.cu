@@ -1,9 +1,9 @@
 // v38 (ks session 20261203-194412-15bf, attempts 82-88): v37 with two changes measured on an H100 in session 31.
 // (1) The d64 functions issue Q K^T with Q's A operand from registers (ldmatrix.x4 once a tile, wgmma m64n128k16 RS)
-// instead of shared memory: d64_192 (24 launches, 2 rounds) kernel time 1.005 (causal +0.1..+2.6%). The same change
-// in the 128-row d96/d128 functions lost (short + long128rows 0.995: causal s4096 -1..-3%), so only d64 has it.
+// instead of shared memory: d64_192 (24 launches, 2 rounds) kernel time 1.005 (causal -0.6..+2.6%). The same change
+// in the 128-row d96/d128 functions lost (short + long128rows 0.995: d128 causal s4096 -1..-3%), so only d64 has it.
 // (2) The V thread (thread 32 loads V, v35) also in d256's register-epilogue functions, i.e. unmasked d256 past s_k
-// 2048: d256l (24 launches, 2 rounds) kernel time 1.010 (those 12 launches +0.5..+4.6%), as +1.2..+1.5% on v35/v37.
+// 2048: d256l (24 launches, 2 rounds) kernel time 1.010 (those 12 launches -0.6..+4.6%), as +1.2..+1.5% on v35/v37.
 // Together as next_qrs64vt37, the full grid against v37 in two calls, 1 round each, both 182/182: 1.1520 -> 1.1581
 // (+0.53%, kernel time 1.003) and, run first, 1.1585 against 1.1539 (+0.40%, 1.003). The mean +0.46% is inside the
 // 0.5% same-call noise on the grid, so v38 is kept as v37's equal that is faster on both of its families, not as a
