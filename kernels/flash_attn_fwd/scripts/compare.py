@@ -48,6 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from families import tile_kind  # noqa: E402  (best/kernel.cu's dispatch of an unmasked launch, as families.py models it)
+from section_model import Launch, tail_cut  # noqa: E402  (the causal launches next_tail reorders)
 
 REPO = Path(__file__).resolve().parents[3]
 WORK = Path(os.environ.get("OUT", "/tmp")) / "work"
@@ -106,11 +107,11 @@ FILTERS = {
     # d96/d128 with s_k > 2048: the launches that run 160-key blocks in v15 (32 scenarios each)
     "nomask_long": lambda p: p["d"] in (96, 128) and not p["causal"] and p["s_k"] > 2048,
     "causal_long": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048,
-    # causal_long's launches that next_cluster2dc pairs by head (an even GQA group): 12 scenarios
     # session 31: causal launches with s_k <= 1024 (26 scenarios): where next_sec4's 4 MB sections gained 10%
     "causal_short": lambda p: p["causal"] and p["s_k"] <= 1024,
     # session 31: the causal launches whose order next_tail changes (section_model.tail_cut > 0: 68 scenarios)
-    "tail": lambda p: p["causal"] and _tail_cut(p) > 0,
+    "tail": lambda p: p["causal"] and tail_cut(Launch.of(p)) > 0,
+    # causal_long's launches that next_cluster2dc pairs by head (an even GQA group): 12 scenarios
     "causal_gqa": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048 and p["h_q"] // p["h_kv"] % 2 == 0,
     # d96/d128 with s_k <= 2048, both masks: the 128-key tiles with the TMA epilogue
     "short128": lambda p: p["d"] in (96, 128) and p["s_k"] <= 2048,
@@ -144,11 +145,6 @@ FILTERS = {
     "vtmore": lambda p: not p["causal"] and ((p["d"] == 256 and p["s_k"] > 2048)
                                              or (p["d"] == 128 and tile_kind(p)[0] == 128)),
 }
-
-
-def _tail_cut(params: dict) -> int:
-    import section_model  # here, not at the top: section_model imports this module
-    return section_model.tail_cut(section_model.Launch.of(params))
 
 
 def grid() -> list[dict]:

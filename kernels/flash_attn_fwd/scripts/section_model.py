@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import compare  # noqa: E402  (scenario subsets and the task's grid)
 import families  # noqa: E402  (rows_of: the tile height the dispatch picks)
 
 BLOCK_N = 128          # keys a block, every function since v36
@@ -153,6 +152,7 @@ def simulate(la: Launch, sec: int, sms: int = SMS, samples: int = 400, cut: int 
 
 
 def table(ids: list[str], rules: list[str], sms: int) -> list[str]:
+    import compare  # the task's grid; here, not at the top: compare's `tail` subset imports this module
     params = {s["id"]: s["params"] for s in compare.grid()}
     unknown = [i for i in ids if i not in params]
     if unknown:
@@ -184,6 +184,7 @@ def main(argv: list[str]) -> int:
     if bad:
         print(f"section_model: unknown rule(s): {', '.join(bad)} (known: {', '.join(RULES)})", file=sys.stderr)
         return 2
+    import compare  # compare.py's named subsets
     ids = [i for s in a.scenarios for i in compare.scenario_ids(s)]
     try:
         print("\n".join(table(ids, rules, a.sms)))
