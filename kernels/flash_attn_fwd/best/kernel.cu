@@ -1,3 +1,10 @@
+// v39 (ks session 20261203-194412-15bf, attempts 91-94): v38 with causal tile sections of 4 MB of K/V where s_k <=
+// 1024 (16 MB, as since v5-v6, at longer keys). Measured on an H100 in session 32 as next_secs1k, same calls as v38,
+// on the 26 causal launches with s_k <= 1024 (`causal_short`): kernel time 1.027 (2 rounds) and, run first, 1.028 (3
+// rounds), all correct; the 13 launches with s_k <= 512 +4.8% and +5.0% (d64-h32-32, d96-h16-16, d128-h16-16 s512/s495
+// and d256-h16-4 s512 +7..+11%), the 13 at s1024 +0.6% in both (-2.6..+4.1%). Host code only: every other launch is
+// v38's (the same functions, the same tile order). No full grid: 26 of 182 launches at +2.7% would move it by about
+// +0.4%. The alternative, at most one wave of tiles a section (next_secwave), read 1.017 in the first call.
 // v38 (ks session 20261203-194412-15bf, attempts 82-88): v37 with two changes measured on an H100 in session 31.
 // (1) The d64 functions issue Q K^T with Q's A operand from registers (ldmatrix.x4 once a tile, wgmma m64n128k16 RS)
 // instead of shared memory: d64_192 (24 launches, 2 rounds) kernel time 1.005 (causal -0.6..+2.6%). The same change
@@ -1710,6 +1717,9 @@ int num_sms() {
 
 // Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
 constexpr long long kSectionL2Bytes = 16ll << 20;
+// Causal launches up to kShortSectionMaxSk keys: sections of 4 MB (v39; session 32: s_k <= 512 +4.8..+5.0% kernel time).
+constexpr long long kShortSectionL2Bytes = 4ll << 20;
+constexpr int kShortSectionMaxSk = 1024;
 
 template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128, bool kHalfDiag = true>
 int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q, int s_k, int h_q,
@@ -1735,7 +1745,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   if (causal) {
     const int group = h_q / h_kv;
     const long long kv_bytes = 2ll * s_k * d * 2;  // K and V of one kv head
-    long long kv_heads = kSectionL2Bytes / kv_bytes;
+    long long kv_heads = (s_k <= kShortSectionMaxSk ? kShortSectionL2Bytes : kSectionL2Bytes) / kv_bytes;
     if (kv_heads < 1) kv_heads = 1;
     const long long heads = kv_heads * group;
     sec = heads < num_bh ? static_cast<int>(heads) : num_bh;

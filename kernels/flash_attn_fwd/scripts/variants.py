@@ -108,6 +108,10 @@ REPO = Path(__file__).resolve().parents[3]
 #   0.995 on short + long128rows; next_qrs64 1.005 on d64_192; next_vt256u37 1.010 on d256l; next_sec4 1.005 on
 #   sections (s512 causal +10%, s4096-s8192 causal -1..-2.5%); next_sec48 0.956; next_qrs64vt37's full grid +0.53%
 #   and +0.40% in two calls, became v38.
+# - session 31's next_secs1k, next_secwave, next_tail and their combinations (next_tailsecs1k, next_tailwave), all
+#   edits of v38, from 16dc6dd. Measured on an H100 in session 32: next_secs1k 1.027 and 1.028 on causal_short
+#   (s_k <= 512 +4.8%, +5.0%), became v39; next_secwave 1.017; next_tail 0.999 on tail (s_k > 4096 +0.8%, s_k <=
+#   2048 -1.7%: next_tail8k below keeps the first half). The combinations never ran.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -148,46 +152,16 @@ ROWS192_EDITS = [
 # first inside it; decode_tile).
 _SECTION = "constexpr long long kSectionL2Bytes = 16ll << 20;\n"
 
-# next_secs1k (session 31, an edit of v38; after next_sec4's call): 4 MB sections for causal launches with s_k <= 1024
-# only. next_sec4 read 0.230 ms against v37's 0.254 on d64-h32-32-s512-causal and 0.193 against 0.214 on
-# d128-h16-16-s512-causal, both rounds alike, while the causal s4096/s8192 launches lost 1-2.5% (d128-h16-16-s4096:
-# 0.881/0.884 against 0.863/0.857) and next_sec48 took 12-26% more time at s512 (2-26% on the s <= 1024 launches): the short launches want
-# small sections, the long ones do not. Predicted: the causal s_k <= 1024 launches +0..+10% (d256 s512, already near
-# one wave of tiles a section, level), every other launch the same host path as v38.
-SECS1K_EDITS = [
-    (_SECTION, _SECTION + "// Causal launches up to kShortSectionMaxSk keys: sections of 4 MB (session 31: +10% at s512).\n"
-               "constexpr long long kShortSectionL2Bytes = 4ll << 20;\nconstexpr int kShortSectionMaxSk = 1024;\n"),
-    ("    long long kv_heads = kSectionL2Bytes / kv_bytes;\n",
-     "    long long kv_heads = (s_k <= kShortSectionMaxSk ? kShortSectionL2Bytes : kSectionL2Bytes) / kv_bytes;\n"),
-]
-
-# next_secwave (session 31, an edit of v38; the alternative to next_secs1k): where s_k <= 1024, a section holds at most
-# one wave of tiles (num_sms / (query blocks x GQA group) kv heads), so all the tiles of a head run at the same time
-# and read its K/V from L2 together. Inside a section the heaviest query block of every head goes first, so with
-# v38's 16 MB the tiles of one head at s512 (b = 64, 3-4 query blocks) run about a wave apart, with 16 MB of other
-# K/V and ~16 MB of Q and O passing through L2 between them; at these lengths a launch is 20-50 waves, so the
-# heavy-first order's tail matters little. Reading, not measured. Sections: d64 s512 44 heads (4 MB: 32, 16 MB: 128),
-# d128 h16-16 s512 33 (16, 64), d256 s512 33 (8, 32: next_sec4 level there), d128 h64-8 s512 32 (128, 512).
-# Predicted: level with next_secs1k within +-2%, both +5..+10% on the s512 d64/d128 launches against v38.
-SECWAVE_EDITS = [
-    (_SECTION, _SECTION + "// Causal launches up to kShortSectionMaxSk keys: sections of at most one wave of tiles (session 31).\n"
-               "constexpr int kShortSectionMaxSk = 1024;\n"),
-    ("    long long kv_heads = kSectionL2Bytes / kv_bytes;\n",
-     "    long long kv_heads = kSectionL2Bytes / kv_bytes;\n"
-     "    if (s_k <= kShortSectionMaxSk) {  // next_secwave: a head's tiles in one wave\n"
-     "      const long long wave_kv = num_sms() / (static_cast<long long>(num_m_blocks) * group);\n"
-     "      if (wave_kv < kv_heads) kv_heads = wave_kv;\n"
-     "    }\n"),
-]
-
-# next_tail (session 31, an edit of v38; from scripts/section_model.py): causal launches hand out the lightest query
-# blocks of every head last, over all heads at once, so the launch ends on short tiles everywhere; before them the
-# order is v38's (sections, heaviest first). `cut` blocks a head go there: as many as fill kTailWaves (4) waves of
-# tiles, while a block holds at most half the heaviest block's keys (the prefill shapes: none). The tail tiles read
-# a head's first `cut` key blocks only, so the L2 footprint of the sections stays. The model (makespan on 132 CTAs,
-# no memory stalls): 68 causal launches change; d96-h16-16-s2048 0.967 of v38's time, h16-16 s8192-s32768 0.981-0.988,
-# d256 s1024-s2048 0.989, a few +0.1..+0.6%; the grid +0.18%. Host code and decode_tile (one more kernel parameter):
-# the producer of the 192-row d96/d128 functions has 32 registers, so ptxas's spill count decides first.
+# next_tail8k (session 32, an edit of v39, after next_tail's call). next_tail (session 31; from
+# scripts/section_model.py) hands out the lightest query blocks of every causal head last, over all heads at once, so
+# the launch ends on short tiles everywhere; before them the order is the sections', heaviest first. `cut` blocks a
+# head go there: as many as fill kTailWaves (4) waves of tiles, while a block holds at most half the heaviest block's
+# keys (the prefill shapes: none). The model (makespan on 132 CTAs, no memory stalls) predicted 68 causal launches to
+# change, d96-h16-16-s2048 0.967 of v38's time, h16-16 s8192-s32768 0.981-0.988, d256 s1024-s2048 0.989, the grid
+# +0.18%. Measured (session 32 call 1, H100, 2 rounds, `tail` group): kernel time 0.999; the 36 launches with s_k > 4096
+# +0.8% (0.960-1.032; d96 +2.4%), the 12 at s4096 level (0.999), the 20 with s_k <= 2048 -1.7% (0.947-1.013; d128 and
+# d256 s512-s1024 -3..-5%): the model's short-launch gains were not there. next_tail8k keeps the order for s_k > 4096
+# only. Predicted: +0.5..+1% on the `tail_long` group (36 launches), every other launch v39's order.
 TAIL_EDITS = [
     ("""template <int BN, int kBlockM>
 __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
@@ -247,20 +221,18 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
     ("      num_bh, sec, num_tiles);\n", "      num_bh, sec, cut, num_tiles);\n"),
 ]
 
+TAIL8K_EDITS = TAIL_EDITS + [
+    ("constexpr int kTailWaves = 4;\n",
+     "constexpr int kTailWaves = 4;\n// ... and only past this many keys (session 32: s_k <= 2048 lost 1.7%, s4096 level).\n"
+     "constexpr int kTailMinSk = 4096;\n"),
+    ("    while (cut < num_m_blocks - 1 &&",
+     "    while (s_k > kTailMinSk && cut < num_m_blocks - 1 &&"),
+]
+
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_secs1k": ("kernel.cu", "// next_secs1k: v38 with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
-                    SECS1K_EDITS),
-    "next_tail": ("kernel.cu", "// next_tail: v38 with the light causal query blocks of every head last, over all heads.\n",
-                  TAIL_EDITS),
-    "next_secwave": ("kernel.cu", "// next_secwave: v38 with causal sections of at most one wave of tiles where s_k <= 1024.\n",
-                     SECWAVE_EDITS),
-    # combinations for the full-grid A/B of whatever holds on its own launches (disjoint: the short launches' section
-    # size, the tail's order)
-    "next_tailsecs1k": ("kernel.cu", "// next_tailsecs1k: next_tail with causal tile sections of 4 MB of K/V where s_k <= 1024.\n",
-                        SECS1K_EDITS + TAIL_EDITS),
-    "next_tailwave": ("kernel.cu", "// next_tailwave: next_tail with causal sections of at most one wave of tiles where s_k <= 1024.\n",
-                      SECWAVE_EDITS + TAIL_EDITS),
+    "next_tail8k": ("kernel.cu", "// next_tail8k: v39 with the light causal query blocks of every head last, over all heads, where s_k > 4096.\n",
+                    TAIL8K_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
