@@ -148,8 +148,8 @@ ROWS192_EDITS = [
 ]
 
 
-# The causal tile order's section size (v38's kSectionL2Bytes: 16 MB of K/V a section of heads, heaviest query block
-# first inside it; decode_tile).
+# The causal tile order's section size (kSectionL2Bytes: 16 MB of K/V a section of heads, heaviest query block first
+# inside it; decode_tile; since v39 4 MB where s_k <= 1024).
 _SECTION = "constexpr long long kSectionL2Bytes = 16ll << 20;\n"
 
 # next_tail8k (session 32, an edit of v39, after next_tail's call). next_tail (session 31; from
@@ -161,7 +161,7 @@ _SECTION = "constexpr long long kSectionL2Bytes = 16ll << 20;\n"
 # +0.18%. Measured (session 32 call 1, H100, 2 rounds, `tail` group): kernel time 0.999; the 36 launches with s_k > 4096
 # +0.8% (0.960-1.032; d96 +2.4%), the 12 at s4096 level (0.999), the 20 with s_k <= 2048 -1.7% (0.947-1.013; d128 and
 # d256 s512-s1024 -3..-5%): the model's short-launch gains were not there. next_tail8k keeps the order for s_k > 4096
-# only. Predicted: +0.5..+1% on the `tail_long` group (36 launches), every other launch v39's order.
+# only (on the grid: s8175 and up, hence the name). Predicted: +0.5..+1% on the `tail_long` group (36 launches), every other launch v39's order.
 TAIL_EDITS = [
     ("""template <int BN, int kBlockM>
 __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
