@@ -65,6 +65,11 @@ def test_tail_cut_fills_waves_of_light_blocks_only():
     v38 = model.simulate(la, model.section_heads(la, "16MB"))
     tail = model.simulate(la, model.section_heads(la, "tail"), cut=cut)
     assert tail.makespan < v38.makespan
+    # next_tail8k: the same order past s_k 4096 only, on v39's sections (4 MB up to s_k 1024)
+    assert model.rule_cut(la, "tail8k") == 0
+    assert model.rule_cut(long, "tail8k") == model.rule_cut(long, "tail") == 16
+    short = model.Launch.of(shape(128, 16, 16, 512, 64))
+    assert model.section_heads(short, "tail8k") == model.section_heads(short, "secs1k") < model.section_heads(short, "tail")
 
 
 def test_section_heads_follow_the_host_rules():

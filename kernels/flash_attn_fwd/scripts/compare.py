@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from families import tile_kind  # noqa: E402  (best/kernel.cu's dispatch of an unmasked launch, as families.py models it)
-from section_model import Launch, tail_cut  # noqa: E402  (the causal launches next_tail reorders)
+from section_model import Launch, rule_cut, tail_cut  # noqa: E402  (the causal launches next_tail reorders)
 
 REPO = Path(__file__).resolve().parents[3]
 WORK = Path(os.environ.get("OUT", "/tmp")) / "work"
@@ -111,8 +111,8 @@ FILTERS = {
     "causal_short": lambda p: p["causal"] and p["s_k"] <= 1024,
     # session 31: the causal launches whose order next_tail changes (section_model.tail_cut > 0: 68 scenarios)
     "tail": lambda p: p["causal"] and tail_cut(Launch.of(p)) > 0,
-    # session 32: those with s_k > 4096, where next_tail gained 0.8% (next_tail8k: 36 scenarios)
-    "tail_long": lambda p: p["causal"] and p["s_k"] > 4096 and tail_cut(Launch.of(p)) > 0,
+    # session 32: those that next_tail8k reorders (s_k > 4096, where next_tail gained 0.8%: 36 scenarios)
+    "tail_long": lambda p: p["causal"] and rule_cut(Launch.of(p), "tail8k") > 0,
     # causal_long's launches that next_cluster2dc pairs by head (an even GQA group): 12 scenarios
     "causal_gqa": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048 and p["h_q"] // p["h_kv"] % 2 == 0,
     # d96/d128 with s_k <= 2048, both masks: the 128-key tiles with the TMA epilogue
