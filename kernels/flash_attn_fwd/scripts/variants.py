@@ -111,7 +111,10 @@ REPO = Path(__file__).resolve().parents[3]
 # - session 31's next_secs1k, next_secwave, next_tail and their combinations (next_tailsecs1k, next_tailwave), all
 #   edits of v38, from 16dc6dd. Measured on an H100 in session 32: next_secs1k 1.027 and 1.028 on causal_short
 #   (s_k <= 512 +4.8%, +5.0%), became v39; next_secwave 1.017; next_tail 0.999 on tail (s_k > 4096 +0.8%, s_k <=
-#   2048 -1.7%: next_tail8k below keeps the first half). The combinations never ran.
+#   2048 -1.7%: next_tail8k keeps the first half). The combinations never ran.
+# - session 32's next_tail8k, an edit of v39, from 49bf2dc (its edits stay below: next_tail8kc is built on them).
+#   Measured on an H100 in session 33: tail_long 1.007 (2 rounds), causal_short 0.998, short 0.982 and 0.993 (1
+#   round in each order).
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -230,9 +233,61 @@ TAIL8K_EDITS = TAIL_EDITS + [
 ]
 
 
+# next_tail8kc (session 33, an edit of v39): next_tail8k measured +0.7% on its 36 launches (2 rounds) and level on
+# the short causal ones, but -1.8% / -0.7% on the 8 `short` launches in the two orders (1 round each; unmasked d96
+# s1024 and d128 s512-fp16 -2..-4%), where its tail is empty and only its code differs: all 28 functions 32-40
+# instructions longer (decode_tile's tail branch and the new kernel parameter). Here the tail is compiled into the
+# causal functions only (kHalfDiag, true in every causal launch and in no unmasked one) and its length rides in
+# `causal` (1 + cut), so no parameter is added: the unmasked functions are v39's machine code (`sass.py diff`: SAME)
+# and the causal ones run next_tail8k's order. Predicted: +0.5..+1% on tail_long, the rest level, the grid +0.1..+0.2%.
+_DECODE_HEAD = """template <int BN, int kBlockM>
+__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
+                                            int s_q, int s_k, int causal) {
+"""
+TAIL8KC_EDITS = [
+    (_DECODE_HEAD, """template <int BN, int kBlockM, bool kTail>
+__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
+                                            int s_q, int s_k, int causal) {
+  if constexpr (kTail) {
+    // next_tail8kc (causal functions only): `causal` is 1 + cut. Query blocks cut .. num_m_blocks - 1 by sections
+    // as below; then the `cut` lightest blocks of every head, heaviest first, bh inner: the launch ends on short
+    // tiles in every CTA. The unmasked functions keep the code below alone.
+    const int cut = causal > 1 ? causal - 1 : 0;
+    const int heavy_m = num_m_blocks - cut;
+    const int heavy = heavy_m * num_bh;
+    int mi, bh;
+    if (t < heavy) {
+      const int per_sec = sec * heavy_m;
+      const int si = t / per_sec;
+      const int rem = t - si * per_sec;
+      const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
+      mi = rem / width;
+      bh = si * sec + (rem - mi * width);
+    } else {
+      const int li = (t - heavy) / num_bh;
+      mi = heavy_m + li;
+      bh = t - heavy - li * num_bh;
+    }
+    Tile w;
+    w.m_block = causal ? num_m_blocks - 1 - mi : mi;
+    w.head = bh % h_q;
+    w.batch = bh / h_q;
+    int kv_end = s_k;
+    if (causal) kv_end = min(s_k, w.m_block * kBlockM + kBlockM + s_k - s_q);
+    w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+    return w;
+  }
+"""),
+    ("          w = decode_tile<BN, Cfg::kBlockM>(",
+     "          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>("),
+    ("      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,\n",
+     "      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal ? 1 + cut : 0, scale_log2, num_m_blocks,\n"),
+] + TAIL_EDITS[3:6] + TAIL8K_EDITS[len(TAIL_EDITS):]
+
+
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_tail8k": ("kernel.cu", "// next_tail8k: v39 with the light causal query blocks of every head last, over all heads, where s_k > 4096.\n",
-                    TAIL8K_EDITS),
+    "next_tail8kc": ("kernel.cu", "// next_tail8kc: next_tail8k compiled into the causal functions only; cut rides in `causal` (1 + cut).\n",
+                     TAIL8KC_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
