@@ -112,7 +112,7 @@ REPO = Path(__file__).resolve().parents[3]
 #   edits of v38, from 16dc6dd. Measured on an H100 in session 32: next_secs1k 1.027 and 1.028 on causal_short
 #   (s_k <= 512 +4.8%, +5.0%), became v39; next_secwave 1.017; next_tail 0.999 on tail (s_k > 4096 +0.8%, s_k <=
 #   2048 -1.7%: next_tail8k keeps the first half). The combinations never ran.
-# - session 32's next_tail8k, an edit of v39, from 49bf2dc (its edits stay below: next_tail8kc is built on them).
+# - session 32's next_tail8k, an edit of v39, from 49bf2dc (its host edits stay below, in next_tail8kc).
 #   Measured on an H100 in session 33: tail_long 1.007 (2 rounds), causal_short 0.998, short 0.982 and 0.993 (1
 #   round in each order).
 
@@ -155,55 +155,18 @@ ROWS192_EDITS = [
 # inside it; decode_tile; since v39 4 MB where s_k <= 1024).
 _SECTION = "constexpr long long kSectionL2Bytes = 16ll << 20;\n"
 
-# next_tail8k (session 32, an edit of v39, after next_tail's call). next_tail (session 31; from
-# scripts/section_model.py) hands out the lightest query blocks of every causal head last, over all heads at once, so
-# the launch ends on short tiles everywhere; before them the order is the sections', heaviest first. `cut` blocks a
-# head go there: as many as fill kTailWaves (4) waves of tiles, while a block holds at most half the heaviest block's
-# keys (the prefill shapes: none). The model (makespan on 132 CTAs, no memory stalls) predicted 68 causal launches to
-# change, d96-h16-16-s2048 0.967 of v38's time, h16-16 s8192-s32768 0.981-0.988, d256 s1024-s2048 0.989, the grid
-# +0.18%. Measured (session 32 call 1, H100, 2 rounds, `tail` group): kernel time 0.999; the 36 launches with s_k > 4096
-# +0.8% (0.960-1.032; d96 +2.4%), the 12 at s4096 level (0.999), the 20 with s_k <= 2048 -1.7% (0.947-1.013; d128 and
-# d256 s512-s1024 -3..-5%): the model's short-launch gains were not there. next_tail8k keeps the order for s_k > 4096
-# only (on the grid: s8175 and up, hence the name). Predicted: +0.5..+1% on the `tail_long` group (36 launches), every other launch v39's order.
-TAIL_EDITS = [
-    ("""template <int BN, int kBlockM>
-__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
-                                            int s_q, int s_k, int causal) {
-  const int per_sec = sec * num_m_blocks;
-  const int si = t / per_sec;
-  const int rem = t - si * per_sec;
-  const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
-  const int mi = rem / width;
-  const int bh = si * sec + (rem - mi * width);
-  Tile w;
-""", """template <int BN, int kBlockM>
-__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int cut, int h_q,
-                                            int s_q, int s_k, int causal) {
-  // next_tail: query blocks cut .. num_m_blocks - 1 by sections as before; then the `cut` lightest blocks of every
-  // head, heaviest first, bh inner: the launch ends on short tiles in every CTA
-  const int heavy_m = num_m_blocks - cut;
-  const int heavy = heavy_m * num_bh;
-  int mi, bh;
-  if (t < heavy) {
-    const int per_sec = sec * heavy_m;
-    const int si = t / per_sec;
-    const int rem = t - si * per_sec;
-    const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
-    mi = rem / width;
-    bh = si * sec + (rem - mi * width);
-  } else {
-    const int li = (t - heavy) / num_bh;
-    mi = heavy_m + li;
-    bh = t - heavy - li * num_bh;
-  }
-  Tile w;
-"""),
-    ("                  int num_bh, int sec, int num_tiles) {\n",
-     "                  int num_bh, int sec, int cut, int num_tiles) {\n"),
-    ("(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);\n",
-     "(static_cast<int>(tile), num_m_blocks, num_bh, sec, cut, h_q, s_q, s_k, causal);\n"),
+# The causal tail (next_tail, session 31, from scripts/section_model.py; next_tail8k, session 32): the lightest query
+# blocks of every causal head go last, over all heads at once, so the launch ends on short tiles everywhere; before
+# them the order is the sections', heaviest first. `cut` blocks a head go there: as many as fill kTailWaves (4) waves
+# of tiles, while a block holds at most half the heaviest block's keys (the prefill shapes: none), and only where s_k >
+# kTailMinSk (4096; on the grid s8175 and up). Measured on H100s: next_tail (every s_k) 0.999 on its 68 launches
+# (session 32: s_k > 4096 +0.8%, s_k <= 2048 -1.7%); next_tail8k 1.007 on those 36 (session 33). These are the host's
+# edits; the measured candidates' device edits are in 16dc6dd's and 49bf2dc's variants.py.
+TAIL_HOST_EDITS = [
     (_SECTION, _SECTION + "// Causal launches: the light query blocks that go last over every head fill this many waves (next_tail).\n"
-               "constexpr int kTailWaves = 4;\n"),
+               "constexpr int kTailWaves = 4;\n"
+               "// ... and only past this many keys (session 32: s_k <= 2048 lost 1.7%, s4096 level).\n"
+               "constexpr int kTailMinSk = 4096;\n"),
     ("  int sec = 1;\n", "  int sec = 1, cut = 0;\n"),
     ("""    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
   }
@@ -216,20 +179,11 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
       return kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
     };
     const int heaviest = blocks(num_m_blocks - 1);
-    while (cut < num_m_blocks - 1 && (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() &&
+    while (s_k > kTailMinSk && cut < num_m_blocks - 1 && (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() &&
            2 * blocks(cut) <= heaviest)
       ++cut;
   }
 """),
-    ("      num_bh, sec, num_tiles);\n", "      num_bh, sec, cut, num_tiles);\n"),
-]
-
-TAIL8K_EDITS = TAIL_EDITS + [
-    ("constexpr int kTailWaves = 4;\n",
-     "constexpr int kTailWaves = 4;\n// ... and only past this many keys (session 32: s_k <= 2048 lost 1.7%, s4096 level).\n"
-     "constexpr int kTailMinSk = 4096;\n"),
-    ("    while (cut < num_m_blocks - 1 &&",
-     "    while (s_k > kTailMinSk && cut < num_m_blocks - 1 &&"),
 ]
 
 
@@ -282,7 +236,7 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
      "          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>("),
     ("      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,\n",
      "      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal ? 1 + cut : 0, scale_log2, num_m_blocks,\n"),
-] + TAIL_EDITS[3:6] + TAIL8K_EDITS[len(TAIL_EDITS):]
+] + TAIL_HOST_EDITS
 
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
