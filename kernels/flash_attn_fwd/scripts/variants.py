@@ -202,35 +202,28 @@ TAIL8KC_EDITS = [
     (_DECODE_HEAD, """template <int BN, int kBlockM, bool kTail>
 __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
                                             int s_q, int s_k, int causal) {
+  // next_tail8kc (causal functions only): `causal` is 1 + cut. The query blocks cut .. num_m_blocks - 1 go by sections
+  // as below, counted from block `cut` (s_q shortened to match, so each block sees the same keys); then the `cut`
+  // lightest blocks of every head, as one section over all heads: the launch ends on short tiles in every CTA. The
+  // unmasked functions run v39's code alone.
+  int first_m = 0;
   if constexpr (kTail) {
-    // next_tail8kc (causal functions only): `causal` is 1 + cut. Query blocks cut .. num_m_blocks - 1 by sections
-    // as below; then the `cut` lightest blocks of every head, heaviest first, bh inner: the launch ends on short
-    // tiles in every CTA. The unmasked functions keep the code below alone.
     const int cut = causal > 1 ? causal - 1 : 0;
-    const int heavy_m = num_m_blocks - cut;
-    const int heavy = heavy_m * num_bh;
-    int mi, bh;
-    if (t < heavy) {
-      const int per_sec = sec * heavy_m;
-      const int si = t / per_sec;
-      const int rem = t - si * per_sec;
-      const int width = min(sec, num_bh - si * sec);  // the last section may be narrower
-      mi = rem / width;
-      bh = si * sec + (rem - mi * width);
+    const int heavy = (num_m_blocks - cut) * num_bh;
+    if (t >= heavy) {
+      t -= heavy, num_m_blocks = cut, sec = num_bh;
     } else {
-      const int li = (t - heavy) / num_bh;
-      mi = heavy_m + li;
-      bh = t - heavy - li * num_bh;
+      num_m_blocks -= cut, s_q -= cut * kBlockM, first_m = cut;
     }
-    Tile w;
-    w.m_block = causal ? num_m_blocks - 1 - mi : mi;
-    w.head = bh % h_q;
-    w.batch = bh / h_q;
-    int kv_end = s_k;
-    if (causal) kv_end = min(s_k, w.m_block * kBlockM + kBlockM + s_k - s_q);
-    w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
-    return w;
   }
+"""),
+    ("""  w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+  return w;
+}
+""", """  w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+  w.m_block += first_m;
+  return w;
+}
 """),
     ("          w = decode_tile<BN, Cfg::kBlockM>(",
      "          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>("),

@@ -1,0 +1,106 @@
+"""decode_tile, the kernel's own text compiled for the host with g++: the causal tile order it hands out is the one
+section_model.tile_order describes (best/kernel.cu: sections only; next_tail8kc: sections, then the tail)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "kernels/flash_attn_fwd/scripts"
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"flash_{name}", SCRIPTS / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+model = _load("section_model")
+variants = _load("variants")
+
+BLOCK_M = 128  # rows of a query block in the driver (the kernel's 128-row functions)
+
+DRIVER = r"""
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+using std::min;
+#define __device__
+#define __forceinline__ inline
+%(tile)s
+%(decode)s
+// argv: num_m_blocks num_bh sec cut s_q s_k -> one line a tile: bh m_block n_blocks
+int main(int argc, char** argv) {
+  if (argc != 7) return 2;
+  const int num_m = atoi(argv[1]), num_bh = atoi(argv[2]), sec = atoi(argv[3]), cut = atoi(argv[4]);
+  const int s_q = atoi(argv[5]), s_k = atoi(argv[6]);
+  for (int t = 0; t < num_m * num_bh; ++t) {
+    const Tile w = %(call)s;
+    printf("%%d %%d %%d\n", w.batch * num_bh + w.head, w.m_block, w.n_blocks);
+  }
+  return 0;
+}
+"""
+
+
+def _piece(text: str, start: str, end: str) -> str:
+    i = text.index(start)
+    return text[i:text.index(end, i) + len(end)]
+
+
+def _decode_source(text: str) -> str:
+    """decode_tile's template, from its `template <` line to its closing brace."""
+    head = text.index("__device__ __forceinline__ Tile decode_tile(")
+    return text[text.rindex("template <", 0, head):text.index("\n}\n", head) + 3]
+
+
+def _build(text: str, call: str, out: Path) -> Path:
+    src = out.with_suffix(".cpp")
+    src.write_text(DRIVER % {"tile": _piece(text, "struct Tile {", "};"), "decode": _decode_source(text),
+                             "call": call})
+    subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(out), str(src)], check=True, capture_output=True, text=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def decoders(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("decode")
+    best = (variants.BEST / "kernel.cu").read_text()
+    tail = variants.render("next_tail8kc")
+    # h_q = num_bh (one batch), so head is bh; `causal` is 1 in best/kernel.cu and 1 + cut in next_tail8kc
+    return {
+        "best": _build(best, f"decode_tile<128, {BLOCK_M}>(t, num_m, num_bh, sec, num_bh, s_q, s_k, 1)",
+                       tmp / "best"),
+        "next_tail8kc": _build(tail, f"decode_tile<128, {BLOCK_M}, true>(t, num_m, num_bh, sec, num_bh, s_q, s_k, "
+                                     "1 + cut)", tmp / "tail8kc"),
+    }
+
+
+def _run(exe: Path, num_m: int, num_bh: int, sec: int, cut: int, s_q: int, s_k: int) -> list[tuple[int, int, int]]:
+    out = subprocess.run([str(exe), *map(str, (num_m, num_bh, sec, cut, s_q, s_k))], check=True,
+                         capture_output=True, text=True).stdout
+    return [tuple(map(int, line.split())) for line in out.splitlines()]
+
+
+CASES = [(5, 3, 2, 0), (8, 4, 8, 0), (7, 1, 3, 0), (6, 5, 1, 0), (5, 3, 2, 1), (8, 4, 3, 2), (6, 5, 6, 4), (9, 7, 3, 6)]
+
+
+@pytest.mark.parametrize("num_bh,m_blocks,sec,cut", CASES)
+@pytest.mark.parametrize("extra_keys", [0, 300])
+def test_decode_tile_hands_out_the_model_order(decoders, num_bh, m_blocks, sec, cut, extra_keys):
+    s_q = BLOCK_M * m_blocks - 5  # a part-filled last block
+    la = model.Launch(num_bh=num_bh, m_blocks=m_blocks, rows=BLOCK_M, group=1, s_q=s_q, s_k=s_q + extra_keys,
+                      kv_bytes=1 << 20)
+    want = [(bh, m, la.blocks(m)) for bh, m in model.tile_order(la, sec, cut)]
+    assert _run(decoders["next_tail8kc"], m_blocks, num_bh, sec, cut, la.s_q, la.s_k) == want
+    if cut == 0:  # best/kernel.cu has no tail
+        assert _run(decoders["best"], m_blocks, num_bh, sec, cut, la.s_q, la.s_k) == want
