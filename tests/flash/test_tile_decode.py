@@ -1,5 +1,6 @@
 """decode_tile, the kernel's own text compiled for the host with g++: the causal tile order it hands out is the one
-section_model.tile_order describes (best/kernel.cu: sections only; next_tail8kc: sections, then the tail)."""
+section_model.tile_order describes (best/kernel.cu, v40: the causal functions' sections, then the tail; without
+kTail, as the unmasked functions compile it, sections only)."""
 
 from __future__ import annotations
 
@@ -75,13 +76,12 @@ def _build(text: str, call: str, out: Path) -> Path:
 def decoders(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("decode")
     best = (variants.BEST / "kernel.cu").read_text()
-    tail = variants.render("next_tail8kc")
-    # h_q = num_bh (one batch), so head is bh; `causal` is 1 in best/kernel.cu and 1 + cut in next_tail8kc
+    # h_q = num_bh (one batch), so head is bh; `causal` is 1 + cut, as the host passes it to a causal launch
     return {
-        "best": _build(best, f"decode_tile<128, {BLOCK_M}>(t, num_m, num_bh, sec, num_bh, s_q, s_k, 1)",
-                       tmp / "best"),
-        "next_tail8kc": _build(tail, f"decode_tile<128, {BLOCK_M}, true>(t, num_m, num_bh, sec, num_bh, s_q, s_k, "
-                                     "1 + cut)", tmp / "tail8kc"),
+        "tail": _build(best, f"decode_tile<128, {BLOCK_M}, true>(t, num_m, num_bh, sec, num_bh, s_q, s_k, 1 + cut)",
+                       tmp / "tail"),
+        "no_tail": _build(best, f"decode_tile<128, {BLOCK_M}, false>(t, num_m, num_bh, sec, num_bh, s_q, s_k, "
+                                "1 + cut)", tmp / "no_tail"),
     }
 
 
@@ -101,6 +101,7 @@ def test_decode_tile_hands_out_the_model_order(decoders, num_bh, m_blocks, sec, 
     la = model.Launch(num_bh=num_bh, m_blocks=m_blocks, rows=BLOCK_M, group=1, s_q=s_q, s_k=s_q + extra_keys,
                       kv_bytes=1 << 20)
     want = [(bh, m, la.blocks(m)) for bh, m in model.tile_order(la, sec, cut)]
-    assert _run(decoders["next_tail8kc"], m_blocks, num_bh, sec, cut, la.s_q, la.s_k) == want
-    if cut == 0:  # best/kernel.cu has no tail
-        assert _run(decoders["best"], m_blocks, num_bh, sec, cut, la.s_q, la.s_k) == want
+    assert _run(decoders["tail"], m_blocks, num_bh, sec, cut, la.s_q, la.s_k) == want
+    # without kTail the cut is ignored: the sections' order
+    sections = [(bh, m, la.blocks(m)) for bh, m in model.tile_order(la, sec, 0)]
+    assert _run(decoders["no_tail"], m_blocks, num_bh, sec, cut, la.s_q, la.s_k) == sections

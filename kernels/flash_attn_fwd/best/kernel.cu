@@ -1,3 +1,15 @@
+// v40 (ks session 20261203-194412-15bf, attempts 95-103): v39 with the causal tail order where s_k > 4096: the
+// lightest query blocks of every causal head (as many as fill 4 waves of tiles, each holding at most half the
+// heaviest block's keys) go last, over all heads at once, so a long causal launch ends on short tiles in every CTA.
+// Compiled into the causal functions only (decode_tile's kTail = kHalfDiag), the cut riding in `causal` (1 + cut), so
+// the unmasked functions are v39's machine code. Measured as next_tail8kc on an H200 in session 34, same calls as v39:
+// the full grid 1.1763 -> 1.1778 (kernel time 1.001, 1 round), and on the 36 causal launches with s_k > 4096
+// (`tail_long`) kernel time 1.008 in that call and 1.007-1.009 in each pairing of 2 rounds in the next (v39 against
+// itself 0.999); the other causal launches level (26 at s_k <= 1024 0.995, 29 between 1.002), the unmasked 1.000.
+// Its first form, next_tail8k (the tail in all 28 functions, one more kernel parameter), had read tail_long 1.007 on
+// an H100 in session 33 but lost 0.7-1.8% on 8 short launches where only its longer code differed. Level on the grid
+// (inside the 0.5% same-call noise), so kept as v39's equal that is faster on its own launches, not as a gain. Here
+// only comments differ from the measured file (SASS SAME, `scripts/sass.py diff`).
 // v39 (ks session 20261203-194412-15bf, attempts 91-94): v38 with causal tile sections of 4 MB of K/V where s_k <=
 // 1024 (16 MB, as since v5-v6, at longer keys). Measured on an H100 in session 32 as next_secs1k, same calls as v38,
 // on the 26 causal launches with s_k <= 1024 (`causal_short`): kernel time 1.027 (2 rounds) and, run first, 1.028 (3
@@ -941,9 +953,23 @@ struct Tile {
   int m_block, head, batch, n_blocks;
 };
 
-template <int BN, int kBlockM>
+template <int BN, int kBlockM, bool kTail>
 __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
                                             int s_q, int s_k, int causal) {
+  // The causal tail (v40; kTail only in the causal functions, where `causal` is 1 + cut): the query blocks cut ..
+  // num_m_blocks - 1 go by sections as below, counted from block `cut` (s_q shortened to match, so each block sees the
+  // same keys); then the `cut` lightest blocks of every head, as one section over all heads, so the launch ends on
+  // short tiles in every CTA. The unmasked functions compile none of it.
+  int first_m = 0;
+  if constexpr (kTail) {
+    const int cut = causal > 1 ? causal - 1 : 0;
+    const int heavy = (num_m_blocks - cut) * num_bh;
+    if (t >= heavy) {
+      t -= heavy, num_m_blocks = cut, sec = num_bh;
+    } else {
+      num_m_blocks -= cut, s_q -= cut * kBlockM, first_m = cut;
+    }
+  }
   const int per_sec = sec * num_m_blocks;
   const int si = t / per_sec;
   const int rem = t - si * per_sec;
@@ -957,12 +983,14 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
   int kv_end = s_k;
   if (causal) kv_end = min(s_k, w.m_block * kBlockM + kBlockM + s_k - s_q);
   w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+  w.m_block += first_m;
   return w;
 }
 
 // ---- the kernel --------------------------------------------------------------------------------
-// kHalfDiag: d256 compiles its half-width diagonal block only into the causal launches (the block's code cost the
-// unmasked ones 3% at s <= 2048 in shared functions).
+// kHalfDiag: true in the causal launches' functions only. d256 compiles its half-width diagonal block only there (the
+// block's code cost the unmasked ones 3% at s <= 2048 in shared functions), and so does v40's tail (decode_tile).
+// causal: 0, or 1 + the tail's cut (the query blocks a head runs last; 0 where s_k <= 4096), read as a flag elsewhere.
 template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128, bool kHalfDiag = true>
 __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
@@ -1045,7 +1073,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         const bool last = tile >= static_cast<uint32_t>(num_tiles);
         Tile w{0, 0, 0, -1};
         if (!last)
-          w = decode_tile<BN, Cfg::kBlockM>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);
+          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);
         static_assert(kTileSlots == 2 && kQBufs <= 2, "2-bit counters");
         const uint32_t slot_count = ring & 3u;
         const uint32_t slot = slot_count % kTileSlots;
@@ -1717,6 +1745,10 @@ int num_sms() {
 
 // Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
 constexpr long long kSectionL2Bytes = 16ll << 20;
+// Causal launches: the light query blocks that go last over every head fill this many waves (v40's tail).
+constexpr int kTailWaves = 4;
+// ... and only past this many keys (session 32: s_k <= 2048 lost 1.7%, s4096 level).
+constexpr int kTailMinSk = 4096;
 // Causal launches up to kShortSectionMaxSk keys: sections of 4 MB (v39; session 32: s_k <= 512 +4.8..+5.0% kernel time).
 constexpr long long kShortSectionL2Bytes = 4ll << 20;
 constexpr int kShortSectionMaxSk = 1024;
@@ -1741,7 +1773,7 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
   if (tiles > (1ll << 30)) return 1;
   const int num_tiles = static_cast<int>(tiles);
   const int num_bh = static_cast<int>(bh);
-  int sec = 1;
+  int sec = 1, cut = 0;
   if (causal) {
     const int group = h_q / h_kv;
     const long long kv_bytes = 2ll * s_k * d * 2;  // K and V of one kv head
@@ -1749,11 +1781,22 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
     if (kv_heads < 1) kv_heads = 1;
     const long long heads = kv_heads * group;
     sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
+    // The tail (v40): the lightest query blocks of every head go last, over all heads: as many as fill kTailWaves waves
+    // of tiles and hold at most half the heaviest block's keys (the prefill shapes' blocks all see most keys: none)
+    const auto blocks = [&](int m) {
+      const int end = m * kBlockM + kBlockM + s_k - s_q;
+      const int kv_end = end < s_k ? end : s_k;
+      return kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+    };
+    const int heaviest = blocks(num_m_blocks - 1);
+    while (s_k > kTailMinSk && cut < num_m_blocks - 1 && (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() &&
+           2 * blocks(cut) <= heaviest)
+      ++cut;
   }
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
   const float scale_log2 = scale * 1.4426950408889634f;
   attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(
-      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,
+      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal ? 1 + cut : 0, scale_log2, num_m_blocks,
       num_bh, sec, num_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }

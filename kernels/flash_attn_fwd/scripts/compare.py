@@ -111,7 +111,7 @@ FILTERS = {
     "causal_short": lambda p: p["causal"] and p["s_k"] <= 1024,
     # session 31: the causal launches whose order next_tail changes (section_model.tail_cut > 0: 68 scenarios)
     "tail": lambda p: p["causal"] and tail_cut(Launch.of(p)) > 0,
-    # session 32: those that next_tail8k reorders (s_k > 4096, where next_tail gained 0.8%: 36 scenarios)
+    # session 32: those that next_tail8k (and v40) reorders (s_k > 4096, where next_tail gained 0.8%: 36 scenarios)
     "tail_long": lambda p: p["causal"] and rule_cut(Launch.of(p), "tail8k") > 0,
     # causal_long's launches that next_cluster2dc pairs by head (an even GQA group): 12 scenarios
     "causal_gqa": lambda p: p["d"] in (96, 128) and p["causal"] and p["s_k"] > 2048 and p["h_q"] // p["h_kv"] % 2 == 0,

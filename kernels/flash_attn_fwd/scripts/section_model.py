@@ -13,9 +13,9 @@ bandwidth effect. Session 31's measurements that it matches in direction: at s51
 and d128 launches 10% faster than 16 MB and 48 MB 12-26% slower, following the open K/V (d64: 8 / 16 / 36 MB),
 with d256 s512 level where the open K/V hardly moves; at causal s4096 4 MB lost 2.5%, the model's makespan +2.5%.
 The rule `tail` is next_tail's order (v38's sections, then the lightest query blocks of every head last: tail_cut);
-`tail8k` is next_tail8k's (v39's sections, that order only past TAIL_MIN_SK keys). Session 32 measured next_tail:
-the long launches gained as the tail predicts (+0.8% past s_k 4096), the short ones lost 1.7% where it predicted
-gains: what the order costs in memory is not in the model.
+`tail8k` is next_tail8k's and v40's (v39's sections, that order only past TAIL_MIN_SK keys). Session 32 measured
+next_tail: the long launches gained as the tail predicts (+0.8% past s_k 4096), the short ones lost 1.7% where it
+predicted gains: what the order costs in memory is not in the model.
 
     python3 kernels/flash_attn_fwd/scripts/section_model.py causal_short
     python3 kernels/flash_attn_fwd/scripts/section_model.py d64-h32-32-s512-causal d128-h16-16-s4096-causal
@@ -40,7 +40,7 @@ SMS = 132              # the H100's and the H200's SM count (num_sms())
 MB = 1 << 20
 SHORT_SK = 1024        # next_secs1k / next_secwave: the rule for short launches applies up to this many keys
 TAIL_WAVES = 4         # next_tail: the light query blocks that run last over every head, in waves of tiles
-TAIL_MIN_SK = 4096     # next_tail8k: that order only past this many keys (session 32: s_k <= 2048 lost 1.7%)
+TAIL_MIN_SK = 4096     # next_tail8k, v40 (kTailMinSk): that order only past this many keys (s_k <= 2048 lost 1.7%)
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ RULES: dict[str, Callable[[Launch, int], int]] = {
     "secs1k": _short(_bytes_rule(4 * MB)),  # next_secs1k, v39
     "secwave": _short(_wave),
     "tail": _bytes_rule(16 * MB),        # next_tail: v38's sections, and the light query blocks last (tail_cut)
-    "tail8k": _short(_bytes_rule(4 * MB)),  # next_tail8k: v39's sections, the light blocks last past TAIL_MIN_SK
+    "tail8k": _short(_bytes_rule(4 * MB)),  # next_tail8k, v40: v39's sections, the light blocks last past TAIL_MIN_SK
 }
 TAILED = {"tail": 0, "tail8k": TAIL_MIN_SK}  # the rules with next_tail's order, and the keys it needs beyond
 

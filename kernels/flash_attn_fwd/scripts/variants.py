@@ -112,9 +112,11 @@ REPO = Path(__file__).resolve().parents[3]
 #   edits of v38, from 16dc6dd. Measured on an H100 in session 32: next_secs1k 1.027 and 1.028 on causal_short
 #   (s_k <= 512 +4.8%, +5.0%), became v39; next_secwave 1.017; next_tail 0.999 on tail (s_k > 4096 +0.8%, s_k <=
 #   2048 -1.7%: next_tail8k keeps the first half). The combinations never ran.
-# - session 32's next_tail8k, an edit of v39, from 49bf2dc (its host edits stay below, in next_tail8kc).
-#   Measured on an H100 in session 33: tail_long 1.007 (2 rounds), causal_short 0.998, short 0.982 and 0.993 (1
-#   round in each order).
+# - session 32's next_tail8k, an edit of v39, from 49bf2dc. Measured on an H100 in session 33: tail_long 1.007 (2
+#   rounds), causal_short 0.998, short 0.982 and 0.993 (1 round in each order).
+# - session 33's next_tail8kc (next_tail8k's order in the causal functions only, the cut in `causal`), an edit of v39,
+#   from 787e538. Measured on an H200 in session 34: full grid 1.1763 -> 1.1778 (kernel time 1.001), tail_long 1.008
+#   and, 2 rounds, 1.007-1.009; became v40.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -151,90 +153,7 @@ ROWS192_EDITS = [
 ]
 
 
-# The causal tile order's section size (kSectionL2Bytes: 16 MB of K/V a section of heads, heaviest query block first
-# inside it; decode_tile; since v39 4 MB where s_k <= 1024).
-_SECTION = "constexpr long long kSectionL2Bytes = 16ll << 20;\n"
-
-# The causal tail (next_tail, session 31, from scripts/section_model.py; next_tail8k, session 32): the lightest query
-# blocks of every causal head go last, over all heads at once, so the launch ends on short tiles everywhere; before
-# them the order is the sections', heaviest first. `cut` blocks a head go there: as many as fill kTailWaves (4) waves
-# of tiles, while a block holds at most half the heaviest block's keys (the prefill shapes: none), and only where s_k >
-# kTailMinSk (4096; on the grid s8175 and up). Measured on H100s: next_tail (every s_k) 0.999 on its 68 launches
-# (session 32: s_k > 4096 +0.8%, s_k <= 2048 -1.7%); next_tail8k 1.007 on those 36 (session 33). These are the host's
-# edits; the measured candidates' device edits are in 16dc6dd's and 49bf2dc's variants.py.
-TAIL_HOST_EDITS = [
-    (_SECTION, _SECTION + "// Causal launches: the light query blocks that go last over every head fill this many waves (next_tail).\n"
-               "constexpr int kTailWaves = 4;\n"
-               "// ... and only past this many keys (session 32: s_k <= 2048 lost 1.7%, s4096 level).\n"
-               "constexpr int kTailMinSk = 4096;\n"),
-    ("  int sec = 1;\n", "  int sec = 1, cut = 0;\n"),
-    ("""    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
-  }
-""", """    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
-    // next_tail: the lightest query blocks of every head go last, over all heads: as many as fill kTailWaves waves
-    // of tiles and hold at most half the heaviest block's keys (the prefill shapes' blocks all see most keys: none)
-    const auto blocks = [&](int m) {
-      const int end = m * kBlockM + kBlockM + s_k - s_q;
-      const int kv_end = end < s_k ? end : s_k;
-      return kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
-    };
-    const int heaviest = blocks(num_m_blocks - 1);
-    while (s_k > kTailMinSk && cut < num_m_blocks - 1 && (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() &&
-           2 * blocks(cut) <= heaviest)
-      ++cut;
-  }
-"""),
-]
-
-
-# next_tail8kc (session 33, an edit of v39): next_tail8k measured +0.7% on its 36 launches (2 rounds) and level on
-# the short causal ones, but -1.8% / -0.7% on the 8 `short` launches in the two orders (1 round each; unmasked d96
-# s1024 and d128 s512-fp16 -2..-4%), where its tail is empty and only its code differs: all 28 functions 32-40
-# instructions longer (decode_tile's tail branch and the new kernel parameter). Here the tail is compiled into the
-# causal functions only (kHalfDiag, true in every causal launch and in no unmasked one) and its length rides in
-# `causal` (1 + cut), so no parameter is added: the unmasked functions are v39's machine code (`sass.py diff`: SAME)
-# and the causal ones run next_tail8k's order. Predicted: +0.5..+1% on tail_long, the rest level, the grid +0.1..+0.2%.
-_DECODE_HEAD = """template <int BN, int kBlockM>
-__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
-                                            int s_q, int s_k, int causal) {
-"""
-TAIL8KC_EDITS = [
-    (_DECODE_HEAD, """template <int BN, int kBlockM, bool kTail>
-__device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
-                                            int s_q, int s_k, int causal) {
-  // next_tail8kc (causal functions only): `causal` is 1 + cut. The query blocks cut .. num_m_blocks - 1 go by sections
-  // as below, counted from block `cut` (s_q shortened to match, so each block sees the same keys); then the `cut`
-  // lightest blocks of every head, as one section over all heads: the launch ends on short tiles in every CTA. The
-  // unmasked functions run v39's code alone.
-  int first_m = 0;
-  if constexpr (kTail) {
-    const int cut = causal > 1 ? causal - 1 : 0;
-    const int heavy = (num_m_blocks - cut) * num_bh;
-    if (t >= heavy) {
-      t -= heavy, num_m_blocks = cut, sec = num_bh;
-    } else {
-      num_m_blocks -= cut, s_q -= cut * kBlockM, first_m = cut;
-    }
-  }
-"""),
-    ("""  w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
-  return w;
-}
-""", """  w.n_blocks = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
-  w.m_block += first_m;
-  return w;
-}
-"""),
-    ("          w = decode_tile<BN, Cfg::kBlockM>(",
-     "          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>("),
-    ("      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal, scale_log2, num_m_blocks,\n",
-     "      tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal ? 1 + cut : 0, scale_log2, num_m_blocks,\n"),
-] + TAIL_HOST_EDITS
-
-
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_tail8kc": ("kernel.cu", "// next_tail8kc: next_tail8k compiled into the causal functions only; cut rides in `causal` (1 + cut).\n",
-                     TAIL8KC_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
