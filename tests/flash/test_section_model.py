@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,29 +24,13 @@ def shape(d, h_q, h_kv, s, b, causal=True):
     return {"d": d, "h_q": h_q, "h_kv": h_kv, "s_q": s, "s_k": s, "b": b, "causal": causal, "dtype": "bf16"}
 
 
-def decode(t: int, la, sec: int, cut: int) -> tuple[int, int]:
-    """next_tail's decode_tile index arithmetic (variants.py; with cut 0 it is best/kernel.cu's), causal:
-    tile t -> (bh, query block)."""
-    heavy_m = la.m_blocks - cut
-    heavy = heavy_m * la.num_bh
-    if t < heavy:
-        si, rem = divmod(t, sec * heavy_m)
-        width = min(sec, la.num_bh - si * sec)
-        mi = rem // width
-        bh = si * sec + (rem - mi * width)
-    else:
-        li = (t - heavy) // la.num_bh
-        mi, bh = heavy_m + li, t - heavy - li * la.num_bh
-    return bh, la.m_blocks - 1 - mi
-
-
 @pytest.mark.parametrize("num_bh,m_blocks,sec,cut", [(5, 3, 2, 0), (8, 4, 8, 0), (7, 1, 3, 0), (6, 5, 1, 0),
                                                      (5, 3, 2, 1), (8, 4, 3, 2), (6, 5, 6, 4)])
-def test_tile_order_is_decode_tiles(num_bh, m_blocks, sec, cut):
+def test_tile_order_hands_out_each_tile_once(num_bh, m_blocks, sec, cut):
+    # that it is decode_tile's order: test_tile_decode.py, which compiles the kernel's own decode_tile
     la = model.Launch(num_bh=num_bh, m_blocks=m_blocks, rows=128, group=1, s_q=128 * m_blocks, s_k=128 * m_blocks,
                       kv_bytes=MB)
     order = model.tile_order(la, sec, cut)
-    assert order == [decode(t, la, sec, cut) for t in range(num_bh * m_blocks)]
     assert sorted(order) == sorted((bh, m) for bh in range(num_bh) for m in range(m_blocks))  # each tile once
     assert all(m < cut for _, m in order[(m_blocks - cut) * num_bh:])  # the tail: the light blocks only
 
@@ -118,3 +103,22 @@ def test_cli_table_and_bad_rule():
                           timeout=60)
     assert typo.returncode == 2 and "unknown scenario(s): d64-h32-32-s512-casual" in typo.stderr
     assert "Traceback" not in typo.stderr
+
+
+def test_constants_are_the_kernels():
+    """The model's thresholds are best/kernel.cu's host constants (written twice: the model imports no CUDA)."""
+    text = (REPO / "kernels/flash_attn_fwd/best/kernel.cu").read_text()
+
+    def constexpr(name: str) -> int:
+        m = re.search(rf"constexpr (?:int|long long) {name} = (\d+)(?:ll << (\d+))?;", text)
+        assert m, f"best/kernel.cu has no constexpr {name}"
+        return int(m[1]) << int(m[2] or 0)
+
+    assert constexpr("kTailWaves") == model.TAIL_WAVES
+    assert constexpr("kTailMinSk") == model.TAIL_MIN_SK
+    assert constexpr("kShortSectionMaxSk") == model.SHORT_SK
+    # the tail8k rule's sections: 4 MB up to SHORT_SK keys, 16 MB past them
+    short = model.Launch.of(shape(128, 16, 16, model.SHORT_SK, 64))
+    long = model.Launch.of(shape(128, 16, 16, 2 * model.SHORT_SK, 64))
+    assert model.section_heads(short, "tail8k") == constexpr("kShortSectionL2Bytes") // short.kv_bytes
+    assert model.section_heads(long, "tail8k") == constexpr("kSectionL2Bytes") // long.kv_bytes
