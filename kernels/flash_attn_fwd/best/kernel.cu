@@ -4,7 +4,7 @@
 // Compiled into the causal functions only (decode_tile's kTail = kHalfDiag), the cut riding in `causal` (1 + cut), so
 // the unmasked functions are v39's machine code. Measured as next_tail8kc on an H200 in session 34, same calls as v39:
 // the full grid 1.1763 -> 1.1778 (kernel time 1.001, 1 round), and on the 36 causal launches with s_k > 4096
-// (`tail_long`) kernel time 1.008 in that call and 1.007-1.009 in each pairing of 2 rounds in the next (v39 against
+// (`tail_long`) kernel time 1.008 in that call and 1.007-1.009 in each pairing of 2 rounds in call 3 (v39 against
 // itself 0.999); the other causal launches level (26 at s_k <= 1024 0.995, 29 between 1.002), the unmasked 1.000.
 // Its first form, next_tail8k (the tail in all 28 functions, one more kernel parameter), had read tail_long 1.007 on
 // an H100 in session 33 but lost 0.7-1.8% on 8 short launches where only its longer code differed. Level on the grid
