@@ -1073,7 +1073,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         const bool last = tile >= static_cast<uint32_t>(num_tiles);
         Tile w{0, 0, 0, -1};
         if (!last)
-          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q, s_k, causal);
+          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q,
+                                                       s_k, causal);
         static_assert(kTileSlots == 2 && kQBufs <= 2, "2-bit counters");
         const uint32_t slot_count = ring & 3u;
         const uint32_t slot = slot_count % kTileSlots;
@@ -1789,8 +1790,8 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
       return kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
     };
     const int heaviest = blocks(num_m_blocks - 1);
-    while (s_k > kTailMinSk && cut < num_m_blocks - 1 && (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() &&
-           2 * blocks(cut) <= heaviest)
+    while (s_k > kTailMinSk && cut < num_m_blocks - 1 &&
+           (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() && 2 * blocks(cut) <= heaviest)
       ++cut;
   }
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
