@@ -26,6 +26,10 @@ COMMAND_MODULES = (
     "ks_tui.commands.agent_cmds",
 )
 
+# The import names of pyproject.toml's dependencies, with the package names pip knows them by.
+DEPENDENCY_MODULES = {"git": "GitPython", "anthropic": "anthropic", "textual": "textual",
+                      "yaml": "PyYAML", "numpy": "numpy", "torch": "torch"}
+
 
 # Whether the command line being parsed asks for --json: a usage error then also prints the JSON
 # error document on stdout, as every other error of a --json command does (a script reads stdout).
@@ -91,6 +95,16 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "json", False):  # a script reading stdout still gets one JSON document
             print(json.dumps({"error": e.message, "hint": e.hint, "exit_code": e.exit_code}))
         return e.exit_code
+    except ModuleNotFoundError as e:
+        # A declared dependency missing (an install with --no-deps, or another Python) is the
+        # environment's fault, not a bug: one line that says how to mend it.
+        top = (e.name or "").partition(".")[0]
+        if top not in DEPENDENCY_MODULES:
+            raise
+        print(f"ks: error: the Python package {DEPENDENCY_MODULES[top]} (module {top!r}) is not installed in "
+              f"{sys.executable}\n  hint: run the README's install command: python3 -m pip install -e .",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("ks: interrupted", file=sys.stderr)
         return 130
