@@ -84,6 +84,9 @@ EDGE_SHAPES = [
     _shape(128, 600, 2300, False, h_q=2, h_kv=2, b=17, dtype="fp16"),
     _shape(128, 260, 3000, False, h_q=4, h_kv=2, b=23),
     _shape(256, 300, 2200, False, h_q=2, h_kv=1, b=23),
+    # Session 35 (next_d256n80: unmasked d256 past s_k 2048 on 80-key blocks): fp16, s_k off the 80-key grid, a tile
+    # whose second warpgroup's rows all lie past s_q
+    _shape(256, 60, 2100, False, dtype="fp16"),
 ]
 
 
