@@ -87,6 +87,10 @@ EDGE_SHAPES = [
     # Session 35 (next_d256n80: unmasked d256 past s_k 2048 on 80-key blocks): fp16, s_k off the 80-key grid, a tile
     # whose second warpgroup's rows all lie past s_q
     _shape(256, 60, 2100, False, dtype="fp16"),
+    # ... and next_d256n80all (causal d256 on 80-key blocks): the diagonal off the 80-key grid, and a long launch whose
+    # light query blocks run last (v40's tail: s_k > 4096, few heads)
+    _shape(256, 1000, 1000, True, dtype="fp16"),
+    _shape(256, 4200, 4200, True, h_q=2, h_kv=1, b=1),
 ]
 
 

@@ -191,10 +191,25 @@ N80_EDITS = [
      "             : launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
 ]
 
+# next_d256n80all: every d256 launch on next_d256n80's tiles and loop, with the register epilogue (the 64 KB Q buffer
+# and two 80 KB stages leave no room for O's 32 KB staging area): the causal ones too (their diagonal block at full
+# width: the half-width form is written for 128-key blocks) and the unmasked ones up to s_k 2048, where v33's TMA
+# epilogue had gained 3.3%.
+N80ALL_EDITS = N80_EDITS[:-1] + [
+    ("  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "  // unmasked d256: the instantiations without the half-width diagonal block\n"
+     "  return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "             : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
+     "  if (causal) return launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "  return launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+]
+
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d256n80": ("kernel.cu", "// next_d256n80: best/kernel.cu with the unmasked long d256 launches on 128x80 tiles, two stages, FA3 order.\n",
                      N80_EDITS),
+    "next_d256n80all": ("kernel.cu", "// next_d256n80all: best/kernel.cu with every d256 launch on 128x80 tiles, two stages, FA3 order, register epilogue.\n",
+                        N80ALL_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -205,6 +220,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
+    "next_d256n80all": 26,  # d256: a causal and an unmasked function a dtype, where best/kernel.cu has three
 }
 
 
