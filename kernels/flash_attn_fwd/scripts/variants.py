@@ -204,12 +204,30 @@ N80ALL_EDITS = N80_EDITS[:-1] + [
      "  return launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
 ]
 
+# next_d256n80c: the launches where next_d256n80all's call 5 read faster (H100, 1 round against next_d256n80): causal
+# past s_k 4096 (s8192-s32768 +3.5..+11.7%; s4096 level) and unmasked past 1024 (s2031-s2048 +4..+5%; s1024 -1..-4%,
+# s512 -13..-18%); the rest keep best/kernel.cu's functions.
+N80C_EDITS = N80_EDITS[:-1] + [
+    ("  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "  // unmasked d256: the instantiations without the half-width diagonal block\n"
+     "  return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "             : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
+     "  if (causal)\n"
+     "    return s_k > 4096 ? launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                      : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "  // unmasked d256: the instantiations without the half-width diagonal block\n"
+     "  return s_k > 1024 ? launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                    : launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+]
+
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "next_d256n80": ("kernel.cu", "// next_d256n80: best/kernel.cu with the unmasked long d256 launches on 128x80 tiles, two stages, FA3 order.\n",
                      N80_EDITS),
     "next_d256n80all": ("kernel.cu", "// next_d256n80all: best/kernel.cu with every d256 launch on 128x80 tiles, two stages, FA3 order, register epilogue.\n",
                         N80ALL_EDITS),
+    "next_d256n80c": ("kernel.cu", "// next_d256n80c: best/kernel.cu with causal d256 past s_k 4096 and unmasked past 1024 on 128x80 tiles, FA3 order.\n",
+                      N80C_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -220,7 +238,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
-    "next_d256n80all": 26,  # d256: a causal and an unmasked function a dtype, where best/kernel.cu has three
+    "next_d256n80all": 26,
+    "next_d256n80c": 30,  # d256: both masks on 128- and on 80-key blocks  # d256: a causal and an unmasked function a dtype, where best/kernel.cu has three
 }
 
 
