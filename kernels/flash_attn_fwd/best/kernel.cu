@@ -1,3 +1,19 @@
+// v41 (ks session 20261203-194412-15bf, attempts 104-110): v40 with FlashAttention-3's shape for head dim 256 on
+// d256's long launches (unmasked past s_k 1024, causal past 4096): 128x80 tiles in two K/V stages of 80 keys beside
+// the one 64 KB Q buffer (64 + 2 x 80 KB), so d256 runs the FA3-order loop of d96/d128 (S_{i+1} with P_i V_i, the
+// softmax under P V: O 128 + S 40 + P 20 registers, 0 spills at 224), on the register epilogue (no room is left for
+// O's 32 KB staging area). v6's loop, which every d256 launch ran before, issues a warpgroup's Q K^T, waits, runs the
+// softmax with nothing of its own on the tensor cores, then P V; with one stage both warpgroups run in step, so their
+// softmaxes coincide. Measured on an H100 in session 35 (NVIDIA H100 80GB HBM3): as next_d256n80 (unmasked past
+// 2048 only) against v40 on its 12 launches, kernel time 1.093 and 1.098 (2 rounds), and on the full grid 1.1646 ->
+// 1.1707 (kernel time 1.007; its 12 launches 1.098, the other 170 1.0005); every d256 launch so (next_d256n80all, the
+// next call): causal s_k > 2048 1.062 (s8192-s32768 +3.5..+11.7%, s4096 level), unmasked s2031-s2048 +4..+5%, but
+// unmasked s_k <= 1024 -1..-18% and causal s_k <= 2048 -16% (where the TMA epilogue and the half-width diagonal
+// block, both gone at 80 keys, had paid); this rule (next_d256n80c) against next_d256n80 on all 42 d256 launches:
+// kernel time 1.019 (causal long 1.052, unmasked short 1.019, the 21 unchanged 0.999-1.005); its grid alone 1.1739.
+// The 80-key block costs 1.5% of padding at s4096 (51.2 blocks) and reads 36 FLOP a shared-memory byte in Q K^T
+// against 44 at 128 keys (64 keys, 33, had been bound by it: IDEAS.md). Here only comments differ from the measured
+// file (SASS SAME, `scripts/sass.py diff`).
 // v40 (ks session 20261203-194412-15bf, attempts 95-103): v39 with the causal tail order where s_k > 4096: the
 // lightest query blocks of every causal head (as many as fill 4 waves of tiles, each holding at most half the
 // heaviest block's keys) go last, over all heads at once, so a long causal launch ends on short tiles in every CTA.
@@ -326,12 +342,16 @@ template <> struct Config<64, 192> : TileConfig<3, 128, 3, 2, 40, 152> {};
 // tiles' skipped / half-width first block won there too.)
 // d96/d128: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
 template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
-// d256: 128x128 tiles in one K/V stage, K and V released apart (K_{i+1} loads under softmax_i and
-// P_i V_i). Why 128 keys: at 64 a Q K^T wgmma reads as many shared-memory bytes per clock as the
-// tensor cores can use (IDEAS.md, "d256 on 128-key blocks"); 128 cuts the bytes per key by 12.5% (measured +6%).
+// d256's short launches (v41: unmasked s_k <= 1024, causal <= 4096): 128x128 tiles in one K/V stage, K and V
+// released apart (K_{i+1} loads under softmax_i and P_i V_i). Why 128 keys: at 64 a Q K^T wgmma reads as many
+// shared-memory bytes per clock as the tensor cores can use (IDEAS.md, "d256 on 128-key blocks"); 128 cuts the bytes
+// per key by 12.5% (measured +6%).
 // Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
 // launch allocation, which hung the kernel on the H200).
 template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
+// v41: d256's long launches on 128x80 tiles in two stages (64 + 2 x 80 KB = 224 KB), the FA3-order loop: O 128 + S 40
+// + P 20 registers fit the 224 (at 128 keys the loop spilled 16 bytes).
+template <> struct Config<256, 128, 80> : TileConfig<2, 80, 2, 1, 56, 224> {};
 // d96/d128 192x128 tiles (3 consumers on v6's loop, 512 threads): 128*32 + 384*160 = 65536.
 template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};
 
@@ -347,7 +367,7 @@ template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 && k
 // 32-column panels; the others as before.
 template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;
 // v35: d96 on 128-row tiles loads V from a second producer thread
-// v38: and d256 on the register epilogue (its unmasked launches past kTmaEpilogueMaxSk keys)
+// v38: and unmasked d256 on the register epilogue (v41: the 80-key blocks of its launches past s_k 1024)
 template <int Dp, int Steps, int Consumers, bool TmaEpi, bool HalfDiag>
 constexpr bool kVThread = (Dp == 128 && Steps == 6 && Consumers == 2) || (Dp == 256 && !TmaEpi && !HalfDiag);
 template <int Dp, int Steps> constexpr bool kV64 = kDv<Dp, Steps> == 96;
@@ -785,14 +805,29 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
 KS_WGMMA_SS_N64(wgmma_ss_n64_bf16, "bf16")
 KS_WGMMA_SS_N64(wgmma_ss_n64_f16, "f16")
 #undef KS_WGMMA_SS_N64
+// S(64x80) (+)= A(smem, K-major) * B(smem, K-major)^T: an 80-key block (v41: d256's long launches)
+#define KS_WGMMA_SS_N80(NAME, TYPE)                                                              \
+  __device__ __forceinline__ void NAME(float (&d)[40], uint64_t da, uint64_t db, int accumulate) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"                                \
+                 "wgmma.mma_async.sync.aligned.m64n80k16.f32." TYPE "." TYPE " {"                \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39"  \
+                 "}, %40, %41, p, 1, 1, 0, 0;\n}\n"                                           \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]) \
+                 : "l"(da), "l"(db), "r"(accumulate));                                     \
+  }
+KS_WGMMA_SS_N80(wgmma_ss_n80_bf16, "bf16")
+KS_WGMMA_SS_N80(wgmma_ss_n80_f16, "f16")
+#undef KS_WGMMA_SS_N80
 
 template <typename T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 
 // S(64 x N) = Q K^T step (both operands in shared memory, K-major).
 template <typename T, int N>
 __device__ __forceinline__ void mma_qk(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  static_assert(N == 64 || N == 128, "128-key blocks, 64: half a block");
-  if constexpr (N == 64) {
+  static_assert(N == 64 || N == 80 || N == 128, "128-key blocks, 64: half a block, 80: d256's long launches (v41)");
+  if constexpr (N == 80) {
+    if constexpr (kIsBf16<T>) wgmma_ss_n80_bf16(d, da, db, acc); else wgmma_ss_n80_f16(d, da, db, acc);
+  } else if constexpr (N == 64) {
     if constexpr (kIsBf16<T>) wgmma_ss_n64_bf16(d, da, db, acc); else wgmma_ss_n64_f16(d, da, db, acc);
   } else {
     if constexpr (kIsBf16<T>) wgmma_ss_n128_bf16(d, da, db, acc); else wgmma_ss_n128_f16(d, da, db, acc);
@@ -1223,13 +1258,14 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
 
-    if constexpr (Dp == 128 && Cfg::kConsumers == 2) {  // d96, d128 on 128-row tiles (d256 with this loop spills 16 bytes: kept on v6's loop)
+    if constexpr ((Dp == 128 || BN == 80) && Cfg::kConsumers == 2) {  // d96, d128 on 128-row tiles; v41: d256 on 80-key blocks
       // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
       // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
       // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
       // P_i V_i, releases stage i (both of its wgmmas have completed), rescales O and packs
       // P_{i+1}. One S accumulator is live during the softmax (O + S + P: 0 spills at 232
-      // registers). d256 stays on v6's loop below: with this order it spills 16 bytes.
+      // registers). d256 on 128-key blocks stays on v6's loop below (with this order it spills 16 bytes); on 80-key
+      // blocks (v41) it runs this one: O 128 + S 40 + P 20.
       if (n_blocks > 0) {
         float s_acc[BN / 2];
         uint32_t p_frag[BN / 16][4];
@@ -1807,9 +1843,9 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
              int h_kv, int d, int causal, float scale, int dtype, cudaStream_t st) {
   // <padded head dim, 16-column steps of Q K^T>; columns past d are zero-filled by the TMA.
   // The O epilogue through shared memory and a TMA store pays off where tiles are short (few key
-  // blocks; measured +8% at s <= 1024). Unmasked d64 and d256 use it up to kTmaEpilogueMaxSk keys (d256: O
-  // staged in 32 KB of its own since v33; its unmasked long launches lost 1.5-4% on it in session 20), causal d256
-  // at every s_k (v34), d96/d128 at every s_k (v36: long d128 had lost 6-10% on v11's form of it).
+  // blocks; measured +8% at s <= 1024). Unmasked d64 uses it up to kTmaEpilogueMaxSk keys, d96/d128 at every
+  // s_k (v36: long d128 had lost 6-10% on v11's form of it); d256 (O staged in 32 KB of its own since v33) on its
+  // 128-key blocks, i.e. unmasked up to s_k 1024 and causal up to 4096 (v41; v34 had it at every causal s_k).
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
   // d64 causal: 192-row tiles at every s_q since v28 (v12-v27 ran s_q <= 1024 on 128-row tiles), TMA epilogue at
@@ -1850,11 +1886,15 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   if (d <= 128)
     return causal ? launch<T, 128, 128, 8, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                   : launch<T, 128, 128, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  // causal d256: TMA epilogue at every s_k (v34: +2% kernel time on the 12 causal launches above s_k 2048)
-  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  // d256 (v41): 80-key blocks, the FA3 order and the register epilogue for causal launches past s_k 4096 (s8192-s32768
+  // +3.5..+11.7% kernel time, s4096 level, s_k <= 2048 -16%: the TMA epilogue and the half-width diagonal block
+  // paid there) and unmasked ones past 1024 (s2048 +4..+5%, s1024 -1..-4%, s512 -13..-18%); else v40's functions.
+  if (causal)
+    return s_k > 4096 ? launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                      : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // unmasked d256: the instantiations without the half-width diagonal block
-  return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-             : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
+  return s_k > 1024 ? launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+                    : launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }

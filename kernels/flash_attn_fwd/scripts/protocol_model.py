@@ -838,6 +838,11 @@ VARIANTS = [
             cluster=True, mailbox=True),
     Variant("next_cluster3s: next_cluster2 with 3 stages beside one Q buffer", 128, False, cluster=True, stages=3,
             qbufs=1),
+    # next_d256n80 (session 35; v41's d256 past s_k 4096 causal, 1024 unmasked): 80-key blocks in two stages beside the
+    # one 64 KB Q buffer, the FA3-order loop (dp 128 here means the loop), register epilogue: the next tile's Q loads
+    # once both warpgroups' last Q K^T has completed.
+    Variant("next_d256n80: d256 on 80-key blocks, FA3 order, 2 stages, 1 Q buffer, register epilogue", 128, False,
+            stages=2, qbufs=1),
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),

@@ -117,6 +117,11 @@ REPO = Path(__file__).resolve().parents[3]
 # - session 33's next_tail8kc (next_tail8k's order in the causal functions only, the cut in `causal`), an edit of v39,
 #   from 787e538. Measured on an H200 in session 34: full grid 1.1763 -> 1.1778 (kernel time 1.001), tail_long 1.008
 #   and, 2 rounds, 1.007-1.009; became v40.
+# - session 35's next_d256n80 (FA3's 128x80 tiles, two stages and loop order for unmasked d256 past s_k 2048),
+#   next_d256n80all (every d256 launch so) and next_d256n80c (causal past 4096, unmasked past 1024), all edits of v40,
+#   from fe68323. Measured on an H100 in session 35: next_d256n80 kernel time 1.093 / 1.098 on its 12 launches, full
+#   grid 1.1646 -> 1.1707; next_d256n80all 0.994 of next_d256n80 on the grid (causal long +6.2%, short d256 -4..-16%);
+#   next_d256n80c 1.019 of next_d256n80 on d256 (42), grid 1.1739 alone; became v41.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -153,81 +158,7 @@ ROWS192_EDITS = [
 ]
 
 
-# Session 35: next_d256n80, FlashAttention-3's shape for head dim 256 on the unmasked long d256 launches (s_k past
-# kTmaEpilogueMaxSk, register epilogue, 12 on the grid): 128 x 80 tiles in two K/V stages of 80 keys (64 KB of Q +
-# 2 x 80 KB = 224 KB), so the FA3-order loop of d96/d128 fits (S_{i+1} with P_i V_i, the softmax under P V: O 128 +
-# S 40 + P 20 registers, where 128 keys would spill). v6's loop, which d256 runs now, issues a warpgroup's Q K^T, waits,
-# runs the softmax with the tensor cores idle for it, then P V; one stage keeps both warpgroups in step, so their
-# softmaxes coincide. The n80 Q K^T reads 36 FLOP a shared-memory byte against n128's 44 (n64's 33 was bound by it).
-_N80_ACC = ", ".join(f'"+f"(d[{i}])' for i in range(40))
-N80_EDITS = [
-    # the m64n80k16 wrappers (Q K^T of an 80-key block), beside n64's
-    ("KS_WGMMA_SS_N64(wgmma_ss_n64_f16, \"f16\")\n#undef KS_WGMMA_SS_N64\n",
-     "KS_WGMMA_SS_N64(wgmma_ss_n64_f16, \"f16\")\n#undef KS_WGMMA_SS_N64\n"
-     "// S(64x80) (+)= A(smem, K-major) * B(smem, K-major)^T: an 80-key block (d256's unmasked long launches)\n"
-     "#define KS_WGMMA_SS_N80(NAME, TYPE)                                                              \\\n"
-     "  __device__ __forceinline__ void NAME(float (&d)[40], uint64_t da, uint64_t db, int accumulate) { \\\n"
-     "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %42, 0;\\n\"                                \\\n"
-     "                 \"wgmma.mma_async.sync.aligned.m64n80k16.f32.\" TYPE \".\" TYPE \" {\"                \\\n"
-     "                 \"%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39\"  \\\n"
-     "                 \"}, %40, %41, p, 1, 1, 0, 0;\\n}\\n\"                                           \\\n"
-     "                 : " + _N80_ACC + " \\\n"
-     "                 : \"l\"(da), \"l\"(db), \"r\"(accumulate));                                     \\\n"
-     "  }\n"
-     "KS_WGMMA_SS_N80(wgmma_ss_n80_bf16, \"bf16\")\nKS_WGMMA_SS_N80(wgmma_ss_n80_f16, \"f16\")\n#undef KS_WGMMA_SS_N80\n"),
-    ("  static_assert(N == 64 || N == 128, \"128-key blocks, 64: half a block\");\n"
-     "  if constexpr (N == 64) {\n",
-     "  static_assert(N == 64 || N == 80 || N == 128, \"128-key blocks, 64: half a block, 80: d256n80\");\n"
-     "  if constexpr (N == 80) {\n"
-     "    if constexpr (kIsBf16<T>) wgmma_ss_n80_bf16(d, da, db, acc); else wgmma_ss_n80_f16(d, da, db, acc);\n"
-     "  } else if constexpr (N == 64) {\n"),
-    ("template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};\n",
-     "template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};\n"
-     "// next_d256n80: 128x80 tiles in two stages (64 + 2 x 80 KB), the FA3-order loop\n"
-     "template <> struct Config<256, 128, 80> : TileConfig<2, 80, 2, 1, 56, 224> {};\n"),
-    ("    if constexpr (Dp == 128 && Cfg::kConsumers == 2) {",
-     "    if constexpr ((Dp == 128 || BN == 80) && Cfg::kConsumers == 2) {"),
-    ("             : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
-     "             : launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
-]
-
-# next_d256n80all: every d256 launch on next_d256n80's tiles and loop, with the register epilogue (the 64 KB Q buffer
-# and two 80 KB stages leave no room for O's 32 KB staging area): the causal ones too (their diagonal block at full
-# width: the half-width form is written for 128-key blocks) and the unmasked ones up to s_k 2048, where v33's TMA
-# epilogue had gained 3.3%.
-N80ALL_EDITS = N80_EDITS[:-1] + [
-    ("  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "  // unmasked d256: the instantiations without the half-width diagonal block\n"
-     "  return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
-     "             : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
-     "  if (causal) return launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "  return launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
-]
-
-# next_d256n80c: the launches where next_d256n80all's call 5 read faster (H100, 1 round against next_d256n80): causal
-# past s_k 4096 (s8192-s32768 +3.5..+11.7%; s4096 level) and unmasked past 1024 (s2031-s2048 +4..+5%; s1024 -1..-4%,
-# s512 -13..-18%); the rest keep best/kernel.cu's functions.
-N80C_EDITS = N80_EDITS[:-1] + [
-    ("  if (causal) return launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "  // unmasked d256: the instantiations without the half-width diagonal block\n"
-     "  return tma ? launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
-     "             : launch<T, 256, 128, 16, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
-     "  if (causal)\n"
-     "    return s_k > 4096 ? launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
-     "                      : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "  // unmasked d256: the instantiations without the half-width diagonal block\n"
-     "  return s_k > 1024 ? launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
-     "                    : launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
-]
-
-
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_d256n80": ("kernel.cu", "// next_d256n80: best/kernel.cu with the unmasked long d256 launches on 128x80 tiles, two stages, FA3 order.\n",
-                     N80_EDITS),
-    "next_d256n80all": ("kernel.cu", "// next_d256n80all: best/kernel.cu with every d256 launch on 128x80 tiles, two stages, FA3 order, register epilogue.\n",
-                        N80ALL_EDITS),
-    "next_d256n80c": ("kernel.cu", "// next_d256n80c: best/kernel.cu with causal d256 past s_k 4096 and unmasked past 1024 on 128x80 tiles, FA3 order.\n",
-                      N80C_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
@@ -238,8 +169,6 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
-    "next_d256n80all": 26,
-    "next_d256n80c": 30,  # d256: both masks on 128- and on 80-key blocks  # d256: a causal and an unmasked function a dtype, where best/kernel.cu has three
 }
 
 
