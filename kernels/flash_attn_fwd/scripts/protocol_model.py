@@ -494,7 +494,7 @@ def consumer_fa3(self: Machine, wg: int) -> Iterator:
         else:
             s, p = yield from fa3_first_block(c, b, t, n)
             s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False)
-        if not v.tma_epi:
+        if not (v.tma_epi and self.qbufs >= 2):  # O not staged in Q (next_d256n64t: O has its own region)
             self.q_empty[b].arrive(4)
             yield READY  # the warpgroup may be slow here
         yield lambda s=s, p=p: self.full_v[s].done(p)
@@ -508,9 +508,24 @@ def consumer_fa3(self: Machine, wg: int) -> Iterator:
             c.wait_groups(0)
             self.release(self.empty_v, s)
             yield READY  # the warpgroup may be slow here
-        c.store_o(t, b)
+        if v.ostage:
+            yield from store_o_own_region(self, c, t, wg)
+        else:
+            c.store_o(t, b)
     if v.tma_epi:
         yield lambda: c.store_reading is None  # bulk_wait at exit
+
+
+def store_o_own_region(m: Machine, c: Consumer, t: int, wg: int) -> Iterator:
+    """d256's TMA epilogue since v33 (next_d256ostage): O through a region of this warpgroup's own, in two rounds, each
+    written once the region's previous store has read it."""
+    region = m.o_stage[wg]
+    for part in ("first", "last"):
+        if not (m.v.bug == "ostage_no_wait" and part == "last"):
+            yield lambda: c.store_reading is None  # wait_group.read 0: the region's last store has read it
+        region.write_now(c.name + " O", ("O", t, wg, part))
+        c.tma_store(region, t, part)
+        yield READY  # the warpgroup may be slow here
 
 
 def consumer_xtile(self: Machine, wg: int) -> Iterator:
@@ -654,13 +669,7 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
         if v.dp == 64:
             c.store_o(t, b)
         elif v.tma_epi and v.ostage:
-            region = self.o_stage[wg]
-            for part in ("first", "last"):
-                if not (v.bug == "ostage_no_wait" and part == "last"):
-                    yield lambda: c.store_reading is None  # wait_group.read 0: the region's last store has read it
-                region.write_now(c.name + " O", ("O", t, wg, part))
-                c.tma_store(region, t, part)
-                yield READY  # the warpgroup may be slow here
+            yield from store_o_own_region(self, c, t, wg)
         elif v.tma_epi:
             if v.bug != "no_epi_barrier":
                 gen = self.epi_v_barrier.arrive()
@@ -843,6 +852,10 @@ VARIANTS = [
     # once both warpgroups' last Q K^T has completed.
     Variant("next_d256n80: d256 on 80-key blocks, FA3 order, 2 stages, 1 Q buffer, register epilogue", 128, False,
             stages=2, qbufs=1),
+    # next_d256n64t (session 35, prepared): v41's short d256 launches on 64-key blocks, the FA3 order, and the TMA
+    # epilogue through O's own region (v33's two rounds); Q goes back after the tile's last Q K^T.
+    Variant("next_d256n64t: d256 on 64-key blocks, FA3 order, 2 stages, 1 Q buffer, O in its own region", 128, True,
+            stages=2, qbufs=1, ostage=True),
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
@@ -855,6 +868,8 @@ CONTROLS = [
     Variant("control: d256 epilogue without the two-warpgroup barrier", 256, True, bug="no_epi_barrier"),
     Variant("control: next_d256ostage's second round written before the first round's store has read it", 256, True,
             ostage=True, bug="ostage_no_wait"),
+    Variant("control: next_d256n64t's second O round written before the first round's store has read it", 128, True,
+            stages=2, qbufs=1, ostage=True, bug="ostage_no_wait"),
     Variant("control: next_qk1early releasing V_0 before P_0 V_0 has completed", 128, True, qk1early=True,
             bug="qk1_early_v0_release"),
     Variant("control: tile-start tests of the wrong parity (a stale phase taken as full)", 128, True,

@@ -157,8 +157,32 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
+# Session 35: next_d256n64t, for the short d256 launches v41 keeps on 128-key blocks and v6's loop (unmasked s_k <= 1024,
+# causal <= 4096; 18 on the grid at ~1.08 on the H100): FA3's loop order there too, on two stages of 64 keys, which
+# leave room for the TMA epilogue's own 32 KB of O (64 + 2 x 64 + 32 = 224 KB). The n64 Q K^T reads 33 FLOP a
+# shared-memory byte, which bound v6's loop at 64 keys (IDEAS.md); the FA3 order keeps the tensor cores busy through the
+# softmax. The causal diagonal block runs at full width (the half-width form is written for 128-key blocks). The next
+# tile's Q loads once both warpgroups' last Q K^T has completed (one Q buffer; O has its own area).
+N64T_EDITS = [
+    ("template <> struct Config<256, 128, 80> : TileConfig<2, 80, 2, 1, 56, 224> {};\n",
+     "template <> struct Config<256, 128, 80> : TileConfig<2, 80, 2, 1, 56, 224> {};\n"
+     "// next_d256n64t: the short launches on 128x64 tiles in two stages beside O's 32 KB (64 + 128 + 32 KB)\n"
+     "template <> struct Config<256, 128, 64> : TileConfig<2, 64, 2, 1, 56, 224> {};\n"),
+    ("    if constexpr ((Dp == 128 || BN == 80) && Cfg::kConsumers == 2) {",
+     "    if constexpr ((Dp == 128 || BN < 128) && Cfg::kConsumers == 2) {"),
+    # d256's O has a region of its own: Q goes back after the tile's last Q K^T, as on the register epilogue
+    ("        if constexpr (!kTmaEpi) release(q_empty(qb));\n",
+     "        if constexpr (!(kTmaEpi && kQBufs >= 2)) release(q_empty(qb));\n"),
+    ("                      : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
+     "                      : launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+    ("                    : launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
+     "                    : launch<T, 256, 128, 16, true, 64, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+]
+
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
+    "next_d256n64t": ("kernel.cu", "// next_d256n64t: best/kernel.cu with d256's short launches on 128x64 tiles, two stages, FA3 order, TMA epilogue.\n",
+                      N64T_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
