@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         if top not in DEPENDENCY_MODULES:
             raise
         print(f"ks: error: the Python package {DEPENDENCY_MODULES[top]} (module {top!r}) is not installed in "
-              f"{sys.executable}\n  hint: run the README's install command: python3 -m pip install -e .",
+              f"{sys.executable}\n  hint: run the README's install command in the checkout: "
+              'python3 -m pip install -e ".[test]"',
               file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
