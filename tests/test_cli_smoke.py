@@ -45,3 +45,16 @@ def test_a_missing_module_that_is_no_dependency_keeps_its_traceback(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "Traceback" in out.stderr
+
+
+def test_dependency_modules_cover_pyproject():
+    # cli.DEPENDENCY_MODULES repeats pyproject.toml's dependency list by import name: the two must not drift apart.
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from ks_tui.cli import DEPENDENCY_MODULES
+
+    spec = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    declared = {re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].lower() for d in spec["project"]["dependencies"]}
+    assert declared == {name.lower() for name in DEPENDENCY_MODULES.values()}
