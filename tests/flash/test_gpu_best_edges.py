@@ -92,10 +92,15 @@ EDGE_SHAPES = [
     _shape(256, 1000, 1000, True, dtype="fp16"),
     _shape(256, 4200, 4200, True, h_q=2, h_kv=1, b=1),
     # v41's causal d256 past s_k 4096 (80-key blocks, register epilogue) with s_q != s_k: a prefill shape, and s_q > s_k,
-    # whose first 700 rows see no key (tiles with no key block: zeros through the register epilogue). Added after
-    # session 35's device calls: not yet run on a GPU.
+    # whose first 700 rows see no key (tiles with no key block: zeros through the register epilogue). First run on the
+    # H100 in session 36's call 1 (passed).
     _shape(256, 700, 5000, True, h_q=2, h_kv=1, dtype="fp16"),
     _shape(256, 5000, 4300, True, h_q=2, h_kv=1, b=1),
+    # Session 36 (next_d256n64tc: causal d256 1024 < s_k <= 4096 and unmasked 512 < s_k <= 1024 on 64-key blocks with
+    # the TMA epilogue): s_k off the 64-key grid, the diagonal crossing a 64-key block with s_q < s_k and s_q > s_k
+    _shape(256, 130, 700, False, h_q=2, h_kv=1, dtype="fp16"),
+    _shape(256, 1100, 1500, True, h_q=2, h_kv=1),
+    _shape(256, 2000, 1800, True, h_q=2, h_kv=1, b=1, dtype="fp16"),
 ]
 
 

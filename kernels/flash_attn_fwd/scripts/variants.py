@@ -180,7 +180,23 @@ N64T_EDITS = [
 ]
 
 
+# Session 36: next_d256n64tc, next_d256n64t where session 36's call 2 read it ahead of v41 (d256all, 2 rounds, kernel
+# time per launch): causal 1024 < s_k <= 4096 (+1.1..+5.9%, 6 launches) and unmasked 512 < s_k <= 1024 (+1.5..+7.7%,
+# 3). The causal s_k <= 1024 launches read -2.2..+1.6% (s512 on h16-4 -11%) and the unmasked s512 ones -2.5..+2.3%:
+# they keep v41's 128-key functions, so both forms are instantiated (34 functions).
+N64TC_EDITS = N64T_EDITS[:3] + [
+    ("    return s_k > 4096 ? launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n",
+     "    return s_k > 4096 ? launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "         : s_k > 1024 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"),
+    ("  return s_k > 1024 ? launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n",
+     "  return s_k > 1024 ? launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "       : s_k > 512 ? launch<T, 256, 128, 16, true, 64, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"),
+]
+
+
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
+    "next_d256n64tc": ("kernel.cu", "// next_d256n64tc: best/kernel.cu with d256 causal 1024 < s_k <= 4096 and unmasked 512 < s_k <= 1024 "
+                       "on next_d256n64t's 128x64 tiles.\n", N64TC_EDITS),
     "next_d256n64t": ("kernel.cu", "// next_d256n64t: best/kernel.cu with d256's short launches on 128x64 tiles, two stages, FA3 order, TMA epilogue.\n",
                       N64T_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
@@ -193,6 +209,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
+    "next_d256n64tc": 34,
 }
 
 
