@@ -293,6 +293,34 @@ def test_a_paired_gain_keeps_the_higher_bar_for_unpaired_runs_after_it():
     assert last_gain(history, 0.02, paired_noise=0.005) == (3, 1)
 
 
+def test_a_kernels_first_round_beside_the_best_kernel_counts_though_it_was_timed_before():
+    """Session 36: v41 was timed beside a kernel that was not the log's best (#78's), then beside the best (#72's)
+    in another call: that first round beside the best kernel is the paired rule's one chance, not a re-measure."""
+    history = [ok(1, 1.1607, kernel_sha256="v36", device="H100"),
+               ok(2, 1.1562, kernel_sha256="v37", device="H100", pair="c1:1"),
+               ok(3, 1.1815, kernel_sha256="v41", device="H100", pair="c1:1"),   # beats v37, not the best kernel
+               ok(4, 1.1566, kernel_sha256="v36", device="H100", pair="c3:1"),
+               ok(5, 1.1791, kernel_sha256="v41", device="H100", pair="c3:1")]   # +1.9% beside v36
+    assert last_gain(history[:3], 0.02, paired_noise=0.005) == (1, 2)
+    g = gain_of(history, 0.02, paired_noise=0.005)
+    assert (g.number, g.since, g.over) == (5, 0, 4)
+    # Without the pair tags both are plain re-measures inside the 2% floor: no gain.
+    assert last_gain(history, 0.02) == (1, 4)
+
+
+def test_a_kernel_has_one_round_beside_each_best_kernel():
+    """A kernel that lost its round beside the best kernel does not get another by being timed beside it again."""
+    lost = [ok(1, 1.160, kernel_sha256="v36", device="H100"),
+            ok(2, 1.158, kernel_sha256="v36", device="H100", pair="c1:1"),
+            ok(3, 1.160, kernel_sha256="v41", device="H100", pair="c1:1"),   # +0.17%: inside the paired noise
+            ok(4, 1.150, kernel_sha256="v36", device="H100", pair="c2:1"),
+            ok(5, 1.170, kernel_sha256="v41", device="H100", pair="c2:1")]   # +1.7% in a second round: drift
+    assert last_gain(lost, 0.02, paired_noise=0.005) == (1, 4)
+    # The same second round is a gain where the first did not use the chance (the first partner was another kernel).
+    other = [*lost[:1], ok(2, 1.158, kernel_sha256="v37", device="H100", pair="c1:1"), *lost[2:]]
+    assert last_gain(other, 0.02, paired_noise=0.005) == (5, 0)
+
+
 def test_best_lead_is_measured_against_the_run_beside_it_else_the_fastest_earlier_rival():
     from ks_tui.questions import AttemptView, best_lead
 

@@ -1,3 +1,15 @@
+// v42 (ks session 20261203-194412-15bf, attempts 113-117): v41 with d256's middle launches (causal 1024 < s_k <=
+// 4096, unmasked 512 < s_k <= 1024) on 128x64 tiles in two K/V stages of 64 keys beside O's own 32 KB (64 KB of Q + 2 x
+// 64 KB of K/V + 32 KB of O = 224 KB), on the FA3-order loop (as v41's 80-key blocks) and the TMA
+// epilogue. v41 had them on v6's loop over one 128-key stage. Measured on an H100 in session 36 (NVIDIA H100 80GB
+// HBM3): every short d256 launch so (next_d256n64t) against v41 on all 42 d256 launches, 2 rounds: kernel time 1.005,
+// causal s_k 2048-4096 +1.1..+5.9%, unmasked s1024 +1.5..+7.7%, but causal s_k <= 1024 -2.2..+1.6% (h16-4 s512 -11%)
+// and unmasked s512 -2.5..+2.3%; this rule (next_d256n64tc) against v41, 2 rounds on the same 42: kernel time 1.010
+// (its 9 launches +4.5%, each +1.7..+7.9%; the other 33, v41's machine code, 0.981-1.025), its grid alone 1.1829 (v41
+// 1.1815 and 1.1791 in the session's other calls). 64 keys read 33 FLOP a shared-memory byte in Q K^T (IDEAS.md,
+// "d256 on 128-key blocks"), which had bound v6's loop there; with the FA3 order these launches read faster. The short launches
+// (unmasked s_k <= 512, causal <= 1024) keep v41's 128-key functions. Here only comments differ from the measured
+// file (SASS SAME, `scripts/sass.py diff`).
 // v41 (ks session 20261203-194412-15bf, attempts 104-110): v40 with FlashAttention-3's shape for head dim 256 on
 // d256's long launches (unmasked past s_k 1024, causal past 4096): 128x80 tiles in two K/V stages of 80 keys beside
 // the one 64 KB Q buffer (64 + 2 x 80 KB), so d256 runs the FA3-order loop of d96/d128 (S_{i+1} with P_i V_i, the
@@ -342,7 +354,7 @@ template <> struct Config<64, 192> : TileConfig<3, 128, 3, 2, 40, 152> {};
 // tiles' skipped / half-width first block won there too.)
 // d96/d128: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
 template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
-// d256's short launches (v41: unmasked s_k <= 1024, causal <= 4096): 128x128 tiles in one K/V stage, K and V
+// d256's short launches (v42: unmasked s_k <= 512, causal <= 1024): 128x128 tiles in one K/V stage, K and V
 // released apart (K_{i+1} loads under softmax_i and P_i V_i). Why 128 keys: at 64 a Q K^T wgmma reads as many
 // shared-memory bytes per clock as the tensor cores can use (IDEAS.md, "d256 on 128-key blocks"); 128 cuts the bytes
 // per key by 12.5% (measured +6%).
@@ -352,6 +364,9 @@ template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
 // v41: d256's long launches on 128x80 tiles in two stages (64 + 2 x 80 KB = 224 KB), the FA3-order loop: O 128 + S 40
 // + P 20 registers fit the 224 (at 128 keys the loop spilled 16 bytes).
 template <> struct Config<256, 128, 80> : TileConfig<2, 80, 2, 1, 56, 224> {};
+// v42: d256's middle launches (unmasked 512 < s_k <= 1024, causal 1024 < s_k <= 4096) on 128x64 tiles in two
+// stages beside O's 32 KB (64 + 2 x 64 + 32 = 224 KB), the FA3-order loop and the TMA epilogue.
+template <> struct Config<256, 128, 64> : TileConfig<2, 64, 2, 1, 56, 224> {};
 // d96/d128 192x128 tiles (3 consumers on v6's loop, 512 threads): 128*32 + 384*160 = 65536.
 template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};
 
@@ -1258,14 +1273,14 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
 
-    if constexpr ((Dp == 128 || BN == 80) && Cfg::kConsumers == 2) {  // d96, d128 on 128-row tiles; v41: d256 on 80-key blocks
+    if constexpr ((Dp == 128 || BN < 128) && Cfg::kConsumers == 2) {  // d96, d128 on 128-row tiles; d256 on 80 (v41), 64 (v42) keys
       // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
       // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
       // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
       // P_i V_i, releases stage i (both of its wgmmas have completed), rescales O and packs
       // P_{i+1}. One S accumulator is live during the softmax (O + S + P: 0 spills at 232
       // registers). d256 on 128-key blocks stays on v6's loop below (with this order it spills 16 bytes); on 80-key
-      // blocks (v41) it runs this one: O 128 + S 40 + P 20.
+      // blocks (v41) it runs this one: O 128 + S 40 + P 20; on 64-key blocks (v42) O 128 + S 32 + P 16.
       if (n_blocks > 0) {
         float s_acc[BN / 2];
         uint32_t p_frag[BN / 16][4];
@@ -1397,8 +1412,9 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           to_p();
         }
         // v8's epilogue: every S = Q K^T of this tile has completed, the producer may load the next
-        // tile's Q. (With the TMA epilogue, the O store releases it: release_staged.)
-        if constexpr (!kTmaEpi) release(q_empty(qb));
+        // tile's Q. (With the TMA epilogue and two Q buffers, the O store releases it: release_staged. d256's TMA
+        // epilogue stages O in a region of its own, so its one Q buffer goes here too, v42.)
+        if constexpr (!(kTmaEpi && kQBufs >= 2)) release(q_empty(qb));
         // Last P V.
         mbar_wait(full_v(s), parity);
         fence_regs(o_acc);
@@ -1845,7 +1861,7 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   // The O epilogue through shared memory and a TMA store pays off where tiles are short (few key
   // blocks; measured +8% at s <= 1024). Unmasked d64 uses it up to kTmaEpilogueMaxSk keys, d96/d128 at every
   // s_k (v36: long d128 had lost 6-10% on v11's form of it); d256 (O staged in 32 KB of its own since v33) on its
-  // 128-key blocks, i.e. unmasked up to s_k 1024 and causal up to 4096 (v41; v34 had it at every causal s_k).
+  // 128- and 64-key blocks, i.e. unmasked up to s_k 1024 and causal up to 4096 (v41-v42; v34: every causal s_k).
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
   // d64 causal: 192-row tiles at every s_q since v28 (v12-v27 ran s_q <= 1024 on 128-row tiles), TMA epilogue at
@@ -1888,12 +1904,16 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
                   : launch<T, 128, 128, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // d256 (v41): 80-key blocks, the FA3 order and the register epilogue for causal launches past s_k 4096 (s8192-s32768
   // +3.5..+11.7% kernel time, s4096 level, s_k <= 2048 -16%: the TMA epilogue and the half-width diagonal block
-  // paid there) and unmasked ones past 1024 (s2048 +4..+5%, s1024 -1..-4%, s512 -13..-18%); else v40's functions.
+  // paid there) and unmasked ones past 1024 (s2048 +4..+5%, s1024 -1..-4%, s512 -13..-18%). v42: 64-key blocks, the
+  // FA3 order and the TMA epilogue for causal 1024 < s_k <= 4096 (+1..+6%) and unmasked 512 < s_k <= 1024 (+2..+8%);
+  // the shortest keep v40's 128-key functions (there the 64-key form read -11..+2%).
   if (causal)
     return s_k > 4096 ? launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+         : s_k > 1024 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                       : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // unmasked d256: the instantiations without the half-width diagonal block
   return s_k > 1024 ? launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+       : s_k > 512 ? launch<T, 256, 128, 16, true, 64, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                     : launch<T, 256, 128, 16, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
 }
 
