@@ -852,8 +852,9 @@ VARIANTS = [
     # once both warpgroups' last Q K^T has completed.
     Variant("next_d256n80: d256 on 80-key blocks, FA3 order, 2 stages, 1 Q buffer, register epilogue", 128, False,
             stages=2, qbufs=1),
-    # next_d256n64t (session 35, prepared): v41's short d256 launches on 64-key blocks, the FA3 order, and the TMA
-    # epilogue through O's own region (v33's two rounds); Q goes back after the tile's last Q K^T.
+    # next_d256n64t (session 35; as next_d256n64tc, v42's d256 causal 1024 < s_k <= 4096 and unmasked 512 < s_k <= 1024):
+    # 64-key blocks, the FA3 order, and the TMA epilogue through O's own region (v33's two rounds); Q goes back after
+    # the tile's last Q K^T.
     Variant("next_d256n64t: d256 on 64-key blocks, FA3 order, 2 stages, 1 Q buffer, O in its own region", 128, True,
             stages=2, qbufs=1, ostage=True),
 ]
