@@ -79,6 +79,8 @@ def register(sub) -> None:
     p.add_argument("--against", metavar="N|best", default="previous",
                    help="diff against this attempt (default: the previous one)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--kernel", action="store_true",
+                   help="print only the attempt's kernel file as committed (e.g. to time it beside another)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("remark", help="add a remark to an attempt (a correction or what was learned later); "
@@ -371,7 +373,7 @@ def _plateau(args, store, sid: str, attempts, best: int | None):
 def cmd_log(args) -> int:
     from ks_tui.attempts.model import since_best
     from ks_tui.attempts.render import log_table
-    from ks_tui.questions.plateau import plateau_lines
+    from ks_tui.questions.plateau import gain_needs_line, plateau_lines
 
     store = _store(args)
     info = _session_for(store, args)
@@ -383,7 +385,7 @@ def cmd_log(args) -> int:
                "best": best, "attempts_since_best": after,
                **(stand.to_dict() if stand else
                   {"noise": None, "last_gain": None, "attempts_since_gain": None,
-                   "last_gain_paired": None, "best_lead": None})})
+                   "last_gain_paired": None, "best_lead": None, "gain_needs": None})})
     elif not attempts:
         print(f"session {info.id} ({info.task}): no attempts yet")
     else:
@@ -392,6 +394,8 @@ def cmd_log(args) -> int:
         print(log_table(attempts, width))
         for line in plateau_lines(stand, best):
             print(line)
+        if stand is not None and (needs := gain_needs_line(stand)):
+            print(needs)
     return EXIT_OK
 
 
@@ -401,6 +405,9 @@ def cmd_show(args) -> int:
 
     store = _store(args)
     info, attempt = _find_attempt(store, args)
+    if args.kernel:  # the attempt's kernel file as committed, e.g. for a same-call A/B against it
+        sys.stdout.buffer.write(store.kernel_at(info.id, attempt.number))
+        return EXIT_OK
     against = args.against
     diff = store.diff(info.id, attempt.number, against=against)
     result = store.result(info.id, attempt.number)

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView
-from ks_tui.questions.points import Gain, Lead, best_lead, effective_noise, gain_of
+from ks_tui.questions.points import Bar, Gain, Lead, best_lead, effective_noise, gain_bar, gain_of
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Plateau:
     paired_noise: float | None = None  # the bar of a same-call pair
     lead: Lead | None = None     # the best mark's lead, when its run was no gain and leads inside its bar
     bar: float | None = None     # that bar: paired_noise for a run beside it, else noise
+    needs: Bar | None = None     # what the next full-grid run must beat to count (gain_bar)
 
     @property
     def last_gain(self) -> int | None:
@@ -38,21 +39,35 @@ class Plateau:
         g = self.gain
         paired = None if g.over is None else {"over": g.over, "ratio": round(g.ratio, 6), "bar": self.paired_noise,
                                               "declared": g.declared}
+        needs = None if self.needs is None else {"device": self.needs.device, "beside_kernel_of": self.needs.holder,
+                                                 "paired_noise": self.paired_noise, "alone_above": self.needs.plain}
         return {"noise": self.noise, "last_gain": self.last_gain, "attempts_since_gain": self.since_gain,
-                "last_gain_paired": paired, "best_lead": lead}
+                "last_gain_paired": paired, "best_lead": lead, "gain_needs": needs}
 
 
 def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int | None) -> Plateau:
     """The plateau of `history` (oldest first) whose best mark is on attempt `best` (None: no mark)."""
     noise = effective_noise(history, config)
     gain = gain_of(history, noise, config.paired_noise)
+    needs = gain_bar(history, noise, config.paired_noise)
     if best is None or best == gain.number:
-        return Plateau(noise, gain, config.paired_noise)
+        return Plateau(noise, gain, config.paired_noise, needs=needs)
     lead = best_lead(history, best)
     bar = config.paired_noise if lead and lead.paired else noise
     if lead is None or lead.ratio > 1 + bar:  # above it the mark moved for another reason (a re-measure)
-        return Plateau(noise, gain, config.paired_noise)
-    return Plateau(noise, gain, config.paired_noise, lead, bar)
+        return Plateau(noise, gain, config.paired_noise, needs=needs)
+    return Plateau(noise, gain, config.paired_noise, lead, bar, needs)
+
+
+def gain_needs_line(p: Plateau) -> str | None:
+    """What the next full-grid run must do to count, for `ks log` (session 35 paired v41 with the fastest reading's
+    kernel, which the rule does not name)."""
+    n = p.needs
+    if n is None:
+        return None
+    paired = "" if p.paired_noise is None else (f"beat #{n.holder}'s kernel by {p.paired_noise:.1%} in one call "
+                                                f"(`ks show {n.holder} --kernel`) or ")
+    return f"(a gain on {n.device} must {paired}read above {n.plain:.4f}x alone)"
 
 
 def plateau_lines(p: Plateau, best: int | None) -> list[str]:

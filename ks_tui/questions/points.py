@@ -65,6 +65,15 @@ class Gain:
     declared: bool = False     # the pair was declared by a remark (`ks remark --same-call`), not tagged by its runs
 
 
+@dataclass(frozen=True)
+class Bar:
+    """What the next run on a device must do to count as a gain (`gain_bar`): beat a run of attempt `holder`'s kernel
+    timed in the same call by the paired noise, or read above `plain` on its own."""
+    device: str
+    holder: int    # the attempt whose kernel is that device's best kernel (the last gain's, or its reference)
+    plain: float   # the speedup a run alone must exceed: the best reading so far times (1 + noise)
+
+
 def last_gain(history: Sequence[AttemptView], noise: float,
               paired_noise: float | None = None) -> tuple[int | None, int | None]:
     """(the number of the last attempt that was a real gain, the attempts after it); see gain_of."""
@@ -76,7 +85,7 @@ def gain_of(history: Sequence[AttemptView], noise: float, paired_noise: float | 
     """The last attempt that was a real gain and the attempts after it; the count is
     None before the first correct timed attempt, the number None while no attempt was a gain
     (see gains)."""
-    found, since = _walk(history, noise, paired_noise)
+    found, since, _ = _walk(history, noise, paired_noise)
     return found[-1] if found else Gain(None, since)
 
 
@@ -101,8 +110,27 @@ def gains(history: Sequence[AttemptView], noise: float, paired_noise: float | No
     return _walk(history, noise, paired_noise)[0]
 
 
-def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | None) -> tuple[list[Gain], int | None]:
-    """The gains of `history` (gains' rule) and the attempts after the last one (None before any timed run)."""
+def gain_bar(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> Bar | None:
+    """The bar for the next full-grid run on the device of the latest full-grid run (gains' rule); None before any.
+
+    The paired rule names a kernel, not a reading: the one whose run set the device's best (its reference or its last
+    gain). A same-call A/B meant to count must time that kernel's file (`ks show N --kernel`), not the fastest."""
+    latest = next((a for a in reversed(history) if a.measured and a.timed_speedup is not None
+                   and a.scope == "full"), None)
+    if latest is None:
+        return None
+    holders = _walk(history, noise, paired_noise)[2]
+    held = holders.get((latest.scope, latest.device))
+    if held is None:
+        return None
+    number, best = held
+    return Bar(latest.device, number, best * (1 + noise))
+
+
+def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | None
+          ) -> tuple[list[Gain], int | None, dict[tuple[str, str], tuple[int, float]]]:
+    """The gains of `history` (gains' rule), the attempts after the last one (None before any timed run), and per
+    (scope, device) the attempt whose kernel holds the best with the best reading (`gain_bar`)."""
     partners: dict[str, list[AttemptView]] = {}
     if paired_noise is not None:
         for a in history:
@@ -110,6 +138,7 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
                 partners.setdefault(a.pair, []).append(a)
     best: dict[tuple[str, str], float] = {}
     best_kernel: dict[tuple[str, str], str] = {}  # whose speed best holds: a partner must have timed it
+    holder: dict[tuple[str, str], int] = {}  # the attempt that made best_kernel the best
     since: int | None = None
     found: list[Gain] = []
     counts: list[int] = []  # the attempts after each gain, up to the next
@@ -126,7 +155,7 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
             seen.add((a.kernel_sha256, a.scope))
         key = (a.scope, a.device)
         if s is not None and a.scope != "subset" and key not in best and since is not None:
-            best[key], best_kernel[key] = s, a.kernel_sha256  # another scope or device: its reference
+            best[key], best_kernel[key], holder[key] = s, a.kernel_sha256, a.number  # another scope or device
             s = None
         plain = s is not None and (key not in best or s > best[key] * (1 + noise))
         partner = None
@@ -139,6 +168,7 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
         if a.scope != "subset" and ((plain and not again) or partner is not None):
             # a paired gain can read below the best's reading from another call: keep the higher bar
             best[key], best_kernel[key], since = max(s, best.get(key, s)), a.kernel_sha256, 0
+            holder[key] = a.number
             # `partner`: the run that showed the gain when the bar between calls did not
             found.append(Gain(a.number, 0) if partner is None else
                          Gain(a.number, 0, partner.number, s / partner.timed_speedup, a.pair.startswith(DECLARED)))
@@ -147,7 +177,8 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
             since = (since or 0) + 1
             if counts:
                 counts[-1] += 1
-    return [replace(g, since=n) for g, n in zip(found, counts, strict=True)], since
+    return ([replace(g, since=n) for g, n in zip(found, counts, strict=True)], since,
+            {k: (holder[k], best[k]) for k in holder})
 
 
 def _beside_best(a: AttemptView, best_kernel: str, partners: Sequence[AttemptView]) -> bool:

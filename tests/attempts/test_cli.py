@@ -426,8 +426,10 @@ def test_log_counts_the_attempts_since_the_best(toy_session, tmp_path):
     doc = json.loads(ks("log", "--json", cwd=ws).stdout)
     assert (doc["best"], doc["attempts_since_best"]) == (1, 2)
     text = ks("log", "--session", sid, cwd=ws).stdout
-    assert text.splitlines()[-2:] == ["(* best correct attempt: #1; 2 attempts since)",
-                                      "(last gain above the 2.0% noise: #1; 2 attempts since)"]
+    assert text.splitlines()[-3:] == ["(* best correct attempt: #1; 2 attempts since)",
+                                      "(last gain above the 2.0% noise: #1; 2 attempts since)",
+                                      "(a gain on cpu must beat #1's kernel by 0.5% in one call (`ks show 1 --kernel`)"
+                                      " or read above 1.2240x alone)"]
 
 
 def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_path):
@@ -439,9 +441,14 @@ def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_pat
     assert (doc["best"], doc["attempts_since_best"]) == (3, 1)
     assert (doc["last_gain"], doc["attempts_since_gain"], doc["noise"]) == (2, 2, 0.02)
     text = ks("log", "--session", sid, cwd=ws).stdout
-    assert text.splitlines()[-3:] == ["(* best correct attempt: #3; 1 attempt since)",
+    assert text.splitlines()[-4:] == ["(* best correct attempt: #3; 1 attempt since)",
                                       "(last gain above the 2.0% noise: #2; 2 attempts since)",
-                                      "(#3 leads #2 by +0.95%: inside the 2.0% noise between calls, so no gain)"]
+                                      "(#3 leads #2 by +0.95%: inside the 2.0% noise between calls, so no gain)",
+                                      # the bar is the gain's (#2), not the fastest reading's (#3)
+                                      "(a gain on cpu must beat #2's kernel by 0.5% in one call (`ks show 2 --kernel`)"
+                                      " or read above 1.0710x alone)"]
+    assert doc["gain_needs"] == {"device": "cpu", "beside_kernel_of": 2, "paired_noise": 0.005,
+                                 "alone_above": pytest.approx(1.05 * 1.02)}
     assert doc["best_lead"] == {"over": 2, "ratio": round(1.06 / 1.05, 6), "paired": False, "bar": 0.02}
 
 
@@ -473,6 +480,19 @@ def test_log_counts_a_gain_timed_beside_the_best_kernel(toy_session, tmp_path):
     text = ks("log", cwd=ws).stdout
     assert ("(last gain: #3, +0.80% over #2, timed in the same call, above the 0.5% same-call noise; 0 attempts since)"
             in text.splitlines())
+    # The next A/B must time #3's kernel; alone a run must still clear #1's reading (the higher bar) by the floor.
+    assert doc["gain_needs"]["beside_kernel_of"] == 3 and doc["gain_needs"]["alone_above"] == pytest.approx(1.02)
+
+
+def test_show_kernel_prints_the_file_an_attempt_committed(toy_session, tmp_path):
+    """`ks show N --kernel`: the bytes attempt N measured, to time beside a candidate in one call (the partner the
+    paired rule names), whatever the worktree holds now."""
+    ws, sid, kernel = toy_session
+    record_speedups(toy_session, tmp_path, (1.0, 1.1))
+    first = ks("show", "1", "-s", sid, "--kernel", cwd=ws)
+    assert first.returncode == 0 and first.stdout.endswith("// try 0\n") and "// try 1" not in first.stdout
+    assert ks("show", "2", "-s", sid, "--kernel", cwd=ws).stdout == kernel.read_text()
+    bad_input(ks("show", "9", "-s", sid, "--kernel", cwd=ws), "9")
 
 
 def test_log_says_by_how_much_a_best_timed_beside_the_old_one_leads(toy_session, tmp_path):
@@ -486,7 +506,9 @@ def test_log_says_by_how_much_a_best_timed_beside_the_old_one_leads(toy_session,
     # #2 is a re-measure of #1's kernel: #3's rival is #2, the run beside it, not #1 (another call)
     assert doc["best_lead"] == {"over": 2, "ratio": round(1.1638 / 1.1621, 6), "paired": True, "bar": 0.005}
     text = ks("log", "--session", sid, cwd=ws).stdout
-    assert text.splitlines()[-1] == "(#3 leads #2, timed in the same call, by +0.15%: inside the 0.5% same-call noise, so no gain)"
+    assert text.splitlines()[-2] == "(#3 leads #2, timed in the same call, by +0.15%: inside the 0.5% same-call noise, so no gain)"
+    # Session 35 took the fastest reading's kernel (#3's here) for the paired rule's partner; the rule names #1's.
+    assert text.splitlines()[-1].startswith("(a gain on cpu must beat #1's kernel by 0.5% in one call")
 
 
 def test_log_names_a_later_run_that_ties_the_best(toy_session, tmp_path):

@@ -321,6 +321,29 @@ def test_a_kernel_has_one_round_beside_each_best_kernel():
     assert last_gain(other, 0.02, paired_noise=0.005) == (5, 0)
 
 
+def test_the_gain_bar_names_the_kernel_the_paired_rule_compares_with_on_the_latest_device():
+    from ks_tui.questions import gain_bar
+
+    a, b = "H200", "H100"
+    history = [ok(1, 1.10, kernel_sha256="v1", device=a),
+               ok(2, 1.16, kernel_sha256="v2", device=a),                 # a gain on the H200
+               ok(3, 1.148, kernel_sha256="v2", device=b),                # the H100's reference
+               ok(4, 1.164, kernel_sha256="v3", device=b, pair="c:1"),    # the fastest H100 reading, no gain
+               ok(5, 1.150, kernel_sha256="v4", device=b, pair="c:1")]
+    bar = gain_bar(history, 0.02, paired_noise=0.005)
+    # not #4 (the fastest reading): the paired rule compares with the kernel that set the H100's best, #3's
+    assert (bar.device, bar.holder, round(bar.plain, 5)) == (b, 3, round(1.148 * 1.02, 5))
+    gained = [*history, ok(6, 1.1545, kernel_sha256="v3", device=b, pair="c2:1"),
+              ok(7, 1.17, kernel_sha256="v5", device=b, pair="c2:1")]  # +1.3% beside v3, not the best kernel (v2)
+    assert gain_bar(gained, 0.02, paired_noise=0.005).holder == 3
+    won = [*history, ok(6, 1.149, kernel_sha256="v2", device=b, pair="c3:1"),
+           ok(7, 1.17, kernel_sha256="v5", device=b, pair="c3:1")]     # v5 beats v2's run by 1.8%: a gain
+    bar = gain_bar(won, 0.02, paired_noise=0.005)
+    assert (bar.holder, round(bar.plain, 5)) == (7, round(1.17 * 1.02, 5))
+    assert gain_bar([*won, ok(8, 1.0, device=a)], 0.02, paired_noise=0.005).holder == 2  # the H200's again
+    assert gain_bar([], 0.02) is None
+
+
 def test_best_lead_is_measured_against_the_run_beside_it_else_the_fastest_earlier_rival():
     from ks_tui.questions import AttemptView, best_lead
 
