@@ -35,7 +35,8 @@ _EXPORTS = {
     "history": ("AttemptView", "best_speedup", "from_attempt_dict", "views_of"),
     "points": ("Bar", "DecisionPoint", "Gain", "Lead", "best_lead", "detect", "effective_noise", "gain_bar", "gain_of",
                "gains", "last_gain", "measured_noise"),
-    "plateau": ("Plateau", "gain_needs_line", "plateau_lines", "plateau_of"),  # no name "plateau": the submodule would shadow it
+    # no name "plateau": the submodule would shadow it
+    "plateau": ("Plateau", "gain_needs_line", "plateau_lines", "plateau_of"),
     "selection": ("rank", "select"),
     "vocab": ("CATEGORIES", "HUMAN_CATEGORY", "POINTS", "REQUIREMENTS"),
 }

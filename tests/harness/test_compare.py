@@ -19,6 +19,31 @@ from tests.harness.conftest import CPU_TASK_DIR, REPO, run_ks
 IDS = "d24-h2-1-q31-k45-b4,d48-h8-2-q77-k301-b1-causal"
 
 
+def _interruptible_compare(planted_dir, tmp_path, *args: str) -> subprocess.Popen:
+    """`ks compare` of naive.cpp and hangs_on_flag.cpp as a child a terminal's Ctrl-C reaches. A pytest started in the
+    background of a shell without job control (`cmd &`) ignores SIGINT, and an ignored SIGINT is inherited across
+    exec, so the child would never see it (session 36: both tests failed so, and their hanging kernel then took a core
+    from test_sharing.py); the child gets the default disposition back, as in a terminal."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "ks_tui", "compare", "attention_cpu", f"a={planted_dir / 'naive.cpp'}",
+         f"b={planted_dir / 'hangs_on_flag.cpp'}", "--scenarios", IDS.split(",")[0], *args],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, "KS_TEST_HANG_FILE": str(tmp_path / "hang"), "KS_TEST_PID_FILE": str(tmp_path / "pid")},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """A failed test must not leave the hanging kernel running: SIGTERM unwinds `ks compare` as Ctrl-C does (it kills
+    its harness child's group), then SIGKILL if it has not ended."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def test_run_order_alternates_so_a_drift_favours_no_candidate():
     assert compare.run_order(3, 1) == [0, 1, 2]
     assert compare.run_order(2, 3) == [0, 1, 1, 0, 0, 1]
@@ -187,23 +212,22 @@ def test_an_interrupted_compare_still_prints_the_rounds_it_finished(planted_dir,
     """Runs a, b, b, a: the second b hangs and is interrupted. Round 1 (a, b) was an hour of GPU time on a
     real compare; it is summed up, and the half round (b's second run) is left out."""
     hang, pid_file = tmp_path / "hang", tmp_path / "pid"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ks_tui", "compare", "attention_cpu", f"a={planted_dir / 'naive.cpp'}",
-         f"b={planted_dir / 'hangs_on_flag.cpp'}", "--scenarios", IDS.split(",")[0], "--rounds", "2"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env={**os.environ, "KS_TEST_HANG_FILE": str(hang), "KS_TEST_PID_FILE": str(pid_file)})
-    err = []
-    for line in proc.stderr:  # the run order, one line a run as it starts
-        err.append(line)
-        if line.startswith("[3/4] b"):
-            hang.touch()
-            break
-    deadline = time.monotonic() + 120
-    while not pid_file.is_file():
-        assert time.monotonic() < deadline and proc.poll() is None, "".join(err)
-        time.sleep(0.1)
-    proc.send_signal(sig)
-    out, rest = proc.communicate(timeout=60)
+    proc = _interruptible_compare(planted_dir, tmp_path, "--rounds", "2")
+    try:
+        err = []
+        for line in proc.stderr:  # the run order, one line a run as it starts
+            err.append(line)
+            if line.startswith("[3/4] b"):
+                hang.touch()
+                break
+        deadline = time.monotonic() + 120
+        while not pid_file.is_file():
+            assert time.monotonic() < deadline and proc.poll() is None, "".join(err)
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        out, rest = proc.communicate(timeout=60)
+    finally:
+        _end(proc)
     assert proc.returncode == code, rest
     assert "interrupted after 2 of 4 runs; the table holds the 1 complete round(s)" in rest
     assert "geomean over 1 round(s)" in out and "vs a" in out
@@ -213,17 +237,16 @@ def test_an_interrupted_compare_still_prints_the_rounds_it_finished(planted_dir,
 def test_an_interrupt_before_a_whole_round_says_nothing_compares(planted_dir, tmp_path):
     hang, pid_file = tmp_path / "hang", tmp_path / "pid"
     hang.touch()  # b hangs in round 1
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ks_tui", "compare", "attention_cpu", f"a={planted_dir / 'naive.cpp'}",
-         f"b={planted_dir / 'hangs_on_flag.cpp'}", "--scenarios", IDS.split(",")[0], "--json"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env={**os.environ, "KS_TEST_HANG_FILE": str(hang), "KS_TEST_PID_FILE": str(pid_file)})
-    deadline = time.monotonic() + 120
-    while not pid_file.is_file():
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    proc = _interruptible_compare(planted_dir, tmp_path, "--json")
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.is_file():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        _end(proc)
     assert proc.returncode == 130
     assert "interrupted after 1 of 2 runs; no round completed, so nothing compares" in err
     doc = json.loads(out)  # --json: still one document, holding no run
