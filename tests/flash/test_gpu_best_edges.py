@@ -97,7 +97,8 @@ EDGE_SHAPES = [
     _shape(256, 700, 5000, True, h_q=2, h_kv=1, dtype="fp16"),
     _shape(256, 5000, 4300, True, h_q=2, h_kv=1, b=1),
     # Session 36 (next_d256n64tc: causal d256 1024 < s_k <= 4096 and unmasked 512 < s_k <= 1024 on 64-key blocks with
-    # the TMA epilogue): s_k off the 64-key grid, the diagonal crossing a 64-key block with s_q < s_k and s_q > s_k
+    # the TMA epilogue): s_k off the 64-key grid, the diagonal crossing a 64-key block with s_q < s_k and s_q > s_k.
+    # Passed on the H100 in session 36's call 3 (next_d256n64tc, v42's machine code).
     _shape(256, 130, 700, False, h_q=2, h_kv=1, dtype="fp16"),
     _shape(256, 1100, 1500, True, h_q=2, h_kv=1),
     _shape(256, 2000, 1800, True, h_q=2, h_kv=1, b=1, dtype="fp16"),
