@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView
-from ks_tui.questions.points import Bar, Gain, Lead, best_lead, effective_noise, gain_bar, gain_of
+from ks_tui.questions.points import Bar, Gain, Lead, best_lead, effective_noise, gain_and_bar
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,7 @@ class Plateau:
 def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int | None) -> Plateau:
     """The plateau of `history` (oldest first) whose best mark is on attempt `best` (None: no mark)."""
     noise = effective_noise(history, config)
-    gain = gain_of(history, noise, config.paired_noise)
-    needs = gain_bar(history, noise, config.paired_noise)
+    gain, needs = gain_and_bar(history, noise, config.paired_noise)
     if best is None or best == gain.number:
         return Plateau(noise, gain, config.paired_noise, needs=needs)
     lead = best_lead(history, best)

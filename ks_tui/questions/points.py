@@ -85,8 +85,7 @@ def gain_of(history: Sequence[AttemptView], noise: float, paired_noise: float | 
     """The last attempt that was a real gain and the attempts after it; the count is
     None before the first correct timed attempt, the number None while no attempt was a gain
     (see gains)."""
-    found, since, _ = _walk(history, noise, paired_noise)
-    return found[-1] if found else Gain(None, since)
+    return gain_and_bar(history, noise, paired_noise)[0]
 
 
 def gains(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> list[Gain]:
@@ -115,16 +114,21 @@ def gain_bar(history: Sequence[AttemptView], noise: float, paired_noise: float |
 
     The paired rule names a kernel, not a reading: the one whose run set the device's best (its reference or its last
     gain). A same-call A/B meant to count must time that kernel's file (`ks show N --kernel`), not the fastest."""
+    return gain_and_bar(history, noise, paired_noise)[1]
+
+
+def gain_and_bar(history: Sequence[AttemptView], noise: float,
+                 paired_noise: float | None = None) -> tuple[Gain, Bar | None]:
+    """gain_of and gain_bar from one walk of the history (`ks log` and the history screen want both)."""
+    found, since, holders = _walk(history, noise, paired_noise)
+    gain = found[-1] if found else Gain(None, since)
     latest = next((a for a in reversed(history) if a.measured and a.timed_speedup is not None
                    and a.scope == "full"), None)
-    if latest is None:
-        return None
-    holders = _walk(history, noise, paired_noise)[2]
-    held = holders.get((latest.scope, latest.device))
+    held = None if latest is None else holders.get((latest.scope, latest.device))
     if held is None:
-        return None
+        return gain, None
     number, best = held
-    return Bar(latest.device, number, best * (1 + noise))
+    return gain, Bar(latest.device, number, best * (1 + noise))
 
 
 def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | None
@@ -160,10 +164,10 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
         plain = s is not None and (key not in best or s > best[key] * (1 + noise))
         partner = None
         chance = (a.kernel_sha256, a.scope, best_kernel.get(key, ""))
-        first_pairing = chance not in paired
-        if s is not None and not (plain and not again) and first_pairing:
-            partner = _beaten_partner(a, s, best_kernel.get(key, ""), partners.get(a.pair, ()), paired_noise)
-        if s is not None and _beside_best(a, best_kernel.get(key, ""), partners.get(a.pair, ())):
+        beside = _best_runs_beside(a, chance[2], partners.get(a.pair, ())) if s is not None else []
+        if beside and not (plain and not again) and chance not in paired:
+            partner = _beaten_partner(a, s, beside, paired_noise)
+        if beside:
             paired.add(chance)  # won or lost, this kernel's round beside that best kernel is spent
         if a.scope != "subset" and ((plain and not again) or partner is not None):
             # a paired gain can read below the best's reading from another call: keep the higher bar
@@ -181,21 +185,20 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
             {k: (holder[k], best[k]) for k in holder})
 
 
-def _beside_best(a: AttemptView, best_kernel: str, partners: Sequence[AttemptView]) -> bool:
-    """Whether `a` was timed in one round with a run of the best kernel (same device and scenarios)."""
-    return bool(best_kernel) and a.kernel_sha256 != best_kernel and any(
-        p is not a and p.kernel_sha256 == best_kernel and p.device == a.device and p.scope == a.scope
-        for p in partners)
+def _best_runs_beside(a: AttemptView, best_kernel: str, partners: Sequence[AttemptView]) -> list[AttemptView]:
+    """The runs of the best kernel timed in `a`'s round (same device and scenarios); none when `a` is that kernel."""
+    if not best_kernel or a.kernel_sha256 == best_kernel:
+        return []
+    return [p for p in partners if p is not a and p.kernel_sha256 == best_kernel and p.device == a.device
+            and p.scope == a.scope]
 
 
-def _beaten_partner(a: AttemptView, s: float, best_kernel: str, partners: Sequence[AttemptView],
+def _beaten_partner(a: AttemptView, s: float, beside: Sequence[AttemptView],
                     paired_noise: float | None) -> AttemptView | None:
-    """The run of the best kernel timed in `a`'s round that `a` (speedup s) beats by more than paired_noise
-    (the fastest such run), or None."""
-    if paired_noise is None or not best_kernel or a.kernel_sha256 == best_kernel:
+    """The fastest of the best kernel's runs `beside` a that `a` (speedup s) beats by more than paired_noise, or None."""
+    if paired_noise is None:
         return None
-    beaten = [p for p in partners if p is not a and p.kernel_sha256 == best_kernel and p.device == a.device
-              and p.scope == a.scope and s > p.timed_speedup * (1 + paired_noise)]
+    beaten = [p for p in beside if s > p.timed_speedup * (1 + paired_noise)]
     return max(beaten, key=lambda p: p.timed_speedup, default=None)
 
 
