@@ -3,7 +3,7 @@
 Usage (repo root, GPU machine):
     python3 kernels/flash_attn_fwd/scripts/compare.py SUBSET[,SUBSET] NAME=FILE [NAME=FILE ...]
 Subsets: quick (the task's), short, d64, d64c, d256, long128, nomask_long, causal_long, short128,
-nomask_mid, d64_192, d256c, d256s, d256ul, d256all, d64causal, causal_gqa, d96, or any comma-free scenario id
+nomask_mid, d64_192, d256c, d256s, d256ul, d256all, d256c4k, d64causal, causal_gqa, d96, or any comma-free scenario id
 list joined by '+'.
 
 The files are benched as `ks compare` benches them (its run order and summary, imported): one
@@ -139,6 +139,9 @@ FILTERS = {
     "d256l": lambda p: p["d"] == 256 and p["s_k"] > 2048,
     # session 35: every d256 launch (42): next_d256n80c moves 20 of them to 80-key blocks
     "d256all": lambda p: p["d"] == 256,
+    # session 37: causal d256 with s_k <= 4096 (12): the 64-key launches whose masked diagonal block next_d256skip
+    # skips, and the 128-key ones next_d256skipall moves to 64 keys
+    "d256c4k": lambda p: p["d"] == 256 and p["causal"] and p["s_k"] <= 4096,
     # session 35: unmasked d256 with s_k > 2048 (12): the launches next_d256n80 moves to 128x80 tiles
     "d256ul": lambda p: p["d"] == 256 and not p["causal"] and p["s_k"] > 2048,
     # session 28: d64 with s_k > 2048 (16, both masks): the register-epilogue launches next_d64tma moves to the TMA one

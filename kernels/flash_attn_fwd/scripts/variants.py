@@ -161,18 +161,59 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
+# Session 37: causal d256 on 64-key blocks (v42) runs a warpgroup's diagonal-most key block even
+# where every one of its keys lies past the warpgroup's last row (s_q = s_k: warpgroup 0's last 64-key block, a tenth
+# of a causal s512 tile's work). next_d256skip lets that warpgroup wait for the block's loads and release both halves
+# of the stage without computing (the FA3 loop's first block is then the next one, O still zero; the 80-key blocks of
+# causal s_k > 4096 keep their code: there a tile averages 50+ blocks, and the skip moved two SHFLs into their loop); the 128-key
+# functions' half-width diagonal block (v25) is the same saving. next_d256skipall also moves causal s_k <= 1024 from
+# the 128-key functions to the 64-key ones, which lost there (-11..+2%) without the skip.
+SKIP_EDITS = [
+    ("        int first = 0;  // key blocks done before the FA3-order code below\n",
+     "        int first = 0;  // key blocks done before the FA3-order code below\n"
+     "        // Causal 64-key blocks (v42): where every key of the diagonal-most block lies past this warpgroup's\n"
+     "        // last row (s_q = s_k: warpgroup 0's last 64-key block), the warpgroup waits for the block's loads and\n"
+     "        // releases K and V without computing; O stays zero (no rescale at the next block).\n"
+     "        if constexpr (BN == 64 && kHalfDiag) {\n"
+     "          const bool skip = __shfl_sync(0xffffffff, static_cast<int>(causal && n_blocks > 1 &&\n"
+     "                                            (n_blocks - 1) * BN > m0 + cw * 64 + 63 + diag), 0) != 0;\n"
+     "          if (skip) {\n"
+     "            first = 1;\n"
+     "            const int sh = stage;\n"
+     "            const uint32_t parity_h = phase;\n"
+     "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+     "            mbar_wait(full_k(sh), parity_h);\n"
+     "            release(empty(sh));\n"
+     "            mbar_wait(full_v(sh), parity_h);\n"
+     "            release(empty_v(sh));\n"
+     "          }\n"
+     "        }\n"),
+    ("        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n",
+     "        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n"),
+]
+SKIPALL_EDITS = SKIP_EDITS + [
+    ("         : s_k > 1024 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
+     "                      : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
+     "                      : launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+]
+
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
+    "next_d256skip": ("kernel.cu", "// next_d256skip: best/kernel.cu with causal d256's fully masked 64-key diagonal block skipped per warpgroup.\n",
+                      SKIP_EDITS),
+    "next_d256skipall": ("kernel.cu", "// next_d256skipall: next_d256skip with causal d256 s_k <= 1024 on the 64-key functions too.\n",
+                         SKIPALL_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
+    "next_d256skipall": 32,  # the causal 128-key d256 functions (bf16, fp16) are no longer launched
 }
 
 
