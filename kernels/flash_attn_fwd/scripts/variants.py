@@ -191,10 +191,74 @@ SKIP_EDITS = [
     ("        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n",
      "        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n"),
 ]
+# next_d256skipc: call 1 (session 37, H100) read the 64-key form with the skip at causal s_k <= 1024 +0.3..+2.5% at
+# s1007-s1024 and -4.2..+1.0% at s495-s512 (h16-4 s512 -4.2%): so 64 keys for causal 512 < s_k <= 4096 only.
+SKIPC_EDITS = SKIP_EDITS + [
+    ("         : s_k > 1024 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n",
+     "         : s_k > 512 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"),
+]
 SKIPALL_EDITS = SKIP_EDITS + [
     ("         : s_k > 1024 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
      "                      : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
      "                      : launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
+]
+
+# Session 37: stagger the two consumer warpgroups of the unmasked 128-row d96/d128 tiles (session 13's item 1, never
+# written). Both wait on the same K stage, so they run in step and the tensor cores idle through both warpgroups'
+# tile edges at once (the first Q K^T's wait and softmax, the last P V and the epilogue: ~1.9 us a tile, 1.2 block
+# times). Here warpgroup 1 starts each tile's first Q K^T only after warpgroup 0 has passed a point of its own first
+# block (a named barrier: warpgroup 0 arrives, warpgroup 1 waits), so warpgroup 0's edge falls in warpgroup 1's
+# blocks. The two K/V stages allow a lag of about a block less the copy latency (V_i goes back to the producer after
+# the lagging warpgroup's P V_i); a longer lag stalls the leader on its loads, which shortens it again. Only where
+# every tile of the launch has >= 3 key blocks (unmasked: all tiles alike), so warpgroup 0 can never arrive twice
+# before warpgroup 1 waits once. next_stagger: warpgroup 0 arrives after its first softmax; next_staggerq: after its
+# first Q K^T has completed (a shorter lag).
+_STAGGER_HELPER = (
+    "// Named barrier of one warpgroup (id 0 is __syncthreads).\n"
+    "__device__ __forceinline__ void named_sync(uint32_t id, int threads) {\n"
+    "  asm volatile(\"bar.sync %0, %1;\\n\" ::\"r\"(id), \"r\"(threads) : \"memory\");\n"
+    "}\n")
+_STAGGER_FIRST = (
+    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+    "        mbar_wait(full_k(s), parity);\n"
+    "        wgmma_fence();\n"
+    "        issue_qk(s);\n"
+    "        wgmma_wait<0>();\n"
+    "        fence_regs(s_acc);\n"
+    "        release(empty(s));  // K of this stage: its Q K^T has completed\n")
+_STAGGER_WAIT = (
+    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+    "        // Session 37 (stagger): warpgroup 1 starts the tile after warpgroup 0 has passed its first block's mark.\n"
+    "        constexpr bool kStagger = Dp == 128 && BN == 128 && !kHalfDiag;\n"
+    "        const bool stagger = kStagger && n_blocks >= 3;\n"
+    "        if (stagger && cw == 1) named_sync(kStaggerBarrier, 256);\n"
+    "        mbar_wait(full_k(s), parity);\n"
+    "        wgmma_fence();\n"
+    "        issue_qk(s);\n"
+    "        wgmma_wait<0>();\n"
+    "        fence_regs(s_acc);\n"
+    "        release(empty(s));  // K of this stage: its Q K^T has completed\n")
+_HELPER_NEW = _STAGGER_HELPER + (
+    "// Session 37: arrive at a named barrier without waiting (warpgroup 0's mark for the stagger).\n"
+    "__device__ __forceinline__ void named_arrive(uint32_t id, int threads) {\n"
+    "  asm volatile(\"bar.arrive %0, %1;\\n\" ::\"r\"(id), \"r\"(threads) : \"memory\");\n"
+    "}\n"
+    "constexpr uint32_t kStaggerBarrier = 8;  // above the epilogue's 4 + cw\n")
+STAGGER_EDITS = [
+    (_STAGGER_HELPER, _HELPER_NEW),
+    (_STAGGER_FIRST, _STAGGER_WAIT),
+    ("        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n",
+     "        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n"
+     "        // its id computed from the row sums: the arrival cannot move above the softmax\n"
+     "        if (stagger && cw == 0) named_arrive(after_softmax_barrier_id(row_sum, kStaggerBarrier), 256);\n"),
+]
+STAGGERQ_EDITS = [
+    (_STAGGER_HELPER, _HELPER_NEW),
+    (_STAGGER_FIRST, _STAGGER_WAIT +
+     "        {  // its id computed from the scores: the arrival cannot move above the Q K^T's wait\n"
+     "          const float dep[2] = {s_acc[0], s_acc[1]};\n"
+     "          if (stagger && cw == 0) named_arrive(after_softmax_barrier_id(dep, kStaggerBarrier), 256);\n"
+     "        }\n"),
 ]
 
 
@@ -207,6 +271,12 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                       SKIP_EDITS),
     "next_d256skipall": ("kernel.cu", "// next_d256skipall: next_d256skip with causal d256 s_k <= 1024 on the 64-key functions too.\n",
                          SKIPALL_EDITS),
+    "next_d256skipc": ("kernel.cu", "// next_d256skipc: next_d256skip with causal d256 512 < s_k <= 1024 on the 64-key functions too.\n",
+                       SKIPC_EDITS),
+    "next_stagger": ("kernel.cu", "// next_stagger: best/kernel.cu with the unmasked 128-row d96/d128 tiles' warpgroup 1 a softmax behind.\n",
+                     STAGGER_EDITS),
+    "next_staggerq": ("kernel.cu", "// next_staggerq: best/kernel.cu with the unmasked 128-row d96/d128 tiles' warpgroup 1 a Q K^T behind.\n",
+                      STAGGERQ_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
