@@ -1,3 +1,14 @@
+// v43 (ks session 20261203-194412-15bf, attempts 118-): v42 with causal d256's fully masked 64-key diagonal block
+// skipped per warpgroup, and causal 512 < s_k <= 1024 on the 64-key functions too. With s_q = s_k, warpgroup 0's rows
+// (the tile's first 64) see none of the keys of the tile's diagonal-most 64-key block; v42 computed that block and
+// masked all of it. Now the warpgroup waits for the block's K and V loads and releases the stage without computing,
+// and its FA3-order loop starts at the next block, O still zero: the saving v25's half-width diagonal block gives the
+// 128-key functions. Measured on an H100 in session 37 (NVIDIA H100 80GB HBM3), same call, 2 rounds, on the 12 causal
+// d256 launches with s_k <= 4096 (compare.py subset d256c4k): the skip alone (next_d256skip) kernel time 1.010 (the 6
+// 64-key launches +0.5..+3.1%, the 6 others the same machine code, 0.993-1.014); with every causal s_k <= 1024 on 64
+// keys too (next_d256skipall) 1.010, but s495-s512 -4.2..+1.0% (h16-4 s512 -4.2%); this rule (next_d256skipc, the next
+// call) 1.011 (s1007-s1024 -1.9..+2.5%, the 64-key launches of v42 +0.5..+2.9%). Here only comments differ from the
+// measured file (SASS SAME, `scripts/sass.py diff`).
 // v42 (ks session 20261203-194412-15bf, attempts 113-117): v41 with d256's middle launches (causal 1024 < s_k <=
 // 4096, unmasked 512 < s_k <= 1024) on 128x64 tiles in two K/V stages of 64 keys beside O's own 32 KB (64 KB of Q + 2 x
 // 64 KB of K/V + 32 KB of O = 224 KB), on the FA3-order loop (as v41's 80-key blocks) and the TMA
@@ -1323,6 +1334,23 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         // (s_q = s_k: warpgroup 0) and the tile has more key blocks, the diagonal block runs first, whole and at
         // half width: Q K^T as m64n64, the softmax over 64 columns, P V over 64 keys, each waited for.
         int first = 0;  // key blocks done before the FA3-order code below
+        // Causal 64-key blocks (v42): where every key of the diagonal-most block lies past this warpgroup's
+        // last row (s_q = s_k: warpgroup 0's last 64-key block), the warpgroup waits for the block's loads and
+        // releases K and V without computing; O stays zero (no rescale at the next block).
+        if constexpr (BN == 64 && kHalfDiag) {
+          const bool skip = __shfl_sync(0xffffffff, static_cast<int>(causal && n_blocks > 1 &&
+                                            (n_blocks - 1) * BN > m0 + cw * 64 + 63 + diag), 0) != 0;
+          if (skip) {
+            first = 1;
+            const int sh = stage;
+            const uint32_t parity_h = phase;
+            if (++stage == kStages) { stage = 0; phase ^= 1; }
+            mbar_wait(full_k(sh), parity_h);
+            release(empty(sh));
+            mbar_wait(full_v(sh), parity_h);
+            release(empty_v(sh));
+          }
+        }
         if constexpr (BN == 128) {
           const bool half = __shfl_sync(0xffffffff, static_cast<int>(causal && n_blocks > 1 &&
                                             (n_blocks - 1) * BN + BN / 2 > m0 + cw * 64 + 63 + diag), 0) != 0;
@@ -1378,7 +1406,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T
         mask(n_blocks - 1 - first);
         softmax();
-        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);
+        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);
         to_p();
 
         // Steady state: S_{i} and P_{i-1} V_{i-1} together; softmax i overlaps P_{i-1} V_{i-1}.
@@ -1906,10 +1934,11 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   // +3.5..+11.7% kernel time, s4096 level, s_k <= 2048 -16%: the TMA epilogue and the half-width diagonal block
   // paid there) and unmasked ones past 1024 (s2048 +4..+5%, s1024 -1..-4%, s512 -13..-18%). v42: 64-key blocks, the
   // FA3 order and the TMA epilogue for causal 1024 < s_k <= 4096 (+1..+6%) and unmasked 512 < s_k <= 1024 (+2..+8%);
-  // the shortest keep v40's 128-key functions (there the 64-key form read -11..+2%).
+  // the shortest keep v40's 128-key functions (there the 64-key form read -11..+2%). v43: with warpgroup 0's masked
+  // diagonal block skipped, causal 512 < s_k <= 1024 on 64 keys too (s495-s512 read -4..+1% so, and stay).
   if (causal)
     return s_k > 4096 ? launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
-         : s_k > 1024 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
+         : s_k > 512 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                       : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // unmasked d256: the instantiations without the half-width diagonal block
   return s_k > 1024 ? launch<T, 256, 128, 16, false, 80, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)

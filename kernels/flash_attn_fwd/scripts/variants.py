@@ -126,6 +126,14 @@ REPO = Path(__file__).resolve().parents[3]
 #   O's own 32 KB) and session 36's next_d256n64tc (the same for causal 1024 < s_k <= 4096 and unmasked 512 < s_k <=
 #   1024 only), edits of v41, from 916057e. Measured on an H100 in session 36 against v41 on d256 (42), 2 rounds:
 #   kernel time 1.005 and 1.010; next_d256n64tc's grid 1.1829 alone; it became v42.
+# - session 37's next_d256skip (causal d256's fully masked 64-key diagonal block skipped per warpgroup: it waits for the
+#   block's loads and releases the stage), next_d256skipall (with every causal s_k <= 1024 on 64 keys), next_d256skipc
+#   (512 < s_k <= 1024 only), and next_stagger / next_staggerq (warpgroup 1 of the unmasked 128-row d96/d128 tiles
+#   starts each tile after warpgroup 0's first softmax / first Q K^T, by a named barrier), all edits of v42, from
+#   18a2da5. Measured on an H100 in session 37, 2 rounds: next_d256skip kernel time 1.010 on d256c4k (its 6 launches
+#   +0.5..+3.1%), next_d256skipall 1.010 (s495-s512 -4.2..+1.0%), next_d256skipc 1.011, became v43; next_stagger
+#   0.977 on short128 (its unmasked launches -3..-10%: the lag stalls the leading warpgroup on its loads),
+#   next_staggerq 0.999.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -161,129 +169,18 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
-# Session 37: causal d256 on 64-key blocks (v42) runs a warpgroup's diagonal-most key block even
-# where every one of its keys lies past the warpgroup's last row (s_q = s_k: warpgroup 0's last 64-key block, a tenth
-# of a causal s512 tile's work). next_d256skip lets that warpgroup wait for the block's loads and release both halves
-# of the stage without computing (the FA3 loop's first block is then the next one, O still zero; the 80-key blocks of
-# causal s_k > 4096 keep their code: there a tile averages 50+ blocks, and the skip moved two SHFLs into their loop); the 128-key
-# functions' half-width diagonal block (v25) is the same saving. next_d256skipall also moves causal s_k <= 1024 from
-# the 128-key functions to the 64-key ones, which lost there (-11..+2%) without the skip.
-SKIP_EDITS = [
-    ("        int first = 0;  // key blocks done before the FA3-order code below\n",
-     "        int first = 0;  // key blocks done before the FA3-order code below\n"
-     "        // Causal 64-key blocks (v42): where every key of the diagonal-most block lies past this warpgroup's\n"
-     "        // last row (s_q = s_k: warpgroup 0's last 64-key block), the warpgroup waits for the block's loads and\n"
-     "        // releases K and V without computing; O stays zero (no rescale at the next block).\n"
-     "        if constexpr (BN == 64 && kHalfDiag) {\n"
-     "          const bool skip = __shfl_sync(0xffffffff, static_cast<int>(causal && n_blocks > 1 &&\n"
-     "                                            (n_blocks - 1) * BN > m0 + cw * 64 + 63 + diag), 0) != 0;\n"
-     "          if (skip) {\n"
-     "            first = 1;\n"
-     "            const int sh = stage;\n"
-     "            const uint32_t parity_h = phase;\n"
-     "            if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-     "            mbar_wait(full_k(sh), parity_h);\n"
-     "            release(empty(sh));\n"
-     "            mbar_wait(full_v(sh), parity_h);\n"
-     "            release(empty_v(sh));\n"
-     "          }\n"
-     "        }\n"),
-    ("        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n",
-     "        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n"),
-]
-# next_d256skipc: call 1 (session 37, H100) read the 64-key form with the skip at causal s_k <= 1024 +0.3..+2.5% at
-# s1007-s1024 and -4.2..+1.0% at s495-s512 (h16-4 s512 -4.2%): so 64 keys for causal 512 < s_k <= 4096 only.
-SKIPC_EDITS = SKIP_EDITS + [
-    ("         : s_k > 1024 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n",
-     "         : s_k > 512 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"),
-]
-SKIPALL_EDITS = SKIP_EDITS + [
-    ("         : s_k > 1024 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)\n"
-     "                      : launch<T, 256, 128, 16, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n",
-     "                      : launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"),
-]
-
-# Session 37: stagger the two consumer warpgroups of the unmasked 128-row d96/d128 tiles (session 13's item 1, never
-# written). Both wait on the same K stage, so they run in step and the tensor cores idle through both warpgroups'
-# tile edges at once (the first Q K^T's wait and softmax, the last P V and the epilogue: ~1.9 us a tile, 1.2 block
-# times). Here warpgroup 1 starts each tile's first Q K^T only after warpgroup 0 has passed a point of its own first
-# block (a named barrier: warpgroup 0 arrives, warpgroup 1 waits), so warpgroup 0's edge falls in warpgroup 1's
-# blocks. The two K/V stages allow a lag of about a block less the copy latency (V_i goes back to the producer after
-# the lagging warpgroup's P V_i); a longer lag stalls the leader on its loads, which shortens it again. Only where
-# every tile of the launch has >= 3 key blocks (unmasked: all tiles alike), so warpgroup 0 can never arrive twice
-# before warpgroup 1 waits once. next_stagger: warpgroup 0 arrives after its first softmax; next_staggerq: after its
-# first Q K^T has completed (a shorter lag).
-_STAGGER_HELPER = (
-    "// Named barrier of one warpgroup (id 0 is __syncthreads).\n"
-    "__device__ __forceinline__ void named_sync(uint32_t id, int threads) {\n"
-    "  asm volatile(\"bar.sync %0, %1;\\n\" ::\"r\"(id), \"r\"(threads) : \"memory\");\n"
-    "}\n")
-_STAGGER_FIRST = (
-    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-    "        mbar_wait(full_k(s), parity);\n"
-    "        wgmma_fence();\n"
-    "        issue_qk(s);\n"
-    "        wgmma_wait<0>();\n"
-    "        fence_regs(s_acc);\n"
-    "        release(empty(s));  // K of this stage: its Q K^T has completed\n")
-_STAGGER_WAIT = (
-    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-    "        // Session 37 (stagger): warpgroup 1 starts the tile after warpgroup 0 has passed its first block's mark.\n"
-    "        constexpr bool kStagger = Dp == 128 && BN == 128 && !kHalfDiag;\n"
-    "        const bool stagger = kStagger && n_blocks >= 3;\n"
-    "        if (stagger && cw == 1) named_sync(kStaggerBarrier, 256);\n"
-    "        mbar_wait(full_k(s), parity);\n"
-    "        wgmma_fence();\n"
-    "        issue_qk(s);\n"
-    "        wgmma_wait<0>();\n"
-    "        fence_regs(s_acc);\n"
-    "        release(empty(s));  // K of this stage: its Q K^T has completed\n")
-_HELPER_NEW = _STAGGER_HELPER + (
-    "// Session 37: arrive at a named barrier without waiting (warpgroup 0's mark for the stagger).\n"
-    "__device__ __forceinline__ void named_arrive(uint32_t id, int threads) {\n"
-    "  asm volatile(\"bar.arrive %0, %1;\\n\" ::\"r\"(id), \"r\"(threads) : \"memory\");\n"
-    "}\n"
-    "constexpr uint32_t kStaggerBarrier = 8;  // above the epilogue's 4 + cw\n")
-STAGGER_EDITS = [
-    (_STAGGER_HELPER, _HELPER_NEW),
-    (_STAGGER_FIRST, _STAGGER_WAIT),
-    ("        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n",
-     "        if (first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n"
-     "        // its id computed from the row sums: the arrival cannot move above the softmax\n"
-     "        if (stagger && cw == 0) named_arrive(after_softmax_barrier_id(row_sum, kStaggerBarrier), 256);\n"),
-]
-STAGGERQ_EDITS = [
-    (_STAGGER_HELPER, _HELPER_NEW),
-    (_STAGGER_FIRST, _STAGGER_WAIT +
-     "        {  // its id computed from the scores: the arrival cannot move above the Q K^T's wait\n"
-     "          const float dep[2] = {s_acc[0], s_acc[1]};\n"
-     "          if (stagger && cw == 0) named_arrive(after_softmax_barrier_id(dep, kStaggerBarrier), 256);\n"
-     "        }\n"),
-]
-
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
-    "next_d256skip": ("kernel.cu", "// next_d256skip: best/kernel.cu with causal d256's fully masked 64-key diagonal block skipped per warpgroup.\n",
-                      SKIP_EDITS),
-    "next_d256skipall": ("kernel.cu", "// next_d256skipall: next_d256skip with causal d256 s_k <= 1024 on the 64-key functions too.\n",
-                         SKIPALL_EDITS),
-    "next_d256skipc": ("kernel.cu", "// next_d256skipc: next_d256skip with causal d256 512 < s_k <= 1024 on the 64-key functions too.\n",
-                       SKIPC_EDITS),
-    "next_stagger": ("kernel.cu", "// next_stagger: best/kernel.cu with the unmasked 128-row d96/d128 tiles' warpgroup 1 a softmax behind.\n",
-                     STAGGER_EDITS),
-    "next_staggerq": ("kernel.cu", "// next_staggerq: best/kernel.cu with the unmasked 128-row d96/d128 tiles' warpgroup 1 a Q K^T behind.\n",
-                      STAGGERQ_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
-    "next_d256skipall": 32,  # the causal 128-key d256 functions (bf16, fp16) are no longer launched
 }
 
 
