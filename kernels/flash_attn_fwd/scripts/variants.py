@@ -134,6 +134,9 @@ REPO = Path(__file__).resolve().parents[3]
 #   +0.5..+3.1%), next_d256skipall 1.010 (s495-s512 -4.2..+1.0%), next_d256skipc 1.011, became v43; next_stagger
 #   0.977 on short128 (its unmasked launches -3..-10%: the lag stalls the leading warpgroup on its loads),
 #   next_staggerq 0.999.
+# - session 37's next_fexp4 and next_fexp8 (1 in 4 / 1 in 8 of a tile's block-0 exponentials on the FMA pipe, in the
+#   unmasked 128-row d96/d128 functions), edits of v43, from 91c2462. Measured on an H100 in session 37's call 6,
+#   short128, 2 rounds: kernel time 1.000 and 1.002 (level).
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -169,61 +172,12 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
-# Session 37: a share of the first key block's exponentials on the FMA pipe (next_fexp4: one column pair in 4,
-# next_fexp8: one in 8), in the unmasked 128-row d96/d128 functions only. A tile's first softmax has nothing on the
-# tensor cores (both warpgroups run it at once: the FA3 order overlaps softmax i with P_{i-1} V_{i-1}, and block 0 has
-# none), and it is bound by MUFU: 64 exponentials a thread, two warps a scheduler, 4 a clock there: ~1024 cycles, with
-# ~450 issue slots of other work. Counted: 16 of the 64 on the FMA pipe (8 instructions each) gives MUFU ~768 cycles
-# and issue ~710: ~250 cycles less a tile, ~2% of a d128 s512 tile. Session 8's exp2fma (1 in 4 in every block) lost
-# 4-8% because the steady blocks are issue-bound; here only block 0 changes. The emulation clamps at 2^-126 (not 0),
-# so it stays out of the causal functions, whose rows past the keys (s_q > s_k) must sum to 0.
-_FEXP_AFTER = ("__device__ __forceinline__ float fast_exp2(float x) {\n"
-               "  float y;\n"
-               "  asm(\"ex2.approx.ftz.f32 %0, %1;\\n\" : \"=f\"(y) : \"f\"(x));\n"
-               "  return y;\n"
-               "}\n")
-_FEXP_POLY = _FEXP_AFTER + (
-    "// Session 37 (next_fexp): 2^x on the FMA pipe for x <= 0. x is rounded to an integer r by adding 1.5 * 2^23 (the\n"
-    "// sum's low mantissa bits hold r), 2^(x - r) comes from a cubic on [-0.5, 0.5] (relative error 7.5e-5, a least-\n"
-    "// squares fit made for this kernel), and r goes into the exponent field by an integer add. Clamped at -126: 2^-126,\n"
-    "// not 0, for masked scores, so only for rows that see a key (the row sum hides it).\n"
-    "__device__ __forceinline__ float poly_exp2(float x) {\n"
-    "  x = fmaxf(x, -126.f);\n"
-    "  const float t = __fadd_rn(x, 12582912.f);\n"
-    "  const float f = __fsub_rn(x, __fsub_rn(t, 12582912.f));\n"
-    "  const float p = fmaf(fmaf(fmaf(0.05517132f, f, 0.24261054f), f, 0.69326097f), f, 0.99992812f);\n"
-    "  return __uint_as_float(__float_as_uint(p) + (__float_as_uint(t) << 23));\n"
-    "}\n")
-def _fexp_edits(every: int) -> list[tuple]:
-    return [
-        (_FEXP_AFTER, _FEXP_POLY),
-        ("template <int BN>\n__device__ __forceinline__ bool online_softmax(",
-         "template <int BN, int kPolyEvery = 0>  // kPolyEvery > 0: column pair j % kPolyEvery == kPolyEvery - 1 on poly_exp2\n"
-         "__device__ __forceinline__ bool online_softmax("),
-        ("      const float p0 = fast_exp2(s_acc[4 * j + 2 * r] * scale_log2 - base_scaled);\n"
-         "      const float p1 = fast_exp2(s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled);\n",
-         "      const bool poly = kPolyEvery > 0 && j % kPolyEvery == kPolyEvery - 1;\n"
-         "      const float x0 = s_acc[4 * j + 2 * r] * scale_log2 - base_scaled;\n"
-         "      const float x1 = s_acc[4 * j + 2 * r + 1] * scale_log2 - base_scaled;\n"
-         "      const float p0 = poly ? poly_exp2(x0) : fast_exp2(x0);\n"
-         "      const float p1 = poly ? poly_exp2(x1) : fast_exp2(x1);\n"),
-        ("        mask(n_blocks - 1 - first);\n        softmax();\n",
-         "        mask(n_blocks - 1 - first);\n"
-         "        // session 37: the unmasked 128-row d96/d128 tiles run a share of block 0's exponentials on the FMA pipe\n"
-         f"        constexpr int kFirstPoly = Dp == 128 && BN == 128 && !kHalfDiag ? {every} : 0;\n"
-         "        rescaled = online_softmax<BN, kFirstPoly>(s_acc, row_max, row_sum, alpha, scale_log2);\n"),
-    ]
-
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
-    "next_fexp4": ("kernel.cu", "// next_fexp4: best/kernel.cu with 1 in 4 of block 0's exponentials on the FMA pipe (unmasked 128-row d96/d128).\n",
-                   _fexp_edits(4)),
-    "next_fexp8": ("kernel.cu", "// next_fexp8: best/kernel.cu with 1 in 8 of block 0's exponentials on the FMA pipe (unmasked 128-row d96/d128).\n",
-                   _fexp_edits(8)),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
