@@ -191,6 +191,27 @@ _KS_TRAIT_NEW = _KS_TRAIT + (
     "// Session 37 (next_kshift): the unmasked 128-row d96/d128 tiles run their keys 64 lower, in n_blocks + 1 blocks\n"
     "template <int Dp, int BN, bool HalfDiag, int Consumers>\n"
     "constexpr bool kShiftKeys = Dp == 128 && BN == 128 && !HalfDiag && Consumers == 2;\n")
+# v43's first block and last P V in its FA3-order path, unchanged: next_kshift keeps them as the else branches.
+_KS_FIRST = ("        mbar_wait(full_k(s), parity);\n"
+              "        wgmma_fence();\n"
+              "        issue_qk(s);\n"
+              "        wgmma_wait<0>();\n"
+              "        fence_regs(s_acc);\n"
+              "        release(empty(s));  // K of this stage: its Q K^T has completed\n"
+              "        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n"
+              "        mask(n_blocks - 1 - first);\n"
+              "        softmax();\n"
+              "        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n"
+              "        to_p();\n")
+_KS_LAST = ("        // Last P V.\n"
+             "        mbar_wait(full_v(s), parity);\n"
+             "        fence_regs(o_acc);\n"
+             "        wgmma_fence();\n"
+             "        issue_pv(s);\n"
+             "        wgmma_wait<0>();\n"
+             "        fence_regs(o_acc);\n"
+             "        fence_frag(p_frag);\n"
+             "        release(empty_v(s));\n")
 KSHIFT_EDITS = [
     (_KS_TRAIT, _KS_TRAIT_NEW),
     # producer (thread 0): one more block, each 64 keys lower
@@ -243,17 +264,7 @@ KSHIFT_EDITS = [
     ("        int s = stage;\n"
      "        uint32_t parity = phase;\n"
      "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-     "        mbar_wait(full_k(s), parity);\n"
-     "        wgmma_fence();\n"
-     "        issue_qk(s);\n"
-     "        wgmma_wait<0>();\n"
-     "        fence_regs(s_acc);\n"
-     "        release(empty(s));  // K of this stage: its Q K^T has completed\n"
-     "        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n"
-     "        mask(n_blocks - 1 - first);\n"
-     "        softmax();\n"
-     "        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n"
-     "        to_p();\n",
+     + _KS_FIRST,
      "        int s = stage;\n"
      "        uint32_t parity = phase;\n"
      "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
@@ -298,32 +309,14 @@ KSHIFT_EDITS = [
      "          to_p();\n"
      "          // the loop below starts at block n_blocks - 2 (first stays 0: its n = n_blocks - 1 - i)\n"
      "        } else {\n"
-     "        mbar_wait(full_k(s), parity);\n"
-     "        wgmma_fence();\n"
-     "        issue_qk(s);\n"
-     "        wgmma_wait<0>();\n"
-     "        fence_regs(s_acc);\n"
-     "        release(empty(s));  // K of this stage: its Q K^T has completed\n"
-     "        if constexpr (kTmaEpi) release_staged();  // the previous tile's O store has had this Q K^T\n"
-     "        mask(n_blocks - 1 - first);\n"
-     "        softmax();\n"
-     "        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n"
-     "        to_p();\n"
+     + _KS_FIRST +
      "        }\n"),
     ("        for (int i = 1 + first; i < n_blocks; ++i) {\n",
      "        // next_kshift: the loop runs blocks n_blocks - 2 .. 1 (the prologue had n_blocks and n_blocks - 1)\n"
      "        const int n_end = n_blocks - (shifted ? 1 : 0);\n"
      "        for (int i = 1 + first; i < n_end; ++i) {\n"),
     # the last block
-    ("        // Last P V.\n"
-     "        mbar_wait(full_v(s), parity);\n"
-     "        fence_regs(o_acc);\n"
-     "        wgmma_fence();\n"
-     "        issue_pv(s);\n"
-     "        wgmma_wait<0>();\n"
-     "        fence_regs(o_acc);\n"
-     "        fence_frag(p_frag);\n"
-     "        release(empty_v(s));\n",
+    (_KS_LAST,
      "        if (shifted) {\n"
      "          // next_kshift: the half block 0 (keys 0-63 in the stage's last 64 rows) with the previous block's P V\n"
      "          const int prev = s;\n"
@@ -360,15 +353,7 @@ KSHIFT_EDITS = [
      "          fence_frag(p_half);\n"
      "          release(empty_v(s));\n"
      "        } else {\n"
-     "        // Last P V.\n"
-     "        mbar_wait(full_v(s), parity);\n"
-     "        fence_regs(o_acc);\n"
-     "        wgmma_fence();\n"
-     "        issue_pv(s);\n"
-     "        wgmma_wait<0>();\n"
-     "        fence_regs(o_acc);\n"
-     "        fence_frag(p_frag);\n"
-     "        release(empty_v(s));\n"
+     + _KS_LAST +
      "        }\n"),
 ]
 
