@@ -357,6 +357,56 @@ KSHIFT_EDITS = [
      "        }\n"),
 ]
 
+# Session 38: L2 eviction priorities on the bulk copies (never tried here). Q is read once a tile and O written once,
+# while a head's K and V are read by each of its query tiles: streaming Q and O through L2 at evict_first should leave
+# more of L2 to K/V; next_l2kv also marks K and V evict_last (FA3 hints its K/V copies so). Counted: the samekv probe
+# (session 36: K/V from L2 only) bounds what any L2 policy can give: q256-k1024 -13%, square s512-s1024 -2..-3% time;
+# predicted +0.5..+1% on the short d96/d128 launches (short128), level on the rest.
+_L2_HELPERS = (
+    "// session 38 (next_l2*): the same copies with an L2 eviction priority (a fractional policy over the whole copy)\n"
+    "__device__ __forceinline__ void tma_load_first(uint32_t dst, const CUtensorMap* map, uint32_t bar,\n"
+    "                                               int c0, int c1, int c2, int c3) {\n"
+    "  asm volatile(\n"
+    "      \"{\\n .reg .b64 pol;\\n createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\\n\"\n"
+    "      \" cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint\"\n"
+    "      \" [%0], [%1, {%3, %4, %5, %6}], [%2], pol;\\n}\\n\" ::\"r\"(dst),\n"
+    "      \"l\"(reinterpret_cast<uint64_t>(map)), \"r\"(bar), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3)\n"
+    "      : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void tma_load_last(uint32_t dst, const CUtensorMap* map, uint32_t bar,\n"
+    "                                              int c0, int c1, int c2, int c3) {\n"
+    "  asm volatile(\n"
+    "      \"{\\n .reg .b64 pol;\\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\\n\"\n"
+    "      \" cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint\"\n"
+    "      \" [%0], [%1, {%3, %4, %5, %6}], [%2], pol;\\n}\\n\" ::\"r\"(dst),\n"
+    "      \"l\"(reinterpret_cast<uint64_t>(map)), \"r\"(bar), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3)\n"
+    "      : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void tma_store_first(const CUtensorMap* map, uint32_t src, int c0, int c1,\n"
+    "                                                int c2, int c3) {\n"
+    "  asm volatile(\n"
+    "      \"{\\n .reg .b64 pol;\\n createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\\n\"\n"
+    "      \" cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4, %5}], [%1], pol;\\n}\\n\"\n"
+    "      ::\"l\"(reinterpret_cast<uint64_t>(map)), \"r\"(src), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3)\n"
+    "      : \"memory\");\n"
+    "}\n"
+)
+_L2_ANCHOR = "__device__ __forceinline__ void bulk_commit() {\n"
+L2QO_EDITS = [
+    (_L2_ANCHOR, _L2_HELPERS + _L2_ANCHOR),
+    ("            tma_load(sQ + q_buf * kQBytes + p * Cfg::kBlockM * 128, &tm_q, q_full(q_buf), p * 64,\n",
+     "            tma_load_first(sQ + q_buf * kQBytes + p * Cfg::kBlockM * 128, &tm_q, q_full(q_buf), p * 64,\n"),
+    ("                    tma_store(&tm_o, o_half + pp * 64 * 128,", "                    tma_store_first(&tm_o, o_half + pp * 64 * 128,"),
+    ("                tma_store(&tm_o, q_half + p * Cfg::kBlockM * 128,", "                tma_store_first(&tm_o, q_half + p * Cfg::kBlockM * 128,"),
+]
+L2KV_EDITS = L2QO_EDITS + [
+    ("              tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k,", "              tma_load_last(sK + stage * kKVBytes + p * BN * 128, &tm_k,"),
+    ("              tma_load(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),\n",
+     "              tma_load_last(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),\n"),
+    ("            tma_load(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),\n",
+     "            tma_load_last(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),\n"),
+]
+
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
@@ -364,6 +414,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                      SAMEKV_EDITS),
     "next_kshift": ("kernel.cu", "// next_kshift: best/kernel.cu with the unmasked 128-row d96/d128 tiles' keys 64 lower (half blocks first and last).\n",
                     KSHIFT_EDITS),
+    "next_l2qo": ("kernel.cu", "// next_l2qo: best/kernel.cu with Q's loads and O's TMA stores at L2 evict_first.\n",
+                  L2QO_EDITS),
+    "next_l2kv": ("kernel.cu", "// next_l2kv: best/kernel.cu with Q's loads and O's TMA stores at L2 evict_first, K's and V's loads at evict_last.\n",
+                  L2KV_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
