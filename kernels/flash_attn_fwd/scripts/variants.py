@@ -407,6 +407,12 @@ L2KV_EDITS = L2QO_EDITS + [
      "            tma_load_last(sV + stage * kKVBytes + p * BN * kVRowBytes<Dp, kQkSteps>, &tm_v, full_v(stage),\n"),
 ]
 
+# Session 38 (`simplify-unpaid-changes`): v40's causal tail was measured on an H200 only (session 34: tail_long 1.007-1.009).
+# next_notail turns it off on the host (the device code keeps its decode: only the order changes), so the H100 says
+# whether it pays there; next_tail8w lets the light blocks fill 8 waves instead of 4.
+NOTAIL_EDITS = [("constexpr int kTailMinSk = 4096;\n", "constexpr int kTailMinSk = 1 << 30;  // next_notail: no tail\n")]
+TAIL8W_EDITS = [("constexpr int kTailWaves = 4;\n", "constexpr int kTailWaves = 8;  // next_tail8w\n")]
+
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
@@ -418,6 +424,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                   L2QO_EDITS),
     "next_l2kv": ("kernel.cu", "// next_l2kv: best/kernel.cu with Q's loads and O's TMA stores at L2 evict_first, K's and V's loads at evict_last.\n",
                   L2KV_EDITS),
+    "next_notail": ("kernel.cu", "// next_notail: best/kernel.cu without v40's causal tail (host side only).\n", NOTAIL_EDITS),
+    "next_tail8w": ("kernel.cu", "// next_tail8w: best/kernel.cu with v40's causal tail over 8 waves, not 4.\n", TAIL8W_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
