@@ -413,6 +413,13 @@ L2KV_EDITS = L2QO_EDITS + [
 NOTAIL_EDITS = [("constexpr int kTailMinSk = 4096;\n", "constexpr int kTailMinSk = 1 << 30;  // next_notail: no tail\n")]
 TAIL8W_EDITS = [("constexpr int kTailWaves = 4;\n", "constexpr int kTailWaves = 8;  // next_tail8w\n")]
 
+# Session 38 call 3 (tail_long, 1 round, H100): next_notail read d256-h8-8 s8175-s16384 causal +1.8..+3.2% kernel time
+# (the d96/d128 h16-16 ones -1.6..-3.6%), next_tail8w those four -11%: the tail's late K/V re-reads cost d256's long
+# 128-key blocks more than its shorter end gains. next_tailnod256: no tail for d256 only (host side; the d96/d128/d64
+# launches keep v40's order). Predicted: those four +2..+3%, the other 5 d256 tail launches level, the rest SAME.
+TAILNOD256_EDITS = [("    while (s_k > kTailMinSk && cut < num_m_blocks - 1 &&\n",
+                     "    while (Dp != 256 && s_k > kTailMinSk && cut < num_m_blocks - 1 &&  // next_tailnod256\n")]
+
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
@@ -426,6 +433,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                   L2KV_EDITS),
     "next_notail": ("kernel.cu", "// next_notail: best/kernel.cu without v40's causal tail (host side only).\n", NOTAIL_EDITS),
     "next_tail8w": ("kernel.cu", "// next_tail8w: best/kernel.cu with v40's causal tail over 8 waves, not 4.\n", TAIL8W_EDITS),
+    "next_tailnod256": ("kernel.cu", "// next_tailnod256: best/kernel.cu without v40's causal tail for d256 (host side only).\n",
+                        TAILNOD256_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
