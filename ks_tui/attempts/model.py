@@ -32,6 +32,9 @@ class Attempt:
     mode: str = ""           # check | bench, alone or with -quick / -subset ("" if unknown)
     device: str = ""         # the GPU (or CPU) the result was measured on ("" if unknown or not measured)
     description: str = ""    # the whole summary when the commit subject had to cut it ("" otherwise)
+    # the kernel's code identity as committed in this attempt (attempts/code_identity.py: comments and layout
+    # left out), so a comment-only edit is the same kernel; "" when unknown
+    code: str = ""
     # words added later (ks remark): [{time, author, text}], oldest first; see attempts/remarks.py
     remarks: list[dict[str, str]] = field(default_factory=list)
 

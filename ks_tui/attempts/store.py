@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ks_tui import best_rule
+from ks_tui.attempts import code_identity as ci
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.locks import check_git_locks, session_lock
 from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary, current_device, fastest
@@ -44,6 +45,8 @@ DEFAULT_NAME = "KernelSeek"
 DEFAULT_EMAIL = "ks@localhost"
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _HEX_RE = re.compile(r"^[0-9a-fA-F]{4,40}$")
+_CACHED_BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_CACHED_CODE = re.compile(r"^[0-9a-f]{64}$")
 
 
 def kernel_sha256(path: Path) -> str:
@@ -124,6 +127,8 @@ class AttemptStore:
         self._tasks: dict[str, Any] = {}
         self._worktrees: dict[str, Any] = {}
         self._devices: dict[str, str] = {}  # commit -> device of its stored result, for attempts without KS-Device
+        self._codes: dict[str, str] = {}    # commit -> code identity of its kernel ("" without one), see _with_codes
+        self._blob_codes: dict[str, str] | None = None  # blob id -> code identity, kept on disk (_code_cache_path)
 
     # ------------------------------------------------------------------ git plumbing
 
@@ -296,7 +301,7 @@ class AttemptStore:
                 info = self.session(sid)
             except KsError:  # one unreadable session.json must not hide every other session
                 info = self._info_from_branch(ref, when)
-            attempts = self._attempts(info)
+            attempts = self._attempts(info, codes=False)  # counts and the best: no kernel read
             best = next((a for a in attempts if a.best), None)
             last = attempts[-1].time if attempts else info.created
             summaries.append(SessionSummary(
@@ -344,7 +349,8 @@ class AttemptStore:
     def attempts(self, sid: str) -> list[Attempt]:
         return self._attempts(self.session(sid))
 
-    def _attempts(self, info: SessionInfo) -> list[Attempt]:
+    def _attempts(self, info: SessionInfo, *, codes: bool = True) -> list[Attempt]:
+        """The session's attempts, oldest first, the best marked; with `codes` each with its kernel's code identity."""
         try:
             out = self._run(self.repo, "log", "-z", "--reverse", "--no-notes", f"--notes={REMARKS_REF}",
                             f"--format={tr.LOG_FORMAT_REMARKS}", self._range(info), "--",
@@ -353,7 +359,8 @@ class AttemptStore:
             if not self._ref_exists(f"refs/heads/{info.branch}"):
                 raise self._branch_gone(info) from None
             raise
-        return mark_best(self._with_devices(info, tr.parse_log(out, info.id)))
+        attempts = self._with_devices(info, tr.parse_log(out, info.id))
+        return mark_best(self._with_codes(info, attempts) if codes else attempts)
 
     def _with_devices(self, info: SessionInfo, attempts: list[Attempt]) -> list[Attempt]:
         """Attempts recorded before KS-Device existed take the device from their stored result, so
@@ -368,6 +375,88 @@ class AttemptStore:
             if not a.device:
                 a.device = self._devices.get(a.sha, "")
         return attempts
+
+    def _with_codes(self, info: SessionInfo, attempts: list[Attempt]) -> list[Attempt]:
+        """Each attempt's `code`: the code identity (attempts/code_identity.py) of the kernel its commit holds; ""
+        when the commit has no kernel file or it cannot be read (no worktree to read the task from), and then the
+        harness's file sha256 stands alone. Kept by commit in the store and by blob id in a file beside git's own
+        (`_code_cache_path`): one `git cat-file` finds the blob ids of the commits not seen yet, a second reads only
+        the blobs that no earlier run has hashed."""
+        todo = [a.sha for a in attempts if a.sha not in self._codes]
+        if todo:
+            with contextlib.suppress(KsError):
+                blobs = self._kernel_blobs(todo, self._kernel_rel(info))
+                known = self._known_codes()
+                new = [b for b in dict.fromkeys(blobs.values()) if b and b not in known]
+                if new:
+                    found = {blob: ci.code_identity(data) for blob, data in self._blob_data(new).items()}
+                    known.update(found)
+                    self._save_codes(found)
+                for sha, blob in blobs.items():
+                    if not blob or blob in known:  # a blob that could not be read is tried again next time
+                        self._codes[sha] = known.get(blob, "")
+        for a in attempts:
+            a.code = self._codes.get(a.sha, "")
+        return attempts
+
+    def _cat_file(self, mode: str, names: list[str]) -> bytes:
+        """The output of `git cat-file --batch` or `--batch-check` (MODE) for the object NAMES, from one call."""
+        import subprocess
+
+        try:
+            done = subprocess.run(["git", "cat-file", f"--{mode}"], cwd=self.top, capture_output=True,
+                                  input="".join(f"{n}\n" for n in names).encode(), env={**os.environ, **self._env})
+        except OSError as e:
+            raise KsError(f"reading the kernels failed: {e}") from None
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip().splitlines()
+            raise KsError("reading the kernels failed: " + (said[-1] if said else f"git exit status {done.returncode}"))
+        return done.stdout
+
+    def _kernel_blobs(self, commits: list[str], rel: str) -> dict[str, str]:
+        """{commit: the blob id of the file `rel` in it, "" when it has none}."""
+        rows = self._cat_file("batch-check", [f"{c}:{rel}" for c in commits]).decode(errors="replace").splitlines()
+        if len(rows) != len(commits):
+            raise KsError("reading the kernels failed: git cat-file answered "
+                          f"{len(rows)} lines for {len(commits)} names")
+        heads = (row.split() for row in rows)  # "<blob> blob <size>", or "<name> missing"
+        return {c: h[0] if len(h) == 3 and h[1] == "blob" else "" for c, h in zip(commits, heads, strict=True)}
+
+    def _blob_data(self, blobs: list[str]) -> dict[str, bytes]:
+        """{blob id: its bytes} of the BLOBS git has."""
+        out, pos, found = self._cat_file("batch", blobs), 0, {}
+        while pos < len(out):
+            end = out.index(b"\n", pos)
+            head = out[pos:end].split()  # "<blob> blob <size>" and the bytes, or "<name> missing" alone
+            pos = end + 1
+            if len(head) == 3 and head[2].isdigit():
+                size = int(head[2])
+                if head[1] == b"blob":
+                    found[head[0].decode()] = out[pos:pos + size]
+                pos += size + 1
+        return found
+
+    def _code_cache_path(self) -> Path:
+        """Code identities by blob id, a line "<blob> <identity>" each, beside git's own files (a blob never
+        changes, so neither does its identity while code_identity.VERSION stands)."""
+        return self.common_dir / f"ks-code-identity-v{ci.VERSION}"
+
+    def _known_codes(self) -> dict[str, str]:
+        if self._blob_codes is None:
+            self._blob_codes = {}
+            with contextlib.suppress(OSError):
+                for line in self._code_cache_path().read_text(errors="replace").splitlines():
+                    blob, _, code = line.partition(" ")
+                    if _CACHED_BLOB.match(blob) and _CACHED_CODE.match(code):
+                        self._blob_codes[blob] = code
+        return self._blob_codes
+
+    def _save_codes(self, codes: dict[str, str]) -> None:
+        """Add CODES to the cache file: one append (other processes may append beside it; a line cut short is
+        skipped on reading). Without write access the cache stays in memory."""
+        if codes:
+            with contextlib.suppress(OSError), open(self._code_cache_path(), "a") as f:
+                f.write("".join(f"{b} {c}\n" for b, c in codes.items()))
 
     @staticmethod
     def _range(info: SessionInfo) -> str:
@@ -555,7 +644,7 @@ class AttemptStore:
         self._run(wt, *args, "--only", "--", rel, what=f"committing the attempt in session {info.id}")
         out = self._run(wt, "log", "-1", "-z", f"--format={tr.LOG_FORMAT}", "HEAD", "--",
                         what="reading the new commit", strip_newline_in_stdout=False)
-        new = tr.parse_log(out, info.id)[-1]
+        new = self._with_codes(info, tr.parse_log(out, info.id)[-1:])[0]
         return mark_best([*attempts, new])[-1]
 
     def _write_note(self, sha: str, result: dict) -> None:

@@ -246,14 +246,15 @@ class EfficacyStore:
                     continue
                 # A re-measure of a kernel already timed is drift, not the question's doing: after
                 # the ask, only the first timing of each kernel counts.
-                known = {(h.kernel_sha256, h.scope) for h in history
-                         if h.number <= start and h.kernel_sha256 and h.timed_speedup is not None}
+                # (one kernel: one code identity, so a comment-only edit is no new kernel)
+                known = {(h.identity, h.scope) for h in history
+                         if h.number <= start and h.identity and h.timed_speedup is not None}
                 counted = [h for h in history if h.number <= start]
                 for h in history:
-                    if start < h.number <= after[-1].number and (h.kernel_sha256, h.scope) not in known:
+                    if start < h.number <= after[-1].number and (h.identity, h.scope) not in known:
                         counted.append(h)
-                        if h.kernel_sha256 and h.timed_speedup is not None:
-                            known.add((h.kernel_sha256, h.scope))
+                        if h.identity and h.timed_speedup is not None:
+                            known.add((h.identity, h.scope))
                 # Compare like with like: a best taken from quick runs only (no full grid before
                 # the ask) is compared with the quick runs after it, never with a full grid's
                 # geomean over other scenarios.

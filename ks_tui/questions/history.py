@@ -22,7 +22,9 @@ class AttemptView:
     correct: str = ""                # "n/total" as in the KS-Correct trailer
     max_tflops: float | None = None  # highest TFLOP/s over the scenarios of this run
     device: str = ""                 # device name from the harness result
-    kernel_sha256: str = ""          # lets repeated runs of one kernel measure the noise
+    kernel_sha256: str = ""          # the kernel file's sha256 from the harness result
+    # the kernel's code identity (Attempt.code: comments and layout left out); "" when unknown
+    code: str = ""
     question: str | None = None      # id of the question that preceded the attempt
     author: str = "agent"
     rollback_of: int | None = None
@@ -33,6 +35,12 @@ class AttemptView:
     # The run's pair tag (`ks bench --pair`, every run of one `ks compare` round): runs with one tag were
     # timed side by side in one call, so their difference is judged at the bank's paired_noise.
     pair: str = ""
+
+    @property
+    def identity(self) -> str:
+        """What makes two runs runs of one kernel (a re-measure, a repeat that measures the noise): its code, so a
+        comment-only edit is the same kernel; the file's sha256 where the code is unknown; "" when neither is."""
+        return self.code or self.kernel_sha256
 
     @property
     def passed(self) -> bool:
@@ -98,7 +106,7 @@ def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -
     """An AttemptView from `Attempt.to_dict()`, plus its harness result JSON if given.
 
     `max_tflops`, `device` and `kernel_sha256` come from the dict when present (a caller may
-    have added them), else from the result.
+    have added them), else from the result; `code` (the kernel's code identity) from the dict.
     """
     result = result or {}
     max_tflops = _float_or_none(d.get("max_tflops"))
@@ -113,6 +121,7 @@ def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -
         max_tflops=max_tflops,
         device=str(d.get("device") or result.get("device") or ""),
         kernel_sha256=str(d.get("kernel_sha256") or result.get("kernel_sha256") or ""),
+        code=str(d.get("code") or ""),
         question=d.get("question") or None,
         author=str(d.get("author") or "agent"),
         rollback_of=int(rollback_of) if rollback_of is not None else None,

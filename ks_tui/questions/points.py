@@ -29,7 +29,8 @@ class DecisionPoint:
 
 
 def measured_noise(history: Sequence[AttemptView]) -> float:
-    """Relative spread of speedups measured more than once for the same kernel source.
+    """Relative spread of speedups measured more than once for the same kernel source (`AttemptView.identity`:
+    a comment-only edit is the same kernel).
 
     A rollback or a re-run of an unchanged kernel is a free repeat measurement; the largest
     (max - min) / min over such groups is the noise the session has actually seen. With three
@@ -40,8 +41,8 @@ def measured_noise(history: Sequence[AttemptView]) -> float:
     for a in history:
         # Only runs over the same scenarios repeat a measurement (two --scenarios selections may
         # differ), and only on the same device (another GPU is another speed, not noise).
-        if a.kernel_sha256 and a.timed_speedup is not None and a.scope != "subset":
-            groups.setdefault((a.kernel_sha256, a.scope, a.device), []).append(a.timed_speedup)
+        if a.identity and a.timed_speedup is not None and a.scope != "subset":
+            groups.setdefault((a.identity, a.scope, a.device), []).append(a.timed_speedup)
     # Relative to the smallest, as a gain is judged (s > best * (1 + noise)): with the median a
     # re-measure that drifted up by the spread would still clear it.
     spreads = sorted((max(v) - min(v)) / min(v) for v in groups.values() if len(v) > 1 and min(v) > 0)
@@ -152,18 +153,19 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
         if not a.measured:
             continue
         s = a.timed_speedup
-        # A re-measure of a kernel already timed over the same scenarios (`ks try --again`) is a
-        # repeat measurement: its drift is noise, never a gain.
-        again = bool(a.kernel_sha256) and (a.kernel_sha256, a.scope) in seen
-        if a.kernel_sha256 and s is not None:
-            seen.add((a.kernel_sha256, a.scope))
+        # A re-measure of a kernel already timed over the same scenarios (`ks try --again`, or the same code
+        # with only its comments or layout edited) is a repeat measurement: its drift is noise, never a gain.
+        kernel = a.identity
+        again = bool(kernel) and (kernel, a.scope) in seen
+        if kernel and s is not None:
+            seen.add((kernel, a.scope))
         key = (a.scope, a.device)
         if s is not None and a.scope != "subset" and key not in best and since is not None:
-            best[key], best_kernel[key], holder[key] = s, a.kernel_sha256, a.number  # another scope or device
+            best[key], best_kernel[key], holder[key] = s, kernel, a.number  # another scope or device
             s = None
         plain = s is not None and (key not in best or s > best[key] * (1 + noise))
         partner = None
-        chance = (a.kernel_sha256, a.scope, best_kernel.get(key, ""))
+        chance = (kernel, a.scope, best_kernel.get(key, ""))
         beside = _best_runs_beside(a, chance[2], partners.get(a.pair, ())) if s is not None else []
         if beside and not (plain and not again) and chance not in paired:
             partner = _beaten_partner(a, s, beside, paired_noise)
@@ -171,7 +173,7 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
             paired.add(chance)  # won or lost, this kernel's round beside that best kernel is spent
         if a.scope != "subset" and ((plain and not again) or partner is not None):
             # a paired gain can read below the best's reading from another call: keep the higher bar
-            best[key], best_kernel[key], since = max(s, best.get(key, s)), a.kernel_sha256, 0
+            best[key], best_kernel[key], since = max(s, best.get(key, s)), kernel, 0
             holder[key] = a.number
             # `partner`: the run that showed the gain when the bar between calls did not
             found.append(Gain(a.number, 0) if partner is None else
@@ -187,9 +189,9 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
 
 def _best_runs_beside(a: AttemptView, best_kernel: str, partners: Sequence[AttemptView]) -> list[AttemptView]:
     """The runs of the best kernel timed in `a`'s round (same device and scenarios); none when `a` is that kernel."""
-    if not best_kernel or a.kernel_sha256 == best_kernel:
+    if not best_kernel or a.identity == best_kernel:
         return []
-    return [p for p in partners if p is not a and p.kernel_sha256 == best_kernel and p.device == a.device
+    return [p for p in partners if p is not a and p.identity == best_kernel and p.device == a.device
             and p.scope == a.scope]
 
 
@@ -220,7 +222,7 @@ def best_lead(history: Sequence[AttemptView], number: int) -> Lead | None:
         return None
 
     def rival(a: AttemptView) -> bool:
-        same_kernel = bool(me.kernel_sha256) and a.kernel_sha256 == me.kernel_sha256
+        same_kernel = bool(me.identity) and a.identity == me.identity
         same_scope = a.scope == me.scope or (a.full_grid and me.full_grid)  # "" (an old attempt) is the full grid
         return (a is not me and a.measured and a.timed_speedup is not None and not same_kernel and same_scope
                 and best_rule.comparable(a.device, me.device))

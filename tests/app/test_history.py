@@ -174,7 +174,7 @@ async def test_history_says_why_the_best_mark_is_no_gain(workspace):
         if n == 0:
             kernel.write_bytes(store.kernel_at(sid, 1))
         else:
-            kernel.write_text(kernel.read_text() + "// the candidate\n")
+            kernel.write_text(kernel.read_text() + "static int candidate;  // the candidate\n")  # new code
         store.record(sid, dict(first, geomean_speedup=speedup, pair="call2:1", kernel_sha256=kernel_sha256(kernel)),
                      author="human", summary=what)
     app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)

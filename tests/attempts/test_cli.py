@@ -410,10 +410,11 @@ def test_show_compares_speed_with_the_other_attempt_and_flags_baseline_drift(toy
 
 
 def record_speedups(toy_session, tmp_path, speedups) -> None:
-    """One attempt per speedup: the kernel edited, its result computed elsewhere, `ks try --result`."""
+    """One attempt per speedup: the kernel's code edited (a comment alone would leave it the same kernel), its result
+    computed elsewhere, `ks try --result`."""
     ws, sid, kernel = toy_session
     for i, speedup in enumerate(speedups):
-        kernel.write_text(kernel.read_text() + f"// try {i}\n")
+        kernel.write_text(kernel.read_text() + f"static int try_{i};  // try {i}\n")
         res = tmp_path / f"r{i}.json"
         res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
         assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
@@ -452,13 +453,42 @@ def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_pat
     assert doc["best_lead"] == {"over": 2, "ratio": round(1.06 / 1.05, 6), "paired": False, "bar": 0.02}
 
 
+def test_log_counts_no_gain_for_a_remeasure_after_a_comment_only_edit(toy_session, tmp_path):
+    """A kernel whose comments and layout were edited (a promotion to best/, a note) is the kernel it was: its
+    re-measure 3% up is drift (and the noise the session has measured), not a gain. The same readings in a second
+    session, where the second kernel changed its code, are a gain (above the bank's 2% floor)."""
+    ws, first, kernel = toy_session
+    out = ks("session", "new", "toy", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    second = out.stdout.strip()
+    seed = kernel.read_text()
+    edits = {first: f"// promoted to best/: +3% in one call\n{seed.replace('    ', '  ')}/* v2 */\n",
+             second: seed.replace("2.0f * x[i]", "x[i] * 2.0f")}
+    for sid, edited in edits.items():
+        path = ws / "sessions" / sid / "worktree" / "kernels" / "toy" / "kernel.cpp"
+        for n, speedup in enumerate((1.0, 1.03)):
+            if n:
+                path.write_text(edited)
+            res = tmp_path / f"{sid}-{n}.json"
+            res.write_text(json.dumps(result_for(path, speedup=speedup)))
+            assert ks("try", "-s", sid, "--result", str(res), cwd=ws).returncode == 0
+    same = json.loads(ks("log", "-s", first, "--json", cwd=ws).stdout)
+    changed = json.loads(ks("log", "-s", second, "--json", cwd=ws).stdout)
+    assert [a["code"] for a in same["attempts"]][0] == [a["code"] for a in same["attempts"]][1]
+    assert (same["last_gain"], same["attempts_since_gain"], same["noise"]) == (1, 1, pytest.approx(0.03))
+    assert [a["code"] for a in changed["attempts"]][0] != [a["code"] for a in changed["attempts"]][1]
+    assert (changed["last_gain"], changed["attempts_since_gain"], changed["noise"]) == (2, 0, 0.02)
+    assert "(last gain above the 3.0% noise: #1; 1 attempt since)" in ks("log", "-s", first, cwd=ws).stdout
+
+
 def record_pair(toy_session, tmp_path, tag: str, reference: float, candidate: float) -> None:
-    """One `ks compare` round recorded: the latest kernel re-measured (`reference`), then an edit of it
+    """One `ks compare` round recorded: the latest kernel re-measured (`reference`), then an edit of its code
     (`candidate`), both results carrying the round's pair tag."""
     ws, sid, kernel = toy_session
     for n, speedup in enumerate((reference, candidate)):
         if n:
-            kernel.write_text(kernel.read_text() + "// the candidate\n")
+            code = f"static int candidate_{tag.replace(':', '_')};"  # new code: a comment alone is the same kernel
+            kernel.write_text(kernel.read_text() + code + "  // the candidate\n")
         res = tmp_path / f"pair{n}.json"
         res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "pair": tag}))
         assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0

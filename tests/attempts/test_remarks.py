@@ -14,7 +14,7 @@ from tests.attempts.test_cli import bad_input, ks, toy_session  # noqa: F401 (th
 
 def _attempt(ws, sid, kernel, tmp_path, n: int, speedup: float, change: bool = True, **fields) -> None:
     if change:
-        kernel.write_text(kernel.read_text() + f"// version {n}\n")
+        kernel.write_text(kernel.read_text() + f"static int version_{n};  // version {n}\n")  # new code
     res = tmp_path / f"r{n}.json"
     res.write_text(json.dumps({**result_for(kernel, speedup=speedup), **fields}))
     out = ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}: +17% on q128", cwd=ws)

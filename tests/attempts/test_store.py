@@ -376,3 +376,68 @@ def test_a_scenario_subset_never_takes_the_best_mark_from_a_full_grid_run(worksp
     atts = store.attempts(s.id)
     assert [a.mode for a in atts] == ["bench", "bench-subset"]
     assert store.resolve(s.id, "best").number == 1
+
+
+def test_attempts_whose_kernels_differ_only_in_comments_share_their_code(workspace):
+    """Attempt.code is the kernel's code identity as committed: a comment or layout edit (a promotion to best/) keeps
+    it, a code change does not; the harness's kernel_sha256 (the file's bytes) differs in both cases."""
+    from ks_tui.attempts.code_identity import code_identity
+
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    store.record(s.id, result_for(kernel, speedup=1.0))
+    kernel.write_text("// promoted to best: v2 (+1.2%)\n" + kernel.read_text().replace("    ", "\t")
+                      + "/* the end */\n")
+    second = store.record(s.id, result_for(kernel, speedup=1.01))
+    kernel.write_text(kernel.read_text().replace("2.0f", "3.0f"))
+    third = store.record(s.id, result_for(kernel, speedup=1.02))
+    a1, a2, a3 = store.attempts(s.id)
+    shas = [r["kernel_sha256"] for r in store.results(s.id).values()]
+    assert len(set(shas)) == 3
+    assert a1.code == a2.code == code_identity(store.kernel_at(s.id, 1)) == code_identity(store.kernel_at(s.id, 2))
+    assert a3.code == code_identity(store.kernel_at(s.id, 3)) != a1.code
+    assert len(a1.code) == 64 and a1.code not in shas
+    # what `ks try` reports and what `ks log --json` writes carry it too
+    assert (second.code, third.code) == (a2.code, a3.code)
+    assert [a.to_dict()["code"] for a in store.attempts(s.id)] == [a1.code, a2.code, a3.code]
+
+
+def test_the_code_of_an_attempt_is_read_once_and_kept_by_blob_beside_git(workspace, monkeypatch):
+    """One store reads each commit's kernel once; a later store (another `ks log`) finds the identities by blob id
+    in the cache file and hashes nothing again. A commit without the kernel file has no code ("")."""
+    from ks_tui.attempts import code_identity as ci
+
+    store = AttemptStore(workspace)
+    s = store.new_session("toy")
+    kernel = store.kernel_path(s.id)
+    store.record(s.id, result_for(kernel, speedup=1.0))
+    edit(kernel, "a comment")
+    store.record(s.id, result_for(kernel, speedup=1.1))
+    codes = [a.code for a in store.attempts(s.id)]
+    assert codes[0] == codes[1] != ""
+
+    def no_git(*a, **k):
+        raise AssertionError("read again")
+
+    monkeypatch.setattr(store, "_cat_file", no_git)
+    assert [a.code for a in store.attempts(s.id)] == codes  # the same store: nothing read again
+    cache = store.common_dir / f"ks-code-identity-v{ci.VERSION}"
+    blobs = [git(workspace, "rev-parse", f"{a.sha}:kernels/toy/kernel.cpp").strip() for a in store.attempts(s.id)]
+    assert sorted(cache.read_text().splitlines()) == sorted(f"{b} {codes[0]}" for b in blobs)  # a line a blob
+
+    def no_hash(data):
+        raise AssertionError("hashed again")
+
+    monkeypatch.setattr(ci, "code_identity", no_hash)
+    with open(cache, "a") as f:  # a line cut short by a crash, then someone else's
+        f.write("0123abc\n" + "f" * 40 + " " + "not-a-code\n")
+    assert [a.code for a in AttemptStore(workspace).attempts(s.id)] == codes
+    monkeypatch.undo()
+
+    # An attempt commit without the kernel file (made by hand in the worktree) has no code; the others keep theirs.
+    wt = s.worktree
+    git(wt, "rm", "-q", "kernels/toy/kernel.cpp")
+    git(wt, "commit", "-q", "-m", f"gone\n\nKS-Session: {s.id}\nKS-Attempt: 3\nKS-Status: unchecked")
+    git(wt, "checkout", "-q", "HEAD~1", "--", "kernels/toy/kernel.cpp")
+    assert [a.code for a in AttemptStore(workspace).attempts(s.id)] == [*codes, ""]

@@ -163,6 +163,20 @@ def test_a_window_counts_runs_only_and_not_the_drift_of_a_remeasure(tmp_path):
     assert (out["best_before"], out["best_after"]) == (1.10, 1.12)
 
 
+def test_a_remeasure_of_a_comment_edited_kernel_after_an_ask_is_not_the_questions_gain(tmp_path):
+    """After the ask, only the first timing of each kernel counts: the best kernel with only its comments edited
+    (another file sha256, the same code) re-measured higher is drift; a code change with the same reading is not."""
+    for code, best_after in (("k2", 1.10), ("k3", 1.13)):
+        (tmp_path / code / "kernels").mkdir(parents=True)
+        s = EfficacyStore(tmp_path / code, k=1)
+        hist = [ok(1, 1.00, kernel_sha256="f1", code="k1"), ok(2, 1.10, kernel_sha256="f2", code="k2")]
+        s.record_asked("s", A, point="plateau", history=hist)
+        hist.append(ok(3, 1.13, kernel_sha256="f3", code=code))
+        assert s.settle("s", hist) == 1
+        [out] = [r for r in s.records() if r["kind"] == "outcome"]
+        assert (out["best_before"], out["best_after"]) == (1.10, best_after)
+
+
 def test_an_ask_is_judged_on_the_device_it_was_asked_on(tmp_path):
     """The session moved from an H200 to an H100 inside the window: the H100 runs (lower, another chip) are
     neither a loss nor a gain for the question; the H200 run after the ask is what it is judged on."""
@@ -233,7 +247,7 @@ def test_attempts_in_a_row_that_answer_one_question_are_one_ask(tmp_path, monkey
 
     ws, sid, kernel = _cli_session(tmp_path, monkeypatch)
     for n, (speedup, q) in enumerate([(1.0, "layer-untouched"), (1.1, "layer-untouched"), (1.2, "limit-floor")], 1):
-        kernel.write_text(kernel.read_text() + f"// v{n}\n")
+        kernel.write_text(kernel.read_text() + f"static int v{n};\n")  # new code: a comment would be the same kernel
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
         assert main(["try", "-s", sid, "--result", str(res), "--question", q]) == 0
@@ -262,7 +276,7 @@ def test_settle_command_closes_the_last_ask_of_a_command_line_session(tmp_path, 
 
     ws, sid, kernel = _cli_session(tmp_path, monkeypatch)
     for n, (speedup, q) in enumerate([(1.0, None), (1.1, "layer-untouched"), (1.3, "limit-floor")], 1):
-        kernel.write_text(kernel.read_text() + f"// v{n}\n")
+        kernel.write_text(kernel.read_text() + f"static int v{n};\n")  # new code: a comment would be the same kernel
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
         assert main(["try", "-s", sid, "--result", str(res), *(["--question", q] if q else [])]) == 0
@@ -319,7 +333,7 @@ def test_settle_keep_open_writes_what_is_due_and_leaves_the_last_ask_pending(tmp
 
     ws, sid, kernel = _cli_session(tmp_path, monkeypatch)
     for n, (speedup, q) in enumerate([(1.0, None), (1.1, "limit-floor")], 1):
-        kernel.write_text(kernel.read_text() + f"// v{n}\n")
+        kernel.write_text(kernel.read_text() + f"static int v{n};\n")  # new code: a comment would be the same kernel
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
         assert main(["try", "-s", sid, "--result", str(res), *(["--question", q] if q else [])]) == 0

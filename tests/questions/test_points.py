@@ -1,5 +1,7 @@
 """Each decision point fires on a history that should trigger it and stays quiet otherwise."""
 
+from dataclasses import replace
+
 import pytest
 
 from ks_tui.questions import DecisionConfig, detect, measured_noise
@@ -364,3 +366,49 @@ def test_best_lead_is_measured_against_the_run_beside_it_else_the_fastest_earlie
     lead = best_lead([ok(1, 1.10, kernel_sha256="old", device=""), ok(2, 1.11, kernel_sha256="new", device="H100")], 2)
     assert (lead.over, lead.paired) == (1, False)
     assert best_lead([*history, AttemptView(number=7, status="incorrect", speedup=1.2)], 7) is None  # not timed
+
+
+def test_a_remeasure_of_a_comment_only_edit_is_no_gain_while_a_code_change_is():
+    """#2's file has other bytes than #1's (a new kernel_sha256) but, when only its comments were edited, the same
+    code: its +3% is drift of a re-measure (and the noise it measures), not a gain. The same numbers for a real code
+    change are a gain."""
+    first = ok(1, 1.00, kernel_sha256="file1", code="codeA")
+    commented = ok(2, 1.03, kernel_sha256="file2", code="codeA")
+    changed = ok(2, 1.03, kernel_sha256="file2", code="codeB")
+    assert last_gain([first, commented], 0.02) == (1, 1)
+    assert last_gain([first, changed], 0.02) == (2, 0)
+    assert measured_noise([first, commented]) == pytest.approx(0.03)
+    assert measured_noise([first, changed]) == 0.0
+    # with the bank's floor from config, as the plateau point judges it
+    assert "plateau" in points([first, commented, ok(3, 1.0, code="codeC"), ok(4, 1.0, code="codeD")])
+    assert "plateau" not in points([first, changed, ok(3, 1.0, code="codeC"), ok(4, 1.0, code="codeD")])
+    # where no code identity is known (older callers), the file's sha256 still tells kernels apart
+    assert last_gain([ok(1, 1.00, kernel_sha256="file1"), ok(2, 1.03, kernel_sha256="file2")], 0.02) == (2, 0)
+    assert last_gain([ok(1, 1.00, kernel_sha256="file1"), ok(2, 1.03, kernel_sha256="file1")], 0.02) == (1, 1)
+
+
+def test_a_comment_only_copy_of_the_best_kernel_timed_beside_it_is_no_paired_gain():
+    """The paired rule wants another kernel beside the best one: the best kernel with its comments edited (a promotion
+    to best/) timed beside its own file in one call is the same kernel twice, so +0.8% there is noise."""
+    def history(code3, copy_first=False):
+        best = ok(2, 0.99, kernel_sha256="f1", code="v35", device="H100", pair="c1:1")
+        copy = ok(3, 0.99 * 1.008, kernel_sha256="f3", code=code3, device="H100", pair="c1:1")
+        return [ok(1, 1.00, kernel_sha256="f1", code="v35", device="H100"),
+                *([replace(copy, number=2), replace(best, number=3)] if copy_first else [best, copy])]
+    assert [g.number for g in gains(history("v36"), 0.02, 0.005)] == [1, 3]
+    assert [g.number for g in gains(history("v35"), 0.02, 0.005)] == [1]
+    assert [g.number for g in gains(history("v36", copy_first=True), 0.02, 0.005)] == [1, 2]
+    assert [g.number for g in gains(history("v35", copy_first=True), 0.02, 0.005)] == [1]
+    from ks_tui.questions.points import best_lead
+    assert best_lead(history("v35"), 3) is None  # no other kernel to lead
+    assert best_lead(history("v36"), 3).over == 2
+
+
+def test_an_attempt_views_identity_is_its_code_else_its_file_sha256():
+    from ks_tui.questions.history import AttemptView, from_attempt_dict
+
+    base = {"number": 1, "status": "correct", "speedup": 1.0}
+    assert from_attempt_dict({**base, "code": "c0de"}, {"kernel_sha256": "f11e"}).identity == "c0de"
+    assert from_attempt_dict(base, {"kernel_sha256": "f11e"}).identity == "f11e"
+    assert from_attempt_dict({**base, "code": ""}, {"kernel_sha256": "f11e"}).code == ""
+    assert AttemptView(number=1, status="correct").identity == ""
