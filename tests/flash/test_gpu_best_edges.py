@@ -102,9 +102,10 @@ EDGE_SHAPES = [
     _shape(256, 130, 700, False, h_q=2, h_kv=1, dtype="fp16"),
     _shape(256, 1100, 1500, True, h_q=2, h_kv=1),
     _shape(256, 2000, 1800, True, h_q=2, h_kv=1, b=1, dtype="fp16"),
-    # Session 37 (next_kshift, written, not yet run: unmasked 128-row d96/d128 tiles with their keys 64 lower, half
+    # Session 37 (next_kshift: unmasked 128-row d96/d128 tiles with their keys 64 lower, half
     # blocks first and last): 2 key blocks (the first half block wholly past the keys at s_k 129, partly at 200), and
-    # s_k 400, where the first half block lies past the keys and the next full block holds the tail.
+    # s_k 400, where the first half block lies past the keys and the next full block holds the tail. Passed on the H100
+    # in session 38's calls 1-2 (next_kshift, next_l2qo, next_l2kv and v43).
     *[_shape(d, 100, s_k, False) for d in (96, 128) for s_k in (129, 200, 400)],
 ]
 
