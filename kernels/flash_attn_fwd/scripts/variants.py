@@ -184,11 +184,26 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
+# Session 38: v39's 4 MB sections for the short causal launches are sized in bytes, so a d256 section holds half the
+# heads a d128 one does (8 kv heads of 512 KB at s512, against 16 of 256 KB). If what v39 gained (+4.8% at s_k <= 512)
+# came from how many tiles a section runs together, d256 wants 8 MB (next_d256sec8, d128's head count); if from the
+# bytes, 4 MB stands and 2 MB (next_d256sec2) tells which way it leans. Host side only. The short causal d256 launches
+# are among the grid's lowest (h8-8 s512 0.964, s495 0.974 on the H100).
+_SEC_LINE = "    long long kv_heads = (s_k <= kShortSectionMaxSk ? kShortSectionL2Bytes : kSectionL2Bytes) / kv_bytes;\n"
+D256SEC8_EDITS = [(_SEC_LINE, _SEC_LINE.replace("kShortSectionL2Bytes", "(Dp == 256 ? (8ll << 20) : kShortSectionL2Bytes)")
+                   .replace(";\n", ";  // next_d256sec8\n"))]
+D256SEC2_EDITS = [(_SEC_LINE, _SEC_LINE.replace("kShortSectionL2Bytes", "(Dp == 256 ? (2ll << 20) : kShortSectionL2Bytes)")
+                   .replace(";\n", ";  // next_d256sec2\n"))]
+
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
+    "next_d256sec8": ("kernel.cu", "// next_d256sec8: best/kernel.cu with 8 MB sections for the short causal d256 launches.\n",
+                      D256SEC8_EDITS),
+    "next_d256sec2": ("kernel.cu", "// next_d256sec2: best/kernel.cu with 2 MB sections for the short causal d256 launches.\n",
+                      D256SEC2_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
