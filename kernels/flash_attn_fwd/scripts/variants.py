@@ -149,6 +149,10 @@ REPO = Path(__file__).resolve().parents[3]
 #   1 round, kernel time 0.996 and 0.982 (d256-h8-8 s8175-s16384 +1.8..+3.2% and -11%); next_tailnod256 on the 9 d256
 #   tail launches, 2 rounds, those four +0.8..+2.8% (call 4) and +1.7..+3.1% (call 5, d256l 1.001): ~+0.05% on the
 #   grid, not promoted.
+# - session 38's next_d256sec8 and next_d256sec2 (8 MB / 2 MB sections for the causal d256 s_k <= 1024 launches, v39's
+#   4 MB elsewhere), edits of v43, from bb31a34. Measured on an H100 in session 38's calls 7-8, their 6 launches, 1
+#   round in each order: h8-8 +1.7..+3.2% with 8 MB, h16-4 +1.2..+4.4% with 2 MB (kernel time); both 64 tiles a
+#   section, whence next_sec64d256 / next_sec64t below.
 
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
@@ -184,26 +188,34 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
-# Session 38: v39's 4 MB sections for the short causal launches are sized in bytes, so a d256 section holds half the
-# heads a d128 one does (8 kv heads of 512 KB at s512, against 16 of 256 KB). If what v39 gained (+4.8% at s_k <= 512)
-# came from how many tiles a section runs together, d256 wants 8 MB (next_d256sec8, d128's head count); if from the
-# bytes, 4 MB stands and 2 MB (next_d256sec2) tells which way it leans. Host side only. The short causal d256 launches
-# are among the grid's lowest (h8-8 s512 0.964, s495 0.974 on the H100).
-_SEC_LINE = "    long long kv_heads = (s_k <= kShortSectionMaxSk ? kShortSectionL2Bytes : kSectionL2Bytes) / kv_bytes;\n"
-D256SEC8_EDITS = [(_SEC_LINE, _SEC_LINE.replace("kShortSectionL2Bytes", "(Dp == 256 ? (8ll << 20) : kShortSectionL2Bytes)")
-                   .replace(";\n", ";  // next_d256sec8\n"))]
-D256SEC2_EDITS = [(_SEC_LINE, _SEC_LINE.replace("kShortSectionL2Bytes", "(Dp == 256 ? (2ll << 20) : kShortSectionL2Bytes)")
-                   .replace(";\n", ";  // next_d256sec2\n"))]
+# Session 38, after next_d256sec8 / next_d256sec2 (calls 7-8, H100, 1 round in each order): on the short causal d256
+# launches the better section held 64 tiles every time (h8-8 s512-s1024: 32 tiles at 4 MB, 64 at 8 MB, +1.7..+3.2%;
+# h16-4: 128 tiles at 4 MB, 64 at 2 MB, +1.2..+4.4%), and v39's 4 MB is 64 tiles for d128-h16-16 at s512 and s1024, the
+# launches it was tuned on. So a short causal section wants ~64 tiles (half a wave), not a byte count. next_sec64d256:
+# that rule for d256's square short causal launches only (what was measured: +2..+4% on its 6 predicted); next_sec64t:
+# for every square short causal launch (s_q = s_k <= 1024; the prefill shapes keep v39's bytes), which also shrinks the
+# GQA launches' sections (d128 h32-8 / h64-8 / h32-1 and d64 h32-8: 256-2048 tiles -> 64) and d96's and d64-h32-32's a
+# little; unmeasured there (MQA keeps all of K/V in L2 anyway, where only the heaviest-first balance could change).
+_SEC_SET = "    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;\n"
+def _sec64(cond: str, tag: str) -> list[tuple]:
+    return [(_SEC_SET, _SEC_SET +
+             f"    // {tag}: the square short causal launches' sections hold ~64 tiles (half a wave), not a byte count\n"
+             f"    if ({cond}s_k <= kShortSectionMaxSk && s_q == s_k) {{\n"
+             "      const int h64 = 64 / num_m_blocks > 1 ? 64 / num_m_blocks : 1;\n"
+             "      sec = h64 < num_bh ? h64 : num_bh;\n"
+             "    }\n")]
+SEC64T_EDITS = _sec64("", "next_sec64t")
+SEC64D256_EDITS = _sec64("Dp == 256 && ", "next_sec64d256")
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
-    "next_d256sec8": ("kernel.cu", "// next_d256sec8: best/kernel.cu with 8 MB sections for the short causal d256 launches.\n",
-                      D256SEC8_EDITS),
-    "next_d256sec2": ("kernel.cu", "// next_d256sec2: best/kernel.cu with 2 MB sections for the short causal d256 launches.\n",
-                      D256SEC2_EDITS),
+    "next_sec64t": ("kernel.cu", "// next_sec64t: best/kernel.cu with ~64-tile sections for every square short causal launch.\n",
+                    SEC64T_EDITS),
+    "next_sec64d256": ("kernel.cu", "// next_sec64d256: best/kernel.cu with ~64-tile sections for the square short causal d256 launches.\n",
+                       SEC64D256_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
