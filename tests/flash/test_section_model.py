@@ -69,6 +69,21 @@ def test_section_heads_follow_the_host_rules():
     assert model.section_heads(long, "secs1k") == model.section_heads(long, "16MB") == 8  # past s_k 1024: v38's
 
 
+def test_sec64t_counts_tiles_on_square_short_launches_only():
+    # next_sec64t's host rule (variants.py): ~64 tiles a section where s_q = s_k <= 1024, v40's rules elsewhere
+    d256 = model.Launch.of(shape(256, 8, 8, 512, 64))  # 4 query blocks: v39's 4 MB is 8 heads (32 tiles), here 16
+    assert (model.section_heads(d256, "secs1k"), model.section_heads(d256, "sec64t")) == (8, 16)
+    gqa = model.Launch.of(shape(256, 16, 4, 1024, 32))  # 8 query blocks: 4 MB is 4 kv heads x 4 (128 tiles), here 8
+    assert (model.section_heads(gqa, "secs1k"), model.section_heads(gqa, "sec64t")) == (16, 8)
+    d64 = model.Launch.of(shape(64, 32, 32, 512, 64))  # 192-row tiles: 3 query blocks, 21 heads = 63 tiles
+    assert model.section_heads(d64, "sec64t") == 21
+    prefill = model.Launch.of({**shape(128, 16, 16, 512, 64), "s_q": 128})
+    assert model.section_heads(prefill, "sec64t") == model.section_heads(prefill, "tail8k")
+    long = model.Launch.of(shape(128, 16, 16, 8192, 4))
+    assert model.section_heads(long, "sec64t") == model.section_heads(long, "tail8k")
+    assert model.rule_cut(long, "sec64t") == model.rule_cut(long, "tail8k") > 0  # v40's tail stays
+
+
 def test_simulate_on_one_cta_runs_the_tiles_back_to_back():
     la = model.Launch.of(shape(128, 1, 1, 512, 2))  # 2 heads, 4 query blocks of 1..4 key blocks each
     assert [la.blocks(m) for m in range(4)] == [1, 2, 3, 4]

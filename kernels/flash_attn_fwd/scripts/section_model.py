@@ -91,10 +91,21 @@ RULES: dict[str, Callable[[Launch, int], int]] = {
     "tail8k": _short(_bytes_rule(4 * MB)),  # next_tail8k, v40: v39's sections, the light blocks last past TAIL_MIN_SK
 }
 TAILED = {"tail": 0, "tail8k": TAIL_MIN_SK}  # the rules with next_tail's order, and the keys it needs beyond
+# Rules that count a section in query heads rather than K/V bytes (then the launch's other sections as `tail8k`).
+# next_sec64t (session 38): the square short causal launches' sections hold ~64 tiles, half a wave (calls 7-8: the
+# short causal d256 launches ran fastest so, and v39's 4 MB is 64 tiles for d128-h16-16).
+TILE_RULES: dict[str, Callable[[Launch], int | None]] = {
+    "sec64t": lambda la: max(1, 64 // la.m_blocks) if la.s_k <= SHORT_SK and la.s_q == la.s_k else None,
+}
 
 
 def section_heads(la: Launch, rule: str, sms: int = SMS) -> int:
     """Heads (query heads x batch) a section, as `launch` computes `sec`."""
+    if rule in TILE_RULES:
+        heads = TILE_RULES[rule](la)
+        if heads is not None:
+            return min(heads, la.num_bh)
+        rule = "tail8k"
     kv_heads = max(1, RULES[rule](la, sms))
     return min(kv_heads * la.group, la.num_bh)
 
@@ -112,6 +123,7 @@ def tail_cut(la: Launch, sms: int = SMS, waves: int = TAIL_WAVES) -> int:
 
 
 def rule_cut(la: Launch, rule: str, sms: int = SMS) -> int:
+    rule = "tail8k" if rule in TILE_RULES else rule  # a tile-count rule keeps v40's tail where it applies
     return tail_cut(la, sms) if rule in TAILED and la.s_k > TAILED[rule] else 0
 
 
@@ -181,13 +193,14 @@ def table(ids: list[str], rules: list[str], sms: int) -> list[str]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenarios", nargs="+", help="scenario ids or a compare.py subset (causal ones are modelled)")
-    ap.add_argument("--rules", default=",".join(RULES), help=f"comma-separated, of: {', '.join(RULES)}")
+    known = [*RULES, *TILE_RULES]
+    ap.add_argument("--rules", default=",".join(known), help=f"comma-separated, of: {', '.join(known)}")
     ap.add_argument("--sms", type=int, default=SMS)
     a = ap.parse_args(argv)
     rules = a.rules.split(",")
-    bad = [r for r in rules if r not in RULES]
+    bad = [r for r in rules if r not in known]
     if bad:
-        print(f"section_model: unknown rule(s): {', '.join(bad)} (known: {', '.join(RULES)})", file=sys.stderr)
+        print(f"section_model: unknown rule(s): {', '.join(bad)} (known: {', '.join(known)})", file=sys.stderr)
         return 2
     import compare  # compare.py's named subsets
     ids = [i for s in a.scenarios for i in compare.scenario_ids(s)]
