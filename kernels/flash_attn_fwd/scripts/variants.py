@@ -206,6 +206,10 @@ def _sec64(cond: str, tag: str) -> list[tuple]:
              "    }\n")]
 SEC64T_EDITS = _sec64("", "next_sec64t")
 SEC64D256_EDITS = _sec64("Dp == 256 && ", "next_sec64d256")
+# The folds for a full grid: each sec64 rule with session 38's next_tailnod256 (no causal tail for d256; the long
+# launches it touches and the short ones the sections touch do not overlap, so the two gains should add).
+TAILNOD256_EDITS = [("    while (s_k > kTailMinSk && cut < num_m_blocks - 1 &&\n",
+                     "    while (Dp != 256 && s_k > kTailMinSk && cut < num_m_blocks - 1 &&  // next_tailnod256\n")]
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
@@ -216,6 +220,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                     SEC64T_EDITS),
     "next_sec64d256": ("kernel.cu", "// next_sec64d256: best/kernel.cu with ~64-tile sections for the square short causal d256 launches.\n",
                        SEC64D256_EDITS),
+    "next_sec64t_nod256": ("kernel.cu", "// next_sec64t_nod256: next_sec64t without v40's causal tail for d256.\n",
+                           SEC64T_EDITS + TAILNOD256_EDITS),
+    "next_sec64d_nod256": ("kernel.cu", "// next_sec64d_nod256: next_sec64d256 without v40's causal tail for d256.\n",
+                           SEC64D256_EDITS + TAILNOD256_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
