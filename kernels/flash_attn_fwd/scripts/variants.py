@@ -211,6 +211,59 @@ SEC64D256_EDITS = _sec64("Dp == 256 && ", "next_sec64d256")
 TAILNOD256_EDITS = [("    while (s_k > kTailMinSk && cut < num_m_blocks - 1 &&\n",
                      "    while (Dp != 256 && s_k > kTailMinSk && cut < num_m_blocks - 1 &&  // next_tailnod256\n")]
 
+
+# Session 39 (`limit-inherited`: "d128 has no room for a third stage beside two Q buffers" has stood since session 6):
+# a probe pair for session 38's step 3. next_ring3: the 128-row d96/d128 tiles on three K/V stages beside one Q buffer
+# (32 + 3 x 64 KB = 224 KB); with one Q buffer they fall back to the register epilogue (the TMA one stages O in the
+# tile's Q buffer, kQBufs >= 2) and the next tile's Q loads only after both warpgroups' last Q K^T. next_ring3stag:
+# that ring with session 37's stagger (warpgroup 1 starts each unmasked tile after warpgroup 0's first softmax, a named
+# barrier), which lost 2.3% on two stages because the leader then waited for its loads. ring3stag over ring3 is what a
+# stagger is worth once the ring allows the lag; ring3 over v43 is the price of the one Q buffer. Predicted on short128:
+# ring3 -2..-5% (register epilogue, Q waits); ring3stag over ring3 +3% or more on the unmasked s512-s1024 if the tile
+# edges can overlap, level if the one Q buffer re-aligns the warpgroups every tile.
+RING3_EDITS = [("template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};\n",
+                "template <> struct Config<128, 128> : TileConfig<2, 128, 3, 1, 40, 232> {};  // next_ring3\n")]
+_STAGGER_HELPER = (
+    "// Named barrier of one warpgroup (id 0 is __syncthreads).\n"
+    "__device__ __forceinline__ void named_sync(uint32_t id, int threads) {\n"
+    "  asm volatile(\"bar.sync %0, %1;\\n\" ::\"r\"(id), \"r\"(threads) : \"memory\");\n"
+    "}\n")
+_STAGGER_FIRST = (
+    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+    "        mbar_wait(full_k(s), parity);\n"
+    "        wgmma_fence();\n"
+    "        issue_qk(s);\n"
+    "        wgmma_wait<0>();\n"
+    "        fence_regs(s_acc);\n"
+    "        release(empty(s));  // K of this stage: its Q K^T has completed\n")
+_STAGGER_WAIT = (
+    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
+    "        // Session 37 (stagger): warpgroup 1 starts the tile after warpgroup 0 has passed its first block's mark.\n"
+    "        constexpr bool kStagger = Dp == 128 && BN == 128 && !kHalfDiag;\n"
+    "        const bool stagger = kStagger && n_blocks >= 3;\n"
+    "        if (stagger && cw == 1) named_sync(kStaggerBarrier, 256);\n"
+    "        mbar_wait(full_k(s), parity);\n"
+    "        wgmma_fence();\n"
+    "        issue_qk(s);\n"
+    "        wgmma_wait<0>();\n"
+    "        fence_regs(s_acc);\n"
+    "        release(empty(s));  // K of this stage: its Q K^T has completed\n")
+_HELPER_NEW = _STAGGER_HELPER + (
+    "// Session 37: arrive at a named barrier without waiting (warpgroup 0's mark for the stagger).\n"
+    "__device__ __forceinline__ void named_arrive(uint32_t id, int threads) {\n"
+    "  asm volatile(\"bar.arrive %0, %1;\\n\" ::\"r\"(id), \"r\"(threads) : \"memory\");\n"
+    "}\n"
+    "constexpr uint32_t kStaggerBarrier = 8;  // above the epilogue's 4 + cw\n")
+STAGGER_EDITS = [
+    (_STAGGER_HELPER, _HELPER_NEW),
+    (_STAGGER_FIRST, _STAGGER_WAIT),
+    ("        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n",
+     "        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n"
+     "        // its id computed from the row sums: the arrival cannot move above the softmax\n"
+     "        if (stagger && cw == 0) named_arrive(after_softmax_barrier_id(row_sum, kStaggerBarrier), 256);\n"),
+]
+RING3STAG_EDITS = RING3_EDITS + STAGGER_EDITS
+
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
@@ -224,6 +277,10 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                            SEC64T_EDITS + TAILNOD256_EDITS),
     "next_sec64d_nod256": ("kernel.cu", "// next_sec64d_nod256: next_sec64d256 without v40's causal tail for d256.\n",
                            SEC64D256_EDITS + TAILNOD256_EDITS),
+    "next_ring3": ("kernel.cu", "// next_ring3: best/kernel.cu with the 128-row d96/d128 tiles on 3 K/V stages and one Q buffer.\n",
+                   RING3_EDITS),
+    "next_ring3stag": ("kernel.cu", "// next_ring3stag: next_ring3 with warpgroup 1 of the unmasked tiles a softmax behind.\n",
+                       RING3STAG_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
