@@ -84,6 +84,18 @@ def test_sec64t_counts_tiles_on_square_short_launches_only():
     assert model.rule_cut(long, "sec64t") == model.rule_cut(long, "tail8k") > 0  # v40's tail stays
 
 
+def test_v44_rule_is_sec64t_and_no_tail_for_d256_only():
+    # best/kernel.cu since v44: d256's square short causal launches on ~64-tile sections, d256 without v40's tail
+    d256 = model.Launch.of(shape(256, 8, 8, 512, 64))
+    assert d256.d == 256 and model.section_heads(d256, "v44") == model.section_heads(d256, "sec64t") == 16
+    d128 = model.Launch.of(shape(128, 16, 4, 512, 64))
+    assert model.section_heads(d128, "v44") == model.section_heads(d128, "tail8k") != model.section_heads(d128, "sec64t")
+    long256 = model.Launch.of(shape(256, 8, 8, 8192, 4))
+    long128 = model.Launch.of(shape(128, 16, 16, 8192, 4))
+    assert model.rule_cut(long256, "tail8k") > 0 and model.rule_cut(long256, "v44") == 0
+    assert model.rule_cut(long128, "v44") == model.rule_cut(long128, "tail8k") > 0
+
+
 def test_simulate_on_one_cta_runs_the_tiles_back_to_back():
     la = model.Launch.of(shape(128, 1, 1, 512, 2))  # 2 heads, 4 query blocks of 1..4 key blocks each
     assert [la.blocks(m) for m in range(4)] == [1, 2, 3, 4]

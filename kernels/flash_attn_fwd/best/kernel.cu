@@ -1,3 +1,13 @@
+// v44 (ks session 20261203-194412-15bf, attempts 133-137): v43 with two host-side changes to the causal tile order of
+// head dim 256, the device code unchanged. (1) The square short causal d256 launches (s_q = s_k <= 1024) cut their
+// heads into sections of ~64 tiles (half a wave), not v39's 4 MB of K/V: 4 MB is 64 tiles for d128-h16-16, the shapes
+// v39 was tuned on, but 32 for d256-h8-8 and 128 for d256-h16-4. (2) No v40 tail for d256: its light blocks, run last
+// over every head, re-read each head's 8-16 MB of K/V. Measured on H100s (NVIDIA H100 80GB HBM3): 8 MB / 2 MB sections
+// (session 38, 1 round in each order) gave h8-8 +1.7..+3.2% and h16-4 +1.2..+4.4%, 64 tiles in both; this rule
+// (next_sec64d256) on causal_short (26), 2 rounds beside v43 (session 39 call 1): its 6 launches +1.3..+3.0% kernel
+// time, subset 1.003; no d256 tail (next_tailnod256, session 38 calls 4-5, 2 rounds each): d256-h8-8 s8175-s16384
+// +0.8..+3.1%. Both together (next_sec64d_nod256) on the full grid beside #115's kernel (session 39 call 2, 1 round):
+// 1.1833 against 1.1789, kernel time 1.007, 182/182. Here only comments differ from the measured file (code identity).
 // v43 (ks session 20261203-194412-15bf, attempts 118-): v42 with causal d256's fully masked 64-key diagonal block
 // skipped per warpgroup, and causal 512 < s_k <= 1024 on the 64-key functions too. With s_q = s_k, warpgroup 0's rows
 // (the tile's first 64) see none of the keys of the tile's diagonal-most 64-key block; v42 computed that block and
@@ -1862,6 +1872,11 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
     if (kv_heads < 1) kv_heads = 1;
     const long long heads = kv_heads * group;
     sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
+    // v44: d256's square short causal launches hold ~64 tiles (half a wave) a section, not a byte count
+    if (Dp == 256 && s_k <= kShortSectionMaxSk && s_q == s_k) {
+      const int h64 = 64 / num_m_blocks > 1 ? 64 / num_m_blocks : 1;
+      sec = h64 < num_bh ? h64 : num_bh;
+    }
     // The tail (v40): the lightest query blocks of every head go last, over all heads: as many as fill kTailWaves waves
     // of tiles and hold at most half the heaviest block's keys (the prefill shapes' blocks all see most keys: none)
     const auto blocks = [&](int m) {
@@ -1870,7 +1885,8 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
       return kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
     };
     const int heaviest = blocks(num_m_blocks - 1);
-    while (s_k > kTailMinSk && cut < num_m_blocks - 1 &&
+    // v44: not for d256, whose light blocks would re-read every head's long K/V last
+    while (Dp != 256 && s_k > kTailMinSk && cut < num_m_blocks - 1 &&
            (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() && 2 * blocks(cut) <= heaviest)
       ++cut;
   }

@@ -60,6 +60,10 @@ class Launch:
         return cls(num_bh=p["h_q"] * p["b"], m_blocks=-(-p["s_q"] // rows), rows=rows, group=p["h_q"] // p["h_kv"],
                    s_q=p["s_q"], s_k=p["s_k"], kv_bytes=2 * p["s_k"] * p["d"] * 2)
 
+    @property
+    def d(self) -> int:
+        return self.kv_bytes // (4 * self.s_k)
+
     def blocks(self, m_block: int) -> int:
         """Key blocks of query block m_block under the bottom-right causal mask (decode_tile)."""
         kv_end = min(self.s_k, m_block * self.rows + self.rows + self.s_k - self.s_q)
@@ -94,9 +98,16 @@ TAILED = {"tail": 0, "tail8k": TAIL_MIN_SK}  # the rules with next_tail's order,
 # Rules that count a section in query heads rather than K/V bytes (then the launch's other sections as `tail8k`).
 # next_sec64t (session 38): the square short causal launches' sections hold ~64 tiles, half a wave (calls 7-8: the
 # short causal d256 launches ran fastest so, and v39's 4 MB is 64 tiles for d128-h16-16).
+# v44 (session 39): that rule for d256 only, and no v40 tail for d256 (NO_TAIL_D).
+def _sec64(la: Launch) -> int | None:
+    return max(1, 64 // la.m_blocks) if la.s_k <= SHORT_SK and la.s_q == la.s_k else None
+
+
 TILE_RULES: dict[str, Callable[[Launch], int | None]] = {
-    "sec64t": lambda la: max(1, 64 // la.m_blocks) if la.s_k <= SHORT_SK and la.s_q == la.s_k else None,
+    "sec64t": _sec64,
+    "v44": lambda la: _sec64(la) if la.d == 256 else None,
 }
+NO_TAIL_D = {"v44": 256}  # rules whose launches of this head dim run no tail
 
 
 def section_heads(la: Launch, rule: str, sms: int = SMS) -> int:
@@ -123,6 +134,8 @@ def tail_cut(la: Launch, sms: int = SMS, waves: int = TAIL_WAVES) -> int:
 
 
 def rule_cut(la: Launch, rule: str, sms: int = SMS) -> int:
+    if NO_TAIL_D.get(rule) == la.d:
+        return 0
     rule = "tail8k" if rule in TILE_RULES else rule  # a tile-count rule keeps v40's tail where it applies
     return tail_cut(la, sms) if rule in TAILED and la.s_k > TAILED[rule] else 0
 

@@ -154,6 +154,14 @@ REPO = Path(__file__).resolve().parents[3]
 #   round in each order: h8-8 +1.7..+3.2% with 8 MB, h16-4 +1.2..+4.4% with 2 MB (kernel time); both 64 tiles a
 #   section, whence next_sec64d256 / next_sec64t below.
 
+# - session 38's next_sec64t and next_sec64d256 (the square short causal launches' sections ~64 tiles: every one / d256
+#   only), their folds with next_tailnod256 (next_sec64t_nod256, next_sec64d_nod256), and session 39's next_ring3 (the
+#   128-row d96/d128 tiles on 3 K/V stages beside one Q buffer, on the register epilogue) and next_ring3stag (with
+#   session 37's stagger), edits of v43, from 46bb3c0. Measured on an H100 in session 39: causal_short, 2 rounds,
+#   next_sec64t speedup 1.010 / kernel time 1.003 (d256's 6 +1.4..+2.7%, d64-h32-8 -1.4 / -2.0%), next_sec64d256
+#   1.007 / 1.003 (its 6 +1.3..+3.0%); next_sec64d_nod256 full grid 1.1833 beside #115's kernel 1.1789 (kernel time
+#   1.007), became v44; short128, 2 rounds: next_ring3 kernel time 0.890 (128-row launches -11..-21%), next_ring3stag
+#   0.882 (the stagger -1..-3% more on the unmasked ones).
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
 # shapes run at the 700 W cap (session 9), so the energy a byte of K/V costs on its way in decides how fast they
@@ -188,99 +196,11 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
-# Session 38, after next_d256sec8 / next_d256sec2 (calls 7-8, H100, 1 round in each order): on the short causal d256
-# launches the better section held 64 tiles every time (h8-8 s512-s1024: 32 tiles at 4 MB, 64 at 8 MB, +1.7..+3.2%;
-# h16-4: 128 tiles at 4 MB, 64 at 2 MB, +1.2..+4.4%), and v39's 4 MB is 64 tiles for d128-h16-16 at s512 and s1024, the
-# launches it was tuned on. So a short causal section wants ~64 tiles (half a wave), not a byte count. next_sec64d256:
-# that rule for d256's square short causal launches only (what was measured: +2..+4% on its 6 predicted); next_sec64t:
-# for every square short causal launch (s_q = s_k <= 1024; the prefill shapes keep v39's bytes), which also shrinks the
-# GQA launches' sections (d128 h32-8 / h64-8 / h32-1 and d64 h32-8: 256-2048 tiles -> 64) and d96's and d64-h32-32's a
-# little; unmeasured there (MQA keeps all of K/V in L2 anyway, where only the heaviest-first balance could change).
-_SEC_SET = "    sec = heads < num_bh ? static_cast<int>(heads) : num_bh;\n"
-def _sec64(cond: str, tag: str) -> list[tuple]:
-    return [(_SEC_SET, _SEC_SET +
-             f"    // {tag}: the square short causal launches' sections hold ~64 tiles (half a wave), not a byte count\n"
-             f"    if ({cond}s_k <= kShortSectionMaxSk && s_q == s_k) {{\n"
-             "      const int h64 = 64 / num_m_blocks > 1 ? 64 / num_m_blocks : 1;\n"
-             "      sec = h64 < num_bh ? h64 : num_bh;\n"
-             "    }\n")]
-SEC64T_EDITS = _sec64("", "next_sec64t")
-SEC64D256_EDITS = _sec64("Dp == 256 && ", "next_sec64d256")
-# The folds for a full grid: each sec64 rule with session 38's next_tailnod256 (no causal tail for d256; the long
-# launches it touches and the short ones the sections touch do not overlap, so the two gains should add).
-TAILNOD256_EDITS = [("    while (s_k > kTailMinSk && cut < num_m_blocks - 1 &&\n",
-                     "    while (Dp != 256 && s_k > kTailMinSk && cut < num_m_blocks - 1 &&  // next_tailnod256\n")]
-
-
-# Session 39 (`limit-inherited`: "d128 has no room for a third stage beside two Q buffers" has stood since session 6):
-# a probe pair for session 38's step 3. next_ring3: the 128-row d96/d128 tiles on three K/V stages beside one Q buffer
-# (32 + 3 x 64 KB = 224 KB); with one Q buffer they fall back to the register epilogue (the TMA one stages O in the
-# tile's Q buffer, kQBufs >= 2) and the next tile's Q loads only after both warpgroups' last Q K^T. next_ring3stag:
-# that ring with session 37's stagger (warpgroup 1 starts each unmasked tile after warpgroup 0's first softmax, a named
-# barrier), which lost 2.3% on two stages because the leader then waited for its loads. ring3stag over ring3 is what a
-# stagger is worth once the ring allows the lag; ring3 over v43 is the price of the one Q buffer. Predicted on short128:
-# ring3 -2..-5% (register epilogue, Q waits); ring3stag over ring3 +3% or more on the unmasked s512-s1024 if the tile
-# edges can overlap, level if the one Q buffer re-aligns the warpgroups every tile.
-RING3_EDITS = [("template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};\n",
-                "template <> struct Config<128, 128> : TileConfig<2, 128, 3, 1, 40, 232> {};  // next_ring3\n")]
-_STAGGER_HELPER = (
-    "// Named barrier of one warpgroup (id 0 is __syncthreads).\n"
-    "__device__ __forceinline__ void named_sync(uint32_t id, int threads) {\n"
-    "  asm volatile(\"bar.sync %0, %1;\\n\" ::\"r\"(id), \"r\"(threads) : \"memory\");\n"
-    "}\n")
-_STAGGER_FIRST = (
-    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-    "        mbar_wait(full_k(s), parity);\n"
-    "        wgmma_fence();\n"
-    "        issue_qk(s);\n"
-    "        wgmma_wait<0>();\n"
-    "        fence_regs(s_acc);\n"
-    "        release(empty(s));  // K of this stage: its Q K^T has completed\n")
-_STAGGER_WAIT = (
-    "        if (++stage == kStages) { stage = 0; phase ^= 1; }\n"
-    "        // Session 37 (stagger): warpgroup 1 starts the tile after warpgroup 0 has passed its first block's mark.\n"
-    "        constexpr bool kStagger = Dp == 128 && BN == 128 && !kHalfDiag;\n"
-    "        const bool stagger = kStagger && n_blocks >= 3;\n"
-    "        if (stagger && cw == 1) named_sync(kStaggerBarrier, 256);\n"
-    "        mbar_wait(full_k(s), parity);\n"
-    "        wgmma_fence();\n"
-    "        issue_qk(s);\n"
-    "        wgmma_wait<0>();\n"
-    "        fence_regs(s_acc);\n"
-    "        release(empty(s));  // K of this stage: its Q K^T has completed\n")
-_HELPER_NEW = _STAGGER_HELPER + (
-    "// Session 37: arrive at a named barrier without waiting (warpgroup 0's mark for the stagger).\n"
-    "__device__ __forceinline__ void named_arrive(uint32_t id, int threads) {\n"
-    "  asm volatile(\"bar.arrive %0, %1;\\n\" ::\"r\"(id), \"r\"(threads) : \"memory\");\n"
-    "}\n"
-    "constexpr uint32_t kStaggerBarrier = 8;  // above the epilogue's 4 + cw\n")
-STAGGER_EDITS = [
-    (_STAGGER_HELPER, _HELPER_NEW),
-    (_STAGGER_FIRST, _STAGGER_WAIT),
-    ("        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n",
-     "        if (BN == 128 && first && rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);\n        to_p();\n"
-     "        // its id computed from the row sums: the arrival cannot move above the softmax\n"
-     "        if (stagger && cw == 0) named_arrive(after_softmax_barrier_id(row_sum, kStaggerBarrier), 256);\n"),
-]
-RING3STAG_EDITS = RING3_EDITS + STAGGER_EDITS
-
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
-    "next_sec64t": ("kernel.cu", "// next_sec64t: best/kernel.cu with ~64-tile sections for every square short causal launch.\n",
-                    SEC64T_EDITS),
-    "next_sec64d256": ("kernel.cu", "// next_sec64d256: best/kernel.cu with ~64-tile sections for the square short causal d256 launches.\n",
-                       SEC64D256_EDITS),
-    "next_sec64t_nod256": ("kernel.cu", "// next_sec64t_nod256: next_sec64t without v40's causal tail for d256.\n",
-                           SEC64T_EDITS + TAILNOD256_EDITS),
-    "next_sec64d_nod256": ("kernel.cu", "// next_sec64d_nod256: next_sec64d256 without v40's causal tail for d256.\n",
-                           SEC64D256_EDITS + TAILNOD256_EDITS),
-    "next_ring3": ("kernel.cu", "// next_ring3: best/kernel.cu with the 128-row d96/d128 tiles on 3 K/V stages and one Q buffer.\n",
-                   RING3_EDITS),
-    "next_ring3stag": ("kernel.cu", "// next_ring3stag: next_ring3 with warpgroup 1 of the unmasked tiles a softmax behind.\n",
-                       RING3STAG_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
