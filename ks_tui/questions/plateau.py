@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView
-from ks_tui.questions.points import Bar, Gain, Lead, best_lead, effective_noise, gain_and_bar
+from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, effective_noise, standing
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Plateau:
     lead: Lead | None = None     # the best mark's lead, when its run was no gain and leads inside its bar
     bar: float | None = None     # that bar: paired_noise for a run beside it, else noise
     needs: Bar | None = None     # what the next full-grid run must beat to count (gain_bar)
+    last_round: Round | None = None  # the latest round beside the best kernel (last_round)
 
     @property
     def last_gain(self) -> int | None:
@@ -41,21 +42,24 @@ class Plateau:
                                               "declared": g.declared}
         needs = None if self.needs is None else {"device": self.needs.device, "beside_kernel_of": self.needs.holder,
                                                  "paired_noise": self.paired_noise, "alone_above": self.needs.plain}
+        r = self.last_round
+        last_round = None if r is None else {"attempt": r.number, "beside": r.over, "kernel_of": r.holder,
+                                             "ratio": round(r.ratio, 6), "won": r.won}
         return {"noise": self.noise, "last_gain": self.last_gain, "attempts_since_gain": self.since_gain,
-                "last_gain_paired": paired, "best_lead": lead, "gain_needs": needs}
+                "last_gain_paired": paired, "best_lead": lead, "gain_needs": needs, "last_paired_round": last_round}
 
 
 def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int | None) -> Plateau:
     """The plateau of `history` (oldest first) whose best mark is on attempt `best` (None: no mark)."""
     noise = effective_noise(history, config)
-    gain, needs = gain_and_bar(history, noise, config.paired_noise)
+    gain, needs, last = standing(history, noise, config.paired_noise)
     if best is None or best == gain.number:
-        return Plateau(noise, gain, config.paired_noise, needs=needs)
+        return Plateau(noise, gain, config.paired_noise, needs=needs, last_round=last)
     lead = best_lead(history, best)
     bar = config.paired_noise if lead and lead.paired else noise
     if lead is None or lead.ratio > 1 + bar:  # above it the mark moved for another reason (a re-measure)
-        return Plateau(noise, gain, config.paired_noise, needs=needs)
-    return Plateau(noise, gain, config.paired_noise, lead, bar, needs)
+        return Plateau(noise, gain, config.paired_noise, needs=needs, last_round=last)
+    return Plateau(noise, gain, config.paired_noise, lead, bar, needs, last)
 
 
 def gain_needs_line(p: Plateau) -> str | None:
@@ -86,4 +90,20 @@ def plateau_lines(p: Plateau, best: int | None) -> list[str]:
         kind = "same-call noise" if p.lead.paired else "noise between calls"
         lines.append(f"(#{best} leads #{p.lead.over}{beside} by {p.lead.ratio - 1:+.2%}: inside the {p.bar:.1%} "
                      f"{kind}, so no gain)")
+    line = lost_round_line(p)
+    if line:
+        lines.append(line)
     return lines
+
+
+def lost_round_line(p: Plateau) -> str | None:
+    """The latest lost round beside the best kernel, when it came after the last gain and is not the best mark's
+    lead line already: that kernel's paired chance is spent, so timing it beside the same kernel again cannot count
+    (session 39 timed v44's code beside #115's kernel: +0.37%)."""
+    r, g = p.last_round, p.gain
+    if r is None or r.won or p.paired_noise is None or (g.number is not None and r.number < g.number):
+        return None
+    if p.lead is not None and p.lead.paired and p.lead.over == r.over:
+        return None
+    return (f"(#{r.number}'s round beside #{r.holder}'s kernel (#{r.over}, same call): {r.ratio - 1:+.2%}, not above the "
+            f"{p.paired_noise:.1%} same-call noise; that kernel's one round beside #{r.holder}'s is spent)")

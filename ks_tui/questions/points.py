@@ -75,6 +75,18 @@ class Bar:
     plain: float   # the speedup a run alone must exceed: the best reading so far times (1 + noise)
 
 
+@dataclass(frozen=True)
+class Round:
+    """A kernel's one round beside the device's best kernel (the paired rule's chance, `gains`): whose it was, the
+    fastest run of the best kernel in it, the lead over that run, and whether it counted. A lost round is spent: the
+    same kernel beside the same best kernel again is drift, so the next try must be another kernel or the plain bar."""
+    number: int    # the attempt whose round it was
+    over: int      # the best kernel's fastest run in the round
+    ratio: float   # the attempt's speedup over that run's
+    holder: int    # the attempt whose kernel was the best kernel then (`Bar.holder`)
+    won: bool
+
+
 def last_gain(history: Sequence[AttemptView], noise: float,
               paired_noise: float | None = None) -> tuple[int | None, int | None]:
     """(the number of the last attempt that was a real gain, the attempts after it); see gain_of."""
@@ -110,6 +122,11 @@ def gains(history: Sequence[AttemptView], noise: float, paired_noise: float | No
     return _walk(history, noise, paired_noise)[0]
 
 
+def last_round(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> Round | None:
+    """The latest round a kernel had beside the best kernel of its device (None without paired_noise or any)."""
+    return _walk(history, noise, paired_noise)[3]
+
+
 def gain_bar(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> Bar | None:
     """The bar for the next full-grid run on the device of the latest full-grid run (gains' rule); None before any.
 
@@ -121,21 +138,29 @@ def gain_bar(history: Sequence[AttemptView], noise: float, paired_noise: float |
 def gain_and_bar(history: Sequence[AttemptView], noise: float,
                  paired_noise: float | None = None) -> tuple[Gain, Bar | None]:
     """gain_of and gain_bar from one walk of the history (`ks log` and the history screen want both)."""
-    found, since, holders = _walk(history, noise, paired_noise)
+    gain, bar, _ = standing(history, noise, paired_noise)
+    return gain, bar
+
+
+def standing(history: Sequence[AttemptView], noise: float,
+             paired_noise: float | None = None) -> tuple[Gain, Bar | None, Round | None]:
+    """gain_of, gain_bar and last_round from one walk of the history."""
+    found, since, holders, last = _walk(history, noise, paired_noise)
     gain = found[-1] if found else Gain(None, since)
     latest = next((a for a in reversed(history) if a.measured and a.timed_speedup is not None
                    and a.scope == "full"), None)
     held = None if latest is None else holders.get((latest.scope, latest.device))
     if held is None:
-        return gain, None
+        return gain, None, last
     number, best = held
-    return gain, Bar(latest.device, number, best * (1 + noise))
+    return gain, Bar(latest.device, number, best * (1 + noise)), last
 
 
 def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | None
-          ) -> tuple[list[Gain], int | None, dict[tuple[str, str], tuple[int, float]]]:
-    """The gains of `history` (gains' rule), the attempts after the last one (None before any timed run), and per
-    (scope, device) the attempt whose kernel holds the best with the best reading (`gain_bar`)."""
+          ) -> tuple[list[Gain], int | None, dict[tuple[str, str], tuple[int, float]], Round | None]:
+    """The gains of `history` (gains' rule), the attempts after the last one (None before any timed run), per
+    (scope, device) the attempt whose kernel holds the best with the best reading (`gain_bar`), and the latest
+    round beside a best kernel (`last_round`)."""
     partners: dict[str, list[AttemptView]] = {}
     if paired_noise is not None:
         for a in history:
@@ -149,6 +174,7 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
     counts: list[int] = []  # the attempts after each gain, up to the next
     seen: set[tuple[str, str]] = set()
     paired: set[tuple[str, str, str]] = set()  # (kernel, scope, best kernel): a round beside that best kernel was had
+    last: Round | None = None
     for a in history:
         if not a.measured:
             continue
@@ -169,6 +195,10 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
         beside = _best_runs_beside(a, chance[2], partners.get(a.pair, ())) if s is not None else []
         if beside and not (plain and not again) and chance not in paired:
             partner = _beaten_partner(a, s, beside, paired_noise)
+        if beside and chance not in paired and paired_noise is not None:
+            top = max(beside, key=lambda p: p.timed_speedup)
+            last = Round(a.number, top.number, s / top.timed_speedup, holder[key],
+                         a.scope != "subset" and (partner is not None or (plain and not again)))
         if beside:
             paired.add(chance)  # won or lost, this kernel's round beside that best kernel is spent
         if a.scope != "subset" and ((plain and not again) or partner is not None):
@@ -184,7 +214,7 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
             if counts:
                 counts[-1] += 1
     return ([replace(g, since=n) for g, n in zip(found, counts, strict=True)], since,
-            {k: (holder[k], best[k]) for k in holder})
+            {k: (holder[k], best[k]) for k in holder}, last)
 
 
 def _best_runs_beside(a: AttemptView, best_kernel: str, partners: Sequence[AttemptView]) -> list[AttemptView]:

@@ -412,3 +412,37 @@ def test_an_attempt_views_identity_is_its_code_else_its_file_sha256():
     assert from_attempt_dict(base, {"kernel_sha256": "f11e"}).identity == "f11e"
     assert from_attempt_dict({**base, "code": ""}, {"kernel_sha256": "f11e"}).code == ""
     assert AttemptView(number=1, status="correct").identity == ""
+
+
+def test_last_round_names_the_latest_chance_beside_the_best_kernel_and_whether_it_counted():
+    from ks_tui.questions.points import last_round
+
+    won = last_round(_paired_history(), 0.02, paired_noise=0.005)
+    assert (won.number, won.over, won.holder, won.won) == (4, 3, 1, True)
+    assert won.ratio == pytest.approx(1.16068 / 1.15085)
+    assert last_round(_paired_history(), 0.02) is None  # no paired rule, no rounds
+    lost = [ok(1, 1.160, kernel_sha256="v36", device="H100"),
+            ok(2, 1.158, kernel_sha256="v36", device="H100", pair="c1:1"),
+            ok(3, 1.160, kernel_sha256="v41", device="H100", pair="c1:1"),
+            ok(4, 1.150, kernel_sha256="v36", device="H100", pair="c2:1"),
+            ok(5, 1.170, kernel_sha256="v41", device="H100", pair="c2:1")]  # a second round: no chance, no record
+    r = last_round(lost, 0.02, paired_noise=0.005)
+    assert (r.number, r.over, r.holder, r.won) == (3, 2, 1, False)
+
+
+def test_log_lines_say_a_lost_round_is_spent_until_a_gain_comes_after_it():
+    """Session 39: v44's code ran beside #115's kernel, +0.37%: the log says that chance is gone."""
+    from ks_tui.questions import plateau_lines, plateau_of
+
+    config = DecisionConfig(noise=0.02, paired_noise=0.005)
+    history = [ok(1, 1.179, kernel_sha256="v41", device="H100"),
+               ok(2, 1.1833, kernel_sha256="v44", device="H100", pair="c2:1"),
+               ok(3, 1.1789, kernel_sha256="v41", device="H100", pair="c2:1")]
+    lines = plateau_lines(plateau_of(history, config, best=1), best=1)
+    assert lines[-1] == ("(#2's round beside #1's kernel (#3, same call): +0.37%, not above the 0.5% same-call noise; "
+                         "that kernel's one round beside #1's is spent)")
+    assert plateau_of(history, config, best=1).to_dict()["last_paired_round"] == {
+        "attempt": 2, "beside": 3, "kernel_of": 1, "ratio": round(1.1833 / 1.1789, 6), "won": False}
+    # A gain after the lost round makes it history: the line goes.
+    gained = [*history, ok(4, 1.25, kernel_sha256="v45", device="H100")]
+    assert not any("round beside" in line for line in plateau_lines(plateau_of(gained, config, best=4), best=4))
