@@ -242,6 +242,15 @@ CTA2_EDITS = [
      "  if (d <= 128)\n    return causal ? launch<T, 128, 128, 8, true>("),
 ]
 
+# next_cta2all: the same for the short unmasked d96 launches on 128-row tiles (they lose v35's V thread there, which is
+# written for two consumer warpgroups).
+CTA2ALL_EDITS = CTA2_EDITS + [
+    ("  if (d <= 96)\n    return causal ? launch<T, 128, 128, 6, true>(",
+     "  if (d <= 96 && !causal && tma)  // next_cta2all\n"
+     "    return launch<T, 128, 64, 6, true, 64, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
+     "  if (d <= 96)\n    return causal ? launch<T, 128, 128, 6, true>("),
+]
+
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
@@ -249,6 +258,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                      SAMEKV_EDITS),
     "next_cta2": ("kernel.cu", "// next_cta2: best/kernel.cu with the short unmasked d128 launches on 64x64 tiles, two CTAs an SM.\n",
                   CTA2_EDITS),
+    "next_cta2all": ("kernel.cu", "// next_cta2all: next_cta2 with the short unmasked d96 launches on 64x64 tiles too.\n",
+                     CTA2ALL_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
@@ -256,6 +267,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
 INSTANTIATIONS: dict[str, int] = {
     "next_cta2": 36,  # + the 64x64 unmasked d128 function, a dtype each
+    "next_cta2all": 38,  # + d96's too
 }
 
 
