@@ -24,7 +24,7 @@ class Plateau:
     lead: Lead | None = None     # the best mark's lead, when its run was no gain and leads inside its bar
     bar: float | None = None     # that bar: paired_noise for a run beside it, else noise
     needs: Bar | None = None     # what the next full-grid run must beat to count (gain_bar)
-    last_round: Round | None = None  # the latest round beside the best kernel (last_round)
+    last_round: Round | None = None  # the latest round beside the best kernel (standing)
 
     @property
     def last_gain(self) -> int | None:

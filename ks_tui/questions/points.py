@@ -122,11 +122,6 @@ def gains(history: Sequence[AttemptView], noise: float, paired_noise: float | No
     return _walk(history, noise, paired_noise)[0]
 
 
-def last_round(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> Round | None:
-    """The latest round a kernel had beside the best kernel of its device (None without paired_noise or any)."""
-    return _walk(history, noise, paired_noise)[3]
-
-
 def gain_bar(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> Bar | None:
     """The bar for the next full-grid run on the device of the latest full-grid run (gains' rule); None before any.
 
@@ -144,7 +139,8 @@ def gain_and_bar(history: Sequence[AttemptView], noise: float,
 
 def standing(history: Sequence[AttemptView], noise: float,
              paired_noise: float | None = None) -> tuple[Gain, Bar | None, Round | None]:
-    """gain_of, gain_bar and last_round from one walk of the history."""
+    """gain_of, gain_bar and the latest round a kernel had beside its device's best kernel (None without
+    paired_noise or any) from one walk of the history."""
     found, since, holders, last = _walk(history, noise, paired_noise)
     gain = found[-1] if found else Gain(None, since)
     latest = next((a for a in reversed(history) if a.measured and a.timed_speedup is not None
@@ -160,7 +156,7 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
           ) -> tuple[list[Gain], int | None, dict[tuple[str, str], tuple[int, float]], Round | None]:
     """The gains of `history` (gains' rule), the attempts after the last one (None before any timed run), per
     (scope, device) the attempt whose kernel holds the best with the best reading (`gain_bar`), and the latest
-    round beside a best kernel (`last_round`)."""
+    round beside a best kernel (`standing`)."""
     partners: dict[str, list[AttemptView]] = {}
     if paired_noise is not None:
         for a in history:

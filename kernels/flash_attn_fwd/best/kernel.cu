@@ -1,4 +1,4 @@
-// v44 (ks session 20261203-194412-15bf, attempts 133-137): v43 with two host-side changes to the causal tile order of
+// v44 (ks session 20261203-194412-15bf, attempts 130-137): v43 with two host-side changes to the causal tile order of
 // head dim 256, the device code unchanged. (1) The square short causal d256 launches (s_q = s_k <= 1024) cut their
 // heads into sections of ~64 tiles (half a wave), not v39's 4 MB of K/V: 4 MB is 64 tiles for d128-h16-16, the shapes
 // v39 was tuned on, but 32 for d256-h8-8 and 128 for d256-h16-4. (2) No v40 tail for d256: its light blocks, run last
