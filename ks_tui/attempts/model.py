@@ -25,7 +25,7 @@ class Attempt:
     correct: str             # "n/total", or "" when not measured
     speedup: float | None    # geomean vs the best baseline; None when not measured
     baseline: str | None
-    question: str | None     # id of the question that preceded this attempt
+    question: str | None     # id of the question that preceded this attempt (a remark's over the trailer's)
     summary: str
     rollback_of: int | None
     best: bool = False

@@ -12,6 +12,10 @@ call as another's (`ks remark N --same-call M`): runs made before pair tags exis
 without `ks bench --pair`. Its line carries a fourth field, `pair=<tag>` (tags of declared pairs
 start with `declared:`, ks_tui/pairs.py); the question bank then judges the two as it judges a
 `ks compare` round.
+
+And a remark can name the question an attempt answered when its `KS-Question` trailer is wrong
+or missing (`ks remark N --question QID`): a field `question=<id>`. The attempt then reads as
+answering that question everywhere (the log, the bank's history); the trailer stays in the commit.
 """
 
 from __future__ import annotations
@@ -25,9 +29,14 @@ AUTHORS = ("human", "agent")
 MAX_CHARS = 500
 
 
-def remark_line(text: str, author: str = "human", when: datetime | None = None, pair: str = "") -> str:
-    """The stored line of one remark (with `pair`, one that declares the run's pair tag); KsError for
-    an empty text or an unknown author."""
+FIELDS = ("pair", "question")  # what a remark can declare, each as a last `\t<name>=<value>` field
+
+
+def remark_line(text: str, author: str = "human", when: datetime | None = None, pair: str = "",
+                question: str = "") -> str:
+    """The stored line of one remark (with `pair`, one that declares the run's pair tag; with
+    `question`, one that names the question the attempt answered); KsError for an empty text or an
+    unknown author."""
     from ks_tui.attempts.trailers import one_line
 
     if author not in AUTHORS:
@@ -36,13 +45,13 @@ def remark_line(text: str, author: str = "human", when: datetime | None = None, 
     if not flat:
         raise KsError("a remark needs some text", hint='ks remark ATTEMPT "what was wrong or learned"')
     when = (when or datetime.now(timezone.utc)).isoformat(timespec="seconds")
-    tail = f"\tpair={pair}" if pair else ""
+    tail = "".join(f"\t{name}={value}" for name, value in (("pair", pair), ("question", question)) if value)
     return f"{when}\t{author}\t{flat}{tail}"
 
 
 def parse_remarks(note: str) -> list[dict[str, str]]:
-    """Remarks from a note's text, oldest first: {time, author, text}, and `pair` for one that
-    declares a pair tag. A line not in our format (a hand-edited note) is kept whole as the text,
+    """Remarks from a note's text, oldest first: {time, author, text}, and `pair` / `question` for one
+    that declares them. A line not in our format (a hand-edited note) is kept whole as the text,
     with no time or author."""
     out = []
     for line in note.splitlines():
@@ -52,15 +61,23 @@ def parse_remarks(note: str) -> list[dict[str, str]]:
         when, sep1, rest = line.partition("\t")
         author, sep2, text = rest.partition("\t")
         if sep1 and sep2 and _is_time(when):
-            # remark_line folds tabs out of the text, so a last `\tpair=` is the declared pair's field
-            body, sep3, pair = text.rpartition("\tpair=")
-            remark = {"time": when, "author": author, "text": body if sep3 and pair else text}
-            if sep3 and pair:
-                remark["pair"] = pair
-            out.append(remark)
+            # remark_line folds tabs out of the text, so what follows a tab is a declared field
+            parts, fields = text.split("\t"), {}
+            while len(parts) > 1:
+                name, sep, value = parts[-1].partition("=")
+                if not (sep and value and name in FIELDS and name not in fields):
+                    break
+                fields[name] = value
+                parts.pop()
+            out.append({"time": when, "author": author, "text": "\t".join(parts), **fields})
         else:
             out.append({"time": "", "author": "", "text": line})
     return out
+
+
+def declared_question(remarks: list[dict[str, str]]) -> str:
+    """The question the remarks name for their attempt ("" when none; the latest when several)."""
+    return next((r["question"] for r in reversed(remarks) if r.get("question")), "")
 
 
 def remark_text(r: dict[str, str]) -> str:

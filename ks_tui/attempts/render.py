@@ -23,7 +23,8 @@ def attempt_line(a: Attempt, here: str = "", devices: tuple[str, ...] = ()) -> s
     where = f"[on {short_device(a.device, devices)}] " if here and a.device and a.device != here else ""
     extra = []
     if a.question:
-        extra.append(f"q:{a.question}")
+        declared = any(r.get("question") for r in a.remarks)
+        extra.append(f"q:{a.question}{' (declared by a remark)' if declared else ''}")
     if a.rollback_of is not None:
         extra.append(f"rollback of {a.rollback_of}")
     if a.remarks:

@@ -679,6 +679,30 @@ class AttemptStore:
                                                           "author": author, "text": parse_remarks(line)[0]["text"]})
         return resolve_in(self._attempts(info), info.id, target.number)
 
+    def remark_question(self, sid: str, ref: str | int, question: str, text: str,
+                        author: str = "human") -> tuple[Attempt, str | None]:
+        """Declare, by a remark, that attempt `ref` answered `question` (a question id the caller has checked
+        against the bank): its KS-Question trailer was wrong or missing, and commits are never rewritten.
+        Returns the attempt as it reads now and the question it read before (None when none). KsError,
+        writing nothing, for an empty reason, a rollback, or the question the attempt already answers."""
+        info = self.session(sid)
+        target = resolve_in(self._attempts(info), info.id, ref)
+        if not " ".join(text.split()):
+            raise KsError("a question remark needs the reason (why the recorded question was not the one answered)",
+                          hint=f'ks remark {target.number} --question {question} "the probe asked whether ..."')
+        if target.rollback_of is not None:
+            raise KsError(f"attempt {target.number} is a rollback: it answered no question")
+        if target.question == question:
+            raise KsError(f"attempt {target.number} already reads as answering {question}")
+        before = target.question
+        said = f"answered {question}" + (f", not {before}" if before else "") + f": {text}"
+        line = remark_line(said, author, question=question)
+        self._notes(REMARKS_REF, "append", target.sha, text=line, what="storing the remark as a git note")
+        Trace(self.trace_path(info.id)).append("remark", {"attempt": target.number, "sha": target.sha,
+                                                          "author": author, "text": parse_remarks(line)[0]["text"],
+                                                          "question": question})
+        return resolve_in(self._attempts(info), info.id, target.number), before
+
     def remark_same_call(self, sid: str, ref: str | int, other: str | int, text: str,
                          author: str = "human") -> tuple[Attempt, Attempt]:
         """Declare, by a remark on each, that attempt `ref`'s run was timed in the same device call as

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ks_tui.attempts.model import Attempt
-from ks_tui.attempts.remarks import parse_remarks
+from ks_tui.attempts.remarks import declared_question, parse_remarks
 
 # Order in which trailers are written (and shown by `git log`).
 KEYS = ("KS-Session", "KS-Attempt", "KS-Author", "KS-Status", "KS-Correct", "KS-Speedup",
@@ -108,15 +108,18 @@ def parse_log(output: str, session: str) -> list[Attempt]:
         number = _int(t.get("KS-Attempt"))
         if t.get("KS-Session") != session or number is None:
             continue
+        remarks = parse_remarks(parts[5]) if len(parts) > 5 else []
         attempts.append(Attempt(
             session=session, number=number, sha=sha, time=datetime.fromisoformat(when),
             author=t.get("KS-Author", "agent"), status=t.get("KS-Status", "unchecked"),
             correct=_opt(t.get("KS-Correct")) or "", speedup=_float(t.get("KS-Speedup")),
-            baseline=_opt(t.get("KS-Baseline")), question=_opt(t.get("KS-Question")),
+            baseline=_opt(t.get("KS-Baseline")),
+            # a question a remark declared (ks remark --question) stands for the commit's trailer
+            question=declared_question(remarks) or _opt(t.get("KS-Question")),
             summary=subject, rollback_of=_int(t.get("KS-Rollback-Of")),
             mode=_opt(t.get("KS-Mode")) or "",
             device=_opt(t.get("KS-Device")) or "",
             description=description(body),
-            remarks=parse_remarks(parts[5]) if len(parts) > 5 else [],
+            remarks=remarks,
         ))
     return attempts

@@ -89,10 +89,15 @@ def register(sub) -> None:
     p.add_argument("text", metavar="TEXT", nargs="+", help="the remark (one line; words are joined by spaces)")
     _session_arg(p)
     p.add_argument("--author", choices=("human", "agent"), default="human", help="who says it (default: human)")
-    p.add_argument("--same-call", metavar="N", default=None,
-                   help="declare ATTEMPT's run timed in the same device call as attempt N's (runs without a pair "
-                        "tag of their own); TEXT is the evidence. Both get a remark; the question bank then judges "
-                        "them as one `ks compare` round")
+    declares = p.add_mutually_exclusive_group()
+    declares.add_argument("--same-call", metavar="N", default=None,
+                          help="declare ATTEMPT's run timed in the same device call as attempt N's (runs without a "
+                               "pair tag of their own); TEXT is the evidence. Both get a remark; the question bank "
+                               "then judges them as one `ks compare` round")
+    declares.add_argument("--question", metavar="QID", default=None,
+                          help="declare that ATTEMPT answered question QID (its recorded question was wrong or "
+                               "missing); TEXT is why. The log and the question bank read QID from then on, and the "
+                               "efficacy record counts the ask ATTEMPT opened for QID")
     p.add_argument("--json", action="store_true", help="print the attempt with its remarks as one JSON document")
     p.set_defaults(func=cmd_remark)
 
@@ -438,7 +443,15 @@ def cmd_remark(args) -> int:
 
     store = _store(args)
     info, attempt = _find_attempt(store, args)
-    if args.same_call is None:
+    note = ""
+    if args.question is not None:
+        bank = _bank_for(args)
+        question = _bank_question(bank, args.question)
+        now, before = store.remark_question(info.id, attempt.number, question.id, " ".join(args.text),
+                                            author=args.author)
+        shown = [now]
+        note = _retag_ask(args, info.id, now.number, before, question, bank)
+    elif args.same_call is None:
         shown = [store.remark(info.id, attempt.number, " ".join(args.text), author=args.author)]
     else:
         shown = list(store.remark_same_call(info.id, attempt.number, args.same_call, " ".join(args.text),
@@ -452,7 +465,33 @@ def cmd_remark(args) -> int:
         for a in shown:
             print(attempt_line(a).strip())
             print(remarks_text(a))
+    if note:
+        _say(note)
     return EXIT_OK
+
+
+def _retag_ask(args, session_id: str, number: int, before: str | None, question, bank) -> str:
+    """The efficacy record after `ks remark N --question`: the ask attempt N opened counts for `question`."""
+    from ks_tui.paths import find_workspace, main_workspace
+    from ks_tui.questions import EfficacyStore
+
+    efficacy = EfficacyStore(main_workspace(find_workspace(args.workspace)), k=bank.config.efficacy_k,
+                             config=bank.config)
+    try:
+        written, holder = efficacy.retag(session_id, number, before, question)
+    except OSError as e:  # the remark is stored; only the statistics are behind
+        return f"warning: question record not retagged ({e})"
+    if written:
+        return f"question record: the ask attempt {number} opened now counts for {question.id}, not {before}"
+    if holder is None:
+        return f"question record unchanged: no question was asked before attempt {number}"
+    after, counted = int(holder.get("after_attempt") or 0), holder.get("question")
+    why = ("it recorded no question, so it opened no ask" if not before
+           else f"it continued the ask after attempt {after}" if counted == before and after < number - 1
+           else f"the ask before it, after attempt {after}, is not its own")
+    hint = (f"; to count that ask for {question.id}, declare attempt {after + 1}, which opened it"
+            if before and counted == before and after < number - 1 and holder.get("chosen_by") == "human" else "")
+    return f"question record unchanged: {why} (that ask counts for {counted}){hint}"
 
 
 def cmd_rollback(args) -> int:

@@ -10,6 +10,9 @@ A rise inside the noise between calls can still be a gain when a run of the best
 in the same call shows it (points.gains): settling writes a `judged` record for an outcome
 whose window holds such a gain, and again whenever that judgement changes (a pair declared
 later, `ks remark --same-call`); no record reads as no same-call gain.
+
+An ask recorded under the wrong question (`ks try --question` with the wrong id) is not rewritten:
+`ks remark N --question QID` appends a `retagged` record, and the ask counts for QID from then on.
 """
 
 from __future__ import annotations
@@ -84,16 +87,28 @@ def outcome_is_new_best(before: float | None, after: float | None, noise: float 
     return after > before * (1 + noise)
 
 
-def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped: int = 0) -> EfficacyStats:
-    """Statistics from asked/outcome/judged records; the first outcome of an ask counts, and its latest
-    judgement: a same-call gain in the window is a new best even inside `noise`."""
+def asks_as_retagged(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The asked records by ask id, in file order, each under the question its latest `retagged` record names."""
     asks: dict[str, dict] = {}
-    outcomes: dict[str, dict] = {}
-    judged: dict[str, dict] = {}
+    retags: dict[str, dict] = {}
     for r in records:
         if r.get("kind") == "asked" and r.get("ask"):
             asks.setdefault(r["ask"], r)
-        elif r.get("kind") == "outcome" and r.get("ask"):
+        elif r.get("kind") == "retagged" and r.get("ask"):
+            retags[r["ask"]] = r  # the file is in time order: the latest wins
+    return {k: {**a, **{f: retags[k][f] for f in ("question", "category", "text") if f in retags[k]}}
+            if k in retags else a for k, a in asks.items()}
+
+
+def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped: int = 0) -> EfficacyStats:
+    """Statistics from asked/outcome/judged records; the first outcome of an ask counts, and its latest
+    judgement: a same-call gain in the window is a new best even inside `noise`. An ask counts for the
+    question it was retagged to, if any."""
+    asks = asks_as_retagged(records)
+    outcomes: dict[str, dict] = {}
+    judged: dict[str, dict] = {}
+    for r in records:
+        if r.get("kind") == "outcome" and r.get("ask"):
             outcomes.setdefault(r["ask"], r)
         elif r.get("kind") == "judged" and r.get("ask"):
             judged[r["ask"]] = r  # the file is in time order: the latest judgement wins
@@ -302,10 +317,28 @@ class EfficacyStore:
             self._append(fd, record)
             records.append(record)
 
+    def retag(self, session: str, attempt: int, was: str | None, question: Question) -> tuple[bool, dict | None]:
+        """Count the ask that attempt `attempt` opened by its `ks try --question` (recorded as `was`) for
+        `question` instead: a `retagged` record. Returns whether it was written, and the ask whose window
+        holds the attempt as it counts now (None when none). Nothing is written when the attempt opened no
+        such ask: no question recorded, an ask the bank chose, or an attempt that continued the ask of the
+        one before it (retag that one)."""
+        with self._locked() as fd:
+            records, _ = self._read_unlocked()
+            mine = [a for a in asks_as_retagged(records).values() if a.get("session") == session]
+            # the latest ask before the attempt; `ks try --question` asks after the attempt before it
+            holder = next((a for a in reversed(mine) if int(a.get("after_attempt") or 0) < attempt), None)
+            if (not was or holder is None or int(holder.get("after_attempt") or 0) != attempt - 1
+                    or holder.get("question") != was or holder.get("chosen_by") != "human"):
+                return False, holder
+            self._append(fd, {"kind": "retagged", "ask": holder["ask"], "time": _now(), "session": session,
+                              "question": question.id, "category": question.category, "text": question.text,
+                              "attempt": attempt, "was": was})
+            return True, {**holder, "question": question.id}
+
     def asked_ids(self, session: str) -> list[str]:
-        """Question ids asked in a session, oldest first."""
-        return [str(r["question"]) for r in self.records()
-                if r.get("kind") == "asked" and r.get("session") == session]
+        """Question ids asked in a session, oldest first (under the question each ask was retagged to)."""
+        return [str(a["question"]) for a in asks_as_retagged(self.records()).values() if a.get("session") == session]
 
     def stats(self, noise: float = 0.0) -> EfficacyStats:
         if not self.path.exists():

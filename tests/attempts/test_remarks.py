@@ -78,6 +78,11 @@ def test_a_remark_is_one_line_and_a_hand_written_note_is_read_as_text(toy_sessio
     assert remarks[0] == {"time": "", "author": "", "text": "written with git notes by hand"}
     assert remarks[1]["text"] == "and one by ks"
     assert parse_remarks("\n\nnot\ta time\tx\n") == [{"time": "", "author": "", "text": "not\ta time\tx"}]
+    # Declared fields follow the text; a tab in a hand-written text that names no field stays text.
+    both = parse_remarks(remark_line("x=1 is text", "agent", pair="declared:ab", question="limit-floor"))[0]
+    assert (both["text"], both["pair"], both["question"]) == ("x=1 is text", "declared:ab", "limit-floor")
+    odd = parse_remarks("2026-12-06T16:00:00+00:00\thuman\tsee\tnote=3\n")[0]
+    assert odd["text"] == "see\tnote=3" and "pair" not in odd and "question" not in odd
 
 
 def test_an_export_carries_remarks_and_an_older_export_without_them_imports(toy_session, tmp_path):
@@ -201,3 +206,72 @@ def test_a_run_with_its_own_pair_tag_is_not_declared_again(toy_session, tmp_path
     assert ks("remark", "2", "-s", sid, "--same-call", "1", "round 1 of run7", cwd=ws).returncode == 0
     log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
     assert log[1]["remarks"][0]["pair"] == "run7:1" and log[0]["remarks"] == []  # it joins the run's own tag
+
+
+def test_a_question_remark_corrects_the_recorded_question_in_the_log_and_the_efficacy_record(toy_session, tmp_path):
+    """Session 40 recorded two probes under limit-inherited that answered limit-residency: the commit's trailer
+    stays, a remark declares the question, the log reads it, and the ask the first probe opened counts for it."""
+    from tests.attempts.test_cli import ROOT
+
+    ws, sid, kernel = toy_session
+    (ws / "question_bank.yaml").write_text((ROOT / "question_bank.yaml").read_text())
+    git(ws, "add", "question_bank.yaml")
+    git(ws, "commit", "--quiet", "-m", "the project's bank")
+    for n, (speedup, q) in enumerate([(1.0, "layer-overlap"), (0.9, "limit-inherited"), (0.95, "limit-inherited"),
+                                      (1.0, None)], 1):
+        kernel.write_text(kernel.read_text() + f"static int version_{n};\n")
+        res = tmp_path / f"r{n}.json"
+        res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
+        out = ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}", *(["--question", q] if q else []),
+                 cwd=ws)
+        assert out.returncode == 0, out.stderr
+    stats = lambda: json.loads(ks("questions", "stats", "--json", cwd=ws).stdout)["questions"]  # noqa: E731
+    assert stats()["limit-inherited"]["asked"] == 1 and "limit-residency" not in stats()
+    tip = git(ws, "rev-parse", f"ks/toy/{sid}").strip()
+
+    out = ks("remark", "2", "-s", sid, "--question", "limit-residency", "the probe asked whether one CTA an SM",
+             "is the cap", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert "answered limit-residency, not limit-inherited: the probe asked whether one CTA an SM is the cap" in out.stdout
+    assert "the ask attempt 2 opened now counts for limit-residency, not limit-inherited" in out.stderr
+    assert git(ws, "rev-parse", f"ks/toy/{sid}").strip() == tip  # no commit rewritten
+    assert "KS-Question: limit-inherited" in git(ws, "log", "-1", "--format=%B", f"ks/toy/{sid}~2")
+    log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
+    assert [a["question"] for a in log] == ["layer-overlap", "limit-residency", "limit-inherited", None]
+    assert log[1]["remarks"][0]["question"] == "limit-residency"
+    assert "[q:limit-residency (declared by a remark), 1 remark]" in ks("log", "-s", sid, cwd=ws).stdout
+    assert stats()["limit-residency"]["asked"] == 1 and "limit-inherited" not in stats()
+    assert stats()["limit-residency"]["text"].startswith("Which resource caps")
+
+    # #3 continued #2's ask: its remark changes how it reads, not the record (that ask is #2's and counts already).
+    out = ks("remark", "3", "-s", sid, "--question", "limit-residency", "the same probe", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert ("question record unchanged: the ask before it, after attempt 1, is not its own (that ask counts for "
+            "limit-residency)") in out.stderr
+    out = ks("remark", "4", "-s", sid, "--question", "limit-floor", "asked but not recorded", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert "unchanged: it recorded no question, so it opened no ask (that ask counts for limit-residency)" in out.stderr
+    assert [a["question"] for a in json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]] == [
+        "layer-overlap", "limit-residency", "limit-residency", "limit-floor"]
+    records = [json.loads(line) for line in (ws / "sessions" / "question_efficacy.jsonl").read_text().splitlines()]
+    assert [(r["attempt"], r["was"], r["question"]) for r in records if r["kind"] == "retagged"] == [
+        (2, "limit-inherited", "limit-residency")]
+
+    # Bad declarations are one-line errors and write nothing.
+    notes = git(ws, "notes", f"--ref={REMARKS_REF}", "list")
+    bad_input(ks("remark", "2", "-s", sid, "--question", "limit-nope", "x", cwd=ws), "unknown question id 'limit-nope'")
+    bad_input(ks("remark", "2", "-s", sid, "--question", "limit-residency", "x", cwd=ws), "already reads as answering")
+    bad_input(ks("remark", "1", "-s", sid, "--question", "limit-floor", "  ", cwd=ws), "needs the reason")
+    bad_input(ks("remark", "1", "-s", sid, "--question", "limit-floor", "--same-call", "2", "x", cwd=ws),
+              "not allowed with argument")
+    assert ks("rollback", "1", "-s", sid, cwd=ws).returncode == 0
+    bad_input(ks("remark", "5", "-s", sid, "--question", "limit-floor", "x", cwd=ws), "a rollback")
+    assert git(ws, "notes", f"--ref={REMARKS_REF}", "list") == notes
+
+    # The declaration travels with an export.
+    export = tmp_path / "s.tgz"
+    assert ks("session", "export", sid, str(export), cwd=ws).returncode == 0
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "--quiet", "--branch", git(ws, "branch", "--show-current").strip(), str(ws), str(clone))
+    assert ks("session", "import", str(export), cwd=clone).returncode == 0
+    assert json.loads(ks("log", "-s", sid, "--json", cwd=clone).stdout)["attempts"][1]["question"] == "limit-residency"
