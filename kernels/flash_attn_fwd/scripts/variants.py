@@ -162,6 +162,11 @@ REPO = Path(__file__).resolve().parents[3]
 #   1.007 / 1.003 (its 6 +1.3..+3.0%); next_sec64d_nod256 full grid 1.1833 beside #115's kernel 1.1789 (kernel time
 #   1.007), became v44; short128, 2 rounds: next_ring3 kernel time 0.890 (128-row launches -11..-21%), next_ring3stag
 #   0.882 (the stagger -1..-3% more on the unmasked ones).
+# - session 39's next_cta2 and next_cta2all (`limit-residency`: the short unmasked d128 launches, and d96's too, on
+#   64x64 tiles of one consumer warpgroup, two CTAs an SM: 512 threads, 40 / 216 registers, 96 KB each, the carveout
+#   hint 100), edits of v44, from 2c0d4a6. Measured on an H100 in session 40's call 1, short128, 2 rounds beside v44:
+#   kernel time 0.944 and 0.932; every launch they touch -13..-20% (d96's s512/s1024 -27..-32%). The doubled K/V
+#   copies and twice the 64-key blocks cost more than the second CTA's overlap of tile edges gives.
 
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
 # shapes run at the 700 W cap (session 9), so the energy a byte of K/V costs on its way in decides how fast they
@@ -196,79 +201,17 @@ ROWS192_EDITS = [
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
-# Session 39 (`limit-residency`, answered on paper in session 23 for two 128-row CTAs: 768 threads leave a consumer
-# ~112 registers against ~130 live): the short unmasked d128 launches' tile edge (the first Q K^T and softmax, the
-# last P V and the epilogue, ~1.9 us a tile) is exposed because nothing else runs on the SM then, and every overlap
-# inside one CTA has lost (tilepipe, xtile, splitqk0, qk1early, stagger twice, kshift, ring3). next_cta2 puts two CTAs
-# on each SM instead, each a producer warpgroup and ONE consumer warpgroup on 64-row tiles: 512 threads, so 128
-# registers a thread at launch and 40 + 216 after setmaxnreg (O 64 + S 32 + P 16 at 64 keys); 64-key blocks in two
-# stages beside two 16 KB Q buffers (32 + 2 x 32 KB = 96 KB a CTA, two in 228 KB); the FA3-order loop and the TMA
-# epilogue as the 128-row tiles. The two CTAs run unrelated tiles, so one's edge falls in the other's blocks. What it
-# costs: each 64-row tile loads the whole K/V (the L2 -> SM copies double; session 36's noload probe put them at 5-8%
-# of these launches), twice the key blocks of half the width (a 64-key block's waits cost what a 128-key one's do,
-# session 38), and a third more shared-memory bytes per Q K^T FLOP. Only the unmasked d128 launches the dispatch sends
-# to 128-row tiles with s_k <= 2048 (the 192-row and causal ones keep theirs). Predicted on short128: those launches
-# -5..+10% (the edge is ~30% of an s512 tile); unknown which side wins.
-CTA2_EDITS = [
-    ("template <int Consumers, int BlockN, int Stages, int QBufs, int ProducerRegs, int ConsumerRegs>\nstruct TileConfig {\n",
-     "template <int Consumers, int BlockN, int Stages, int QBufs, int ProducerRegs, int ConsumerRegs, int CtasPerSm = 1>\n"
-     "struct TileConfig {\n  static constexpr int kCtasPerSm = CtasPerSm;  // next_cta2: resident CTAs an SM\n"),
-    ("  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;\n",
-     "  static constexpr int kLaunchRegs = 65536 / CtasPerSm / kThreads / 8 * 8;\n"),
-    ("template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};\n",
-     "template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};\n"
-     "// next_cta2: short unmasked d128 on 64x64 tiles, one consumer warpgroup, two CTAs an SM: 128*40 + 128*216 = 32768\n"
-     "// = 256*128; 32 KB of Q + 2 x 32 KB of K/V.\n"
-     "template <> struct Config<128, 64, 64> : TileConfig<1, 64, 2, 2, 40, 216, 2> {};\n"),
-    ("                  smem_bytes<128, 192>() <= 227 * 1024,\n",
-     "                  smem_bytes<128, 192>() <= 227 * 1024 && 2 * (smem_bytes<128, 64, 64>() + 1024) <= 228 * 1024,\n"),
-    ("__global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)\n",
-     "__global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, Config<Dp, kM, kN>::kCtasPerSm)\n"),
-    ("    if constexpr ((Dp == 128 || BN < 128) && Cfg::kConsumers == 2) {",
-     "    if constexpr ((Dp == 128 || BN < 128) && Cfg::kConsumers <= 2) {  // next_cta2: one consumer too\n    "),
-    ("  if (attr != cudaSuccess) return 3;\n",
-     "  if (attr != cudaSuccess) return 3;\n"
-     "  // next_cta2: room for the CTAs an SM holds (the carveout is a hint; without it one may not fit beside another)\n"
-     "  static const cudaError_t carve = Config<Dp, kM, kN>::kCtasPerSm > 1 ? cudaFuncSetAttribute(\n"
-     "      attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag>, cudaFuncAttributePreferredSharedMemoryCarveout, 100)\n"
-     "      : cudaSuccess;\n"
-     "  if (carve != cudaSuccess) return 3;\n"),
-    ("  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();\n",
-     "  const int slots = num_sms() * Config<Dp, kM, kN>::kCtasPerSm;  // next_cta2\n"
-     "  const int grid = num_tiles < slots ? num_tiles : slots;\n"),
-    ("  if (d <= 128)\n    return causal ? launch<T, 128, 128, 8, true>(",
-     "  if (d <= 128 && !causal && tma)  // next_cta2\n"
-     "    return launch<T, 128, 64, 8, true, 64, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "  if (d <= 128)\n    return causal ? launch<T, 128, 128, 8, true>("),
-]
-
-# next_cta2all: the same for the short unmasked d96 launches on 128-row tiles (they lose v35's V thread there, which is
-# written for two consumer warpgroups).
-CTA2ALL_EDITS = CTA2_EDITS + [
-    ("  if (d <= 96)\n    return causal ? launch<T, 128, 128, 6, true>(",
-     "  if (d <= 96 && !causal && tma)  // next_cta2all\n"
-     "    return launch<T, 128, 64, 6, true, 64, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);\n"
-     "  if (d <= 96)\n    return causal ? launch<T, 128, 128, 6, true>("),
-]
-
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
                      SAMEKV_EDITS),
-    "next_cta2": ("kernel.cu", "// next_cta2: best/kernel.cu with the short unmasked d128 launches on 64x64 tiles, two CTAs an SM.\n",
-                  CTA2_EDITS),
-    "next_cta2all": ("kernel.cu", "// next_cta2all: next_cta2 with the short unmasked d96 launches on 64x64 tiles too.\n",
-                     CTA2ALL_EDITS),
     "probe_noload": ("kernel.cu", "// probe_noload (wrong output by design): best/kernel.cu loading a tile's first kStages key blocks only.\n",
                      NOLOAD_EDITS),
 }
 
 # Kernel instantiations of a candidate whose count is not best/kernel.cu's (tests/flash/test_kernel_build.py checks it).
-INSTANTIATIONS: dict[str, int] = {
-    "next_cta2": 36,  # + the 64x64 unmasked d128 function, a dtype each
-    "next_cta2all": 38,  # + d96's too
-}
+INSTANTIATIONS: dict[str, int] = {}
 
 
 class VariantError(Exception):
