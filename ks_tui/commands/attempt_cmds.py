@@ -486,11 +486,12 @@ def _retag_ask(args, session_id: str, number: int, before: str | None, question,
     if holder is None:
         return f"question record unchanged: no question was asked before attempt {number}"
     after, counted = int(holder.get("after_attempt") or 0), holder.get("question")
+    continued = bool(before) and counted == before and after < number - 1  # an earlier attempt opened it
     why = ("it recorded no question, so it opened no ask" if not before
-           else f"it continued the ask after attempt {after}" if counted == before and after < number - 1
+           else f"it continued the ask after attempt {after}" if continued
            else f"the ask before it, after attempt {after}, is not its own")
     hint = (f"; to count that ask for {question.id}, declare attempt {after + 1}, which opened it"
-            if before and counted == before and after < number - 1 and holder.get("chosen_by") == "human" else "")
+            if continued and holder.get("chosen_by") == "human" else "")
     return f"question record unchanged: {why} (that ask counts for {counted}){hint}"
 
 

@@ -229,6 +229,11 @@ def test_a_question_remark_corrects_the_recorded_question_in_the_log_and_the_eff
     assert stats()["limit-inherited"]["asked"] == 1 and "limit-residency" not in stats()
     tip = git(ws, "rev-parse", f"ks/toy/{sid}").strip()
 
+    # #3 continued the ask #2 opened: declaring it first changes how it reads, and says which attempt holds the ask.
+    out = ks("remark", "3", "-s", sid, "--question", "limit-residency", "the same probe", cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert ("question record unchanged: it continued the ask after attempt 1 (that ask counts for limit-inherited); "
+            "to count that ask for limit-residency, declare attempt 2, which opened it") in out.stderr
     out = ks("remark", "2", "-s", sid, "--question", "limit-residency", "the probe asked whether one CTA an SM",
              "is the cap", cwd=ws)
     assert out.returncode == 0, out.stderr
@@ -237,17 +242,12 @@ def test_a_question_remark_corrects_the_recorded_question_in_the_log_and_the_eff
     assert git(ws, "rev-parse", f"ks/toy/{sid}").strip() == tip  # no commit rewritten
     assert "KS-Question: limit-inherited" in git(ws, "log", "-1", "--format=%B", f"ks/toy/{sid}~2")
     log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
-    assert [a["question"] for a in log] == ["layer-overlap", "limit-residency", "limit-inherited", None]
+    assert [a["question"] for a in log] == ["layer-overlap", "limit-residency", "limit-residency", None]
     assert log[1]["remarks"][0]["question"] == "limit-residency"
     assert "[q:limit-residency (declared by a remark), 1 remark]" in ks("log", "-s", sid, cwd=ws).stdout
     assert stats()["limit-residency"]["asked"] == 1 and "limit-inherited" not in stats()
     assert stats()["limit-residency"]["text"].startswith("Which resource caps")
 
-    # #3 continued #2's ask: its remark changes how it reads, not the record (that ask is #2's and counts already).
-    out = ks("remark", "3", "-s", sid, "--question", "limit-residency", "the same probe", cwd=ws)
-    assert out.returncode == 0, out.stderr
-    assert ("question record unchanged: the ask before it, after attempt 1, is not its own (that ask counts for "
-            "limit-residency)") in out.stderr
     out = ks("remark", "4", "-s", sid, "--question", "limit-floor", "asked but not recorded", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert "unchanged: it recorded no question, so it opened no ask (that ask counts for limit-residency)" in out.stderr
