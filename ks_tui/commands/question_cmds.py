@@ -152,6 +152,7 @@ def cmd_settle(args) -> int:
     an ask with at least one measured attempt after it gets its outcome from those."""
     from ks_tui.attempts import AttemptStore
     from ks_tui.questions import EfficacyStore, views_of
+    from ks_tui.questions.efficacy import asks_as_retagged
 
     workspace = _workspace(args)
     bank = _bank(args, args.bank)
@@ -165,7 +166,7 @@ def cmd_settle(args) -> int:
         raise KsError(f"cannot write the question record {efficacy.path}: {e.strerror}") from None
     records = efficacy.records() if efficacy.path.exists() else []
     settled = {r.get("ask") for r in records if r.get("kind") == "outcome"}
-    pending = [r for r in records if r.get("kind") == "asked" and r.get("session") == info.id
+    pending = [r for r in asks_as_retagged(records).values() if r.get("session") == info.id
                and r.get("ask") not in settled]
     if args.json:
         _print_json({"session": info.id, "settled_now": written,

@@ -242,7 +242,7 @@ class EfficacyStore:
         with self._locked() as fd:
             records, _ = self._read_unlocked()
             done = {r.get("ask") for r in records if r.get("kind") == "outcome"}
-            asks = [r for r in records if r.get("kind") == "asked" and r.get("session") == session]
+            asks = [r for r in asks_as_retagged(records).values() if r.get("session") == session]
             for i, a in enumerate(asks):
                 if a.get("ask") in done:
                     continue
@@ -295,7 +295,7 @@ class EfficacyStore:
         recorded (None when nothing was). Judged on the whole history, as `ks log` judges it now."""
         noise = effective_noise(history, self.config)
         paired = {g.number: g for g in gains(history, noise, self.config.paired_noise) if g.over is not None}
-        asks = [r for r in records if r.get("kind") == "asked" and r.get("session") == session]
+        asks = [r for r in asks_as_retagged(records).values() if r.get("session") == session]
         outcomes = {r["ask"]: r for r in records if r.get("kind") == "outcome" and r.get("ask")}
         latest = {r["ask"]: r for r in records if r.get("kind") == "judged" and r.get("ask")}
         for i, a in enumerate(asks):

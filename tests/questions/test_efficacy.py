@@ -346,3 +346,27 @@ def test_settle_keep_open_writes_what_is_due_and_leaves_the_last_ask_pending(tmp
     assert json.loads(capsys.readouterr().out)["pending"] == [{"question": "limit-floor", "after_attempt": 1}]
     assert main(["questions", "settle", "-s", sid, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"session": sid, "settled_now": 1, "pending": []}
+
+
+def test_a_retagged_ask_counts_for_its_new_question_everywhere_the_record_is_read(tmp_path):
+    """`ks remark N --question` retags the ask N opened: the statistics, the asked list and settling read the new
+    question; an ask the bank chose, or a question N did not record, is not retagged."""
+    s = EfficacyStore(tmp_path, k=2)
+    hist = [ok(1, 1.0, kernel_sha256="k1")]
+    s.record_asked("s", A, point="plateau", history=hist, chosen_by="bank")
+    hist.append(ok(2, 1.0, kernel_sha256="k2"))
+    s.record_asked("s", B, point=None, history=hist, chosen_by="human")  # after #2: the ask #3 opened
+    hist.append(ok(3, 1.1, kernel_sha256="k3"))
+    assert s.retag("s", 2, "qa", C)[0] is False  # #2 is in the bank's ask: nothing written
+    assert s.retag("s", 3, "qa", C)[0] is False  # not what #3 recorded
+    written, holder = s.retag("s", 3, "qb", C)
+    assert written and holder["question"] == "qc" and holder["after_attempt"] == 2
+    assert [r["kind"] for r in s.records()].count("retagged") == 1
+    assert s.asked_ids("s") == ["qa", "qc"]
+    stats = s.stats()
+    assert "qb" not in stats.questions and stats.questions["qc"].asked == 1 and stats.questions["qc"].text == "C?"
+    assert stats.categories["layer"].asked == 2 and "limit" not in stats.categories
+    hist.append(ok(4, 1.2, kernel_sha256="k4"))
+    assert s.settle("s", hist) == 2
+    outcome = next(r for r in s.records() if r["kind"] == "outcome" and r["ask"] == holder["ask"])
+    assert outcome["question"] == "qc" and s.stats().questions["qc"].settled == 1
