@@ -196,12 +196,37 @@ NOLOAD_EDITS = [
      "            }\n"),
 ]
 
+# Session 41: dead warpgroups on the 192-row d96/d128 tiles. v21's skip (a warpgroup whose 64 rows all lie past s_q
+# runs no key block: it waits for each block's loads and releases the stage) was compiled for d64 only
+# (`if constexpr (Dp == 64)`), so the last 192-row d96/d128 tile of a head computes its dead rows in full: at s_q % 192
+# = 128 one warpgroup of three, at 64 two (s2048: 1 of 33 warpgroup-tiles a head, s4096: 2 of 66; causal: the
+# heaviest tile). Session 17's probe_rows192 read "a lone warpgroup takes a whole tile-time" on d128 for that reason:
+# its dead warpgroups never skipped. With split K/V (kSplitKV) the dead warpgroup releases K and V separately.
+_DEAD_IF = "      if constexpr (Dp == 64) {\n        const int dead_wgs =\n"
+_DEAD_REL = ("            __syncwarp();\n"
+             "            mbar_arrive_if(empty(s), lane == 0);  // this warp's share of the stage's release\n")
+DEAD192_EDITS = [
+    (_DEAD_IF, _DEAD_IF.replace("(Dp == 64)", "(Dp == 64 || Cfg::kConsumers == 3)")),
+    (_DEAD_REL, _DEAD_REL + "            if constexpr (kSplitKV<Dp>) mbar_arrive_if(empty_v(s), lane == 0);  // and V's\n"),
+]
+# ... and the unmasked wave rule counting a 192-row tile's dead warpgroups as free: work in 64-row units, three a tile.
+# It moves the square unmasked d96/d128 launches at s_q 495-1024 (h16-16: 4096 tiles of 128 rows = 31.03 waves) onto
+# 192-row tiles; the prefill shapes (s_q <= 512 beside 4x the keys) keep 128 rows.
+DEAD192W_EDITS = DEAD192_EDITS + [
+    ("  const long long waves192 = (bh * ((s_q + 191) / 192) + sms - 1) / sms * 192;\n",
+     "  const long long waves192 = (bh * ((s_q + 63) / 64) + 3 * sms - 1) / (3 * sms) * 192;  // dead warpgroups skip\n"),
+]
+
 ROWS192_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
+    "next_dead192": ("kernel.cu", "// next_dead192: best/kernel.cu with dead warpgroups skipping on the 192-row d96/d128 tiles too.\n",
+                     DEAD192_EDITS),
+    "next_dead192w": ("kernel.cu", "// next_dead192w: next_dead192 + the unmasked wave rule counting dead warpgroups as free.\n",
+                      DEAD192W_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
