@@ -217,6 +217,12 @@ DEAD192W_EDITS = DEAD192_EDITS + [
      "  const long long waves192 = (bh * ((s_q + 63) / 64) + 3 * sms - 1) / (3 * sms) * 192;  // dead warpgroups skip\n"),
 ]
 
+# ... and the square causal launches past s_k 2048 on 192-row tiles at every s_q (s4079-s4096 move: 4096 = 21 x 192 + 64
+# leaves two dead warpgroups in the heaviest tile, which v29's padding rule counted as computed).
+DEAD192C_EDITS = DEAD192W_EDITS + [
+    ("  const bool rows192 = causal ? (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101\n",
+     "  const bool rows192 = causal ? s_q == s_k || (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101\n"),
+]
 ROWS192_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
@@ -227,6 +233,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                      DEAD192_EDITS),
     "next_dead192w": ("kernel.cu", "// next_dead192w: next_dead192 + the unmasked wave rule counting dead warpgroups as free.\n",
                       DEAD192W_EDITS),
+    "next_dead192c": ("kernel.cu", "// next_dead192c: next_dead192w + the square causal launches past s_k 2048 on 192-row tiles.\n",
+                      DEAD192C_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
