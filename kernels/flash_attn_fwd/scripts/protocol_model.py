@@ -609,6 +609,10 @@ def consumer_v6(self: Machine, wg: int) -> Iterator:
                         yield lambda s=s, p=p: self.full_v[s].done(p)
                         self.empty[s].arrive(4)
                         yield READY  # the warpgroup may be slow here
+                        # next_dead192 (session 41): d96/d128's 192-row tiles release V apart
+                        if self.split_kv and v.bug != "dead_no_v_release":
+                            self.empty_v[s].arrive(4)
+                            yield READY  # the warpgroup may be slow here
                 if self.qbufs >= 2 and v.tma_epi:
                     yield from c.release_staged()
                 else:
@@ -834,6 +838,10 @@ VARIANTS = [
     # still released apart.
     Variant("v30 d96/d128 192-row short keys, K and V released apart, TMA epilogue in the Q buffer", 64, True, consumers=3,
             stages=2, qbufs=2, split_kv=True),
+    # next_dead192 (session 41): those tiles' dead warpgroups (rows all past s_q) run no key block as d64's do, waiting
+    # for each block's loads and releasing K and V apart; every 192-row d96/d128 launch of v44 is on this epilogue.
+    Variant("next_dead192 d96/d128 192-row, dead warpgroups wait and release K and V apart, TMA epilogue in the Q buffer",
+            64, True, consumers=3, stages=2, qbufs=2, split_kv=True, dead_wgs=True, dead_waits=True, runs=3000),
     # next_r192diag (for session 16): v29's 192-row d96/d128 causal tiles skip their first block per warpgroup as d64's do
     # (a half-width block has the protocol of a whole one), releasing K and V apart.
     Variant("next_r192diag d96/d128 192-row, first block skipped by warpgroups that see none of it, register epilogue",
@@ -878,6 +886,8 @@ CONTROLS = [
     Variant("control: v6 loop's early V test of the wrong parity", 256, False, bug="stale_test"),
     Variant("control: v21's dead warpgroups with nobody releasing stages for them", 64, True, consumers=3,
             dead_wgs=True, bug="dead_no_stand_in"),
+    Variant("control: next_dead192's dead warpgroups releasing K only", 64, True, consumers=3, stages=2, qbufs=2,
+            split_kv=True, dead_wgs=True, dead_waits=True, bug="dead_no_v_release"),
     Variant("control: tilepipe's next Q K^T issued without waiting for its Q and K", 128, True, tilepipe=True,
             bug="tilepipe_no_peek_wait"),
     Variant("control: tilepipe never handing the staged Q buffer back", 128, True, tilepipe=True,
