@@ -223,6 +223,18 @@ DEAD192C_EDITS = DEAD192W_EDITS + [
     ("  const bool rows192 = causal ? (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101\n",
      "  const bool rows192 = causal ? s_q == s_k || (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101\n"),
 ]
+# next_dead192r (after session 41's calls 1-2, H100): next_dead192c's 192-row rule kept where it gained. Kernel time v44 /
+# next_dead192c: s_k <= 512 +2..+7% and d96 s1024 +5..+6% (both calls), d128 s1024 beside GQA -0.2..-3.4% (h32-8, h64-8,
+# h32-1: 62-124 waves, little last wave to win back at 8 blocks a tile), h16-16 s1024 level. So the live-unit rule at
+# v30's 3.5% where s_k <= 512 or d <= 96, and only where it saves 1.5% of the wave-rows elsewhere (h16-16's 31.03
+# waves); v30's rule stays beside it.
+DEAD192R_EDITS = DEAD192_EDITS + [
+    ("                              : waves192 * 1000 <= waves128 * 1035;\n",
+     "                              : waves192 * 1000 <= waves128 * 1035 ||\n"
+     "                                    (bh * ((s_q + 63) / 64) + 3 * sms - 1) / (3 * sms) * 192 * 1000 <=\n"
+     "                                        waves128 * (s_k <= 512 || d <= 96 ? 1035 : 985);  // next_dead192r\n"),
+    DEAD192C_EDITS[-1],
+]
 ROWS192_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
@@ -235,6 +247,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                       DEAD192W_EDITS),
     "next_dead192c": ("kernel.cu", "// next_dead192c: next_dead192w + the square causal launches past s_k 2048 on 192-row tiles.\n",
                       DEAD192C_EDITS),
+    "next_dead192r": ("kernel.cu", "// next_dead192r: next_dead192 + the live-unit wave rule where it gained + next_dead192c's causal rule.\n",
+                      DEAD192R_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
