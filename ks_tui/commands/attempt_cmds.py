@@ -378,7 +378,7 @@ def _plateau(args, store, sid: str, attempts, best: int | None):
 def cmd_log(args) -> int:
     from ks_tui.attempts.model import since_best
     from ks_tui.attempts.render import log_table
-    from ks_tui.questions.plateau import gain_needs_line, plateau_lines
+    from ks_tui.questions.plateau import gain_needs_lines, plateau_lines
 
     store = _store(args)
     info = _session_for(store, args)
@@ -390,7 +390,7 @@ def cmd_log(args) -> int:
                "best": best, "attempts_since_best": after,
                **(stand.to_dict() if stand else
                   {"noise": None, "last_gain": None, "attempts_since_gain": None,
-                   "last_gain_paired": None, "best_lead": None, "gain_needs": None})})
+                   "last_gain_paired": None, "best_lead": None, "gain_needs": None, "gain_needs_elsewhere": []})})
     elif not attempts:
         print(f"session {info.id} ({info.task}): no attempts yet")
     else:
@@ -399,8 +399,8 @@ def cmd_log(args) -> int:
         print(log_table(attempts, width))
         for line in plateau_lines(stand, best):
             print(line)
-        if stand is not None and (needs := gain_needs_line(stand)):
-            print(needs)
+        for line in gain_needs_lines(stand) if stand is not None else ():
+            print(line)
     return EXIT_OK
 
 

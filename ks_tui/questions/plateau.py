@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView
-from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, effective_noise, standing
+from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, device_bars, effective_noise, standing
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class Plateau:
     bar: float | None = None     # that bar: paired_noise for a run beside it, else noise
     needs: Bar | None = None     # what the next full-grid run must beat to count (gain_bar)
     last_round: Round | None = None  # the latest round beside the best kernel (standing)
+    elsewhere: tuple[Bar, ...] = ()  # the bars of the session's other devices (device_bars)
 
     @property
     def last_gain(self) -> int | None:
@@ -40,36 +41,48 @@ class Plateau:
         g = self.gain
         paired = None if g.over is None else {"over": g.over, "ratio": round(g.ratio, 6), "bar": self.paired_noise,
                                               "declared": g.declared}
-        needs = None if self.needs is None else {"device": self.needs.device, "beside_kernel_of": self.needs.holder,
-                                                 "paired_noise": self.paired_noise, "alone_above": self.needs.plain}
+        needs = None if self.needs is None else self._bar_dict(self.needs)
         r = self.last_round
         last_round = None if r is None else {"attempt": r.number, "beside": r.over, "kernel_of": r.holder,
                                              "ratio": round(r.ratio, 6), "won": r.won}
         return {"noise": self.noise, "last_gain": self.last_gain, "attempts_since_gain": self.since_gain,
-                "last_gain_paired": paired, "best_lead": lead, "gain_needs": needs, "last_paired_round": last_round}
+                "last_gain_paired": paired, "best_lead": lead, "gain_needs": needs, "last_paired_round": last_round,
+                "gain_needs_elsewhere": [self._bar_dict(b) for b in self.elsewhere]}
+
+    def _bar_dict(self, bar: Bar) -> dict:
+        return {"device": bar.device, "beside_kernel_of": bar.holder, "paired_noise": self.paired_noise,
+                "alone_above": bar.plain}
 
 
 def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int | None) -> Plateau:
     """The plateau of `history` (oldest first) whose best mark is on attempt `best` (None: no mark)."""
     noise = effective_noise(history, config)
     gain, needs, last = standing(history, noise, config.paired_noise)
+    elsewhere = tuple(device_bars(history, noise, config.paired_noise)[1:])
     if best is None or best == gain.number:
-        return Plateau(noise, gain, config.paired_noise, needs=needs, last_round=last)
+        return Plateau(noise, gain, config.paired_noise, needs=needs, last_round=last, elsewhere=elsewhere)
     lead = best_lead(history, best)
     bar = config.paired_noise if lead and lead.paired else noise
     if lead is None or lead.ratio > 1 + bar:  # above it the mark moved for another reason (a re-measure)
-        return Plateau(noise, gain, config.paired_noise, needs=needs, last_round=last)
-    return Plateau(noise, gain, config.paired_noise, lead, bar, needs, last)
+        return Plateau(noise, gain, config.paired_noise, needs=needs, last_round=last, elsewhere=elsewhere)
+    return Plateau(noise, gain, config.paired_noise, lead, bar, needs, last, elsewhere)
 
 
 def gain_needs_line(p: Plateau) -> str | None:
     """What the next full-grid run must do to count, for `ks log` (session 35 paired v41 with the fastest reading's
     kernel, which the rule does not name)."""
-    n = p.needs
-    if n is None:
-        return None
-    paired = "" if p.paired_noise is None else (f"beat #{n.holder}'s kernel by {p.paired_noise:.1%} in one call "
-                                                f"(`ks show {n.holder} --kernel`) or ")
+    return None if p.needs is None else _bar_line(p.needs, p.paired_noise)
+
+
+def gain_needs_lines(p: Plateau) -> list[str]:
+    """gain_needs_line, then the same for each other device the session has a full-grid run on (the latest device's
+    bar first: it is the one the next run on that machine meets)."""
+    return [_bar_line(b, p.paired_noise) for b in ((p.needs,) if p.needs else ()) + p.elsewhere]
+
+
+def _bar_line(n: Bar, paired_noise: float | None) -> str:
+    paired = "" if paired_noise is None else (f"beat #{n.holder}'s kernel by {paired_noise:.1%} in one call "
+                                              f"(`ks show {n.holder} --kernel`) or ")
     return f"(a gain on {n.device} must {paired}read above {n.plain:.4f}x alone)"
 
 

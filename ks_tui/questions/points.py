@@ -130,6 +130,17 @@ def gain_bar(history: Sequence[AttemptView], noise: float, paired_noise: float |
     return gain_and_bar(history, noise, paired_noise)[1]
 
 
+def device_bars(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> list[Bar]:
+    """gain_bar for every device with a full-grid run, the latest full-grid run's device first, then by name. A
+    session that moved machines keeps each device's bar: flash_attn_fwd's log named only the H100's after session 35,
+    and the H200's (#35's kernel, 1.179x alone) lived in the notes."""
+    _, _, holders, _ = _walk(history, noise, paired_noise)
+    latest = gain_bar(history, noise, paired_noise)
+    bars = [Bar(device, number, best * (1 + noise)) for (scope, device), (number, best) in holders.items()
+            if scope == "full" and (latest is None or device != latest.device)]
+    return ([latest] if latest else []) + sorted(bars, key=lambda b: b.device)
+
+
 def gain_and_bar(history: Sequence[AttemptView], noise: float,
                  paired_noise: float | None = None) -> tuple[Gain, Bar | None]:
     """gain_of and gain_bar from one walk of the history (`ks log` and the history screen want both)."""

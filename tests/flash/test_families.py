@@ -85,8 +85,11 @@ def test_tile_kind_follows_the_dispatch_rules():
     shape = lambda d, s_q, s_k, b, h: {"d": d, "s_q": s_q, "s_k": s_k, "b": b, "h_q": h}
     assert families.tile_kind(shape(64, 512, 512, 64, 32)) == (192, 128)
     assert families.tile_kind(shape(256, 8192, 8192, 2, 8)) == (128, 128)
-    # d128 h16 s512 b64: 4096 tiles of 128 rows (32 waves x 128) against 3072 of 192 (24 x 192): 128 rows
-    assert families.tile_kind(shape(128, 512, 512, 64, 16)) == (128, 128)
+    # d128 h16 s512 b64: 4096 tiles of 128 rows (32 waves x 128) against 3072 of 192 (24 x 192), but a third of those
+    # hold a dead warpgroup, which skips (v45): 8192 live 64-row units, 21 waves of 396 (4032 rows): 192 rows
+    assert families.tile_kind(shape(128, 512, 512, 64, 16)) == (192, 128)
+    # q256-k1024 b32 h16: 1024 tiles of 128 rows (8 waves, 1024) against 2048 live units (6 waves of 192, 1152)
+    assert families.tile_kind(shape(128, 256, 1024, 32, 16)) == (128, 128)
     # q1024-k4096 b4 h16: 3 waves of 192 rows (576) against 4 of 128 (512): 128 rows, 128-key blocks (v36; 160 before)
     assert families.tile_kind(shape(128, 1024, 4096, 4, 16)) == (128, 128)
     assert families.tile_kind(shape(128, 1024, 2048, 4, 16)) == (128, 128)
@@ -123,14 +126,16 @@ def test_committed_full_benches_read(tmp_path):
 
 
 def test_rows_splits_the_d96_d128_families_by_tile_height_as_the_dispatch_picks_it(tmp_path):
-    shapes = [  # (causal, s, b, h) -> rows by best/kernel.cu's dispatch
-        (True, 4096, 8, 16, 128),    # 192 rows would pad s_q 3%: more than 1% over 128-row tiles
-        (True, 8192, 4, 16, 192),    # 0.8% padding: 192 rows
-        (True, 1024, 32, 16, 128),   # causal short keys: always 128 rows
-        (False, 512, 64, 16, 128),   # wave rule: 192-row tiles would take 12.5% more wave-rows
-        (False, 2048, 16, 16, 192),  # 3.1%: within the rule's 3.5%
+    shapes = [  # (causal, s_q, s_k, b, h) -> rows by best/kernel.cu's dispatch
+        (True, 4096, 4096, 8, 16, 192),   # square: the 3% padding is dead warpgroups (v45)
+        (True, 1024, 4096, 8, 16, 128),   # 192 rows would pad s_q 12.5%: more than 1% over 128-row tiles
+        (True, 8192, 8192, 4, 16, 192),   # 0.8% padding: 192 rows
+        (True, 1024, 1024, 32, 16, 128),  # causal short keys: always 128 rows
+        (False, 512, 512, 64, 16, 192),   # live 64-row units: 4032 wave-rows against 4096 (v45)
+        (False, 256, 1024, 32, 16, 128),  # 1152 against 1024: 12.5% more
+        (False, 2048, 2048, 16, 16, 192),  # within the rule's 3.5%
     ]
-    runs = [scenario(128, c, s, s, b, h, 1.0, 1.1) for c, s, b, h, _ in shapes]
+    runs = [scenario(128, c, s_q, s_k, b, h, 1.0, 1.1) for c, s_q, s_k, b, h, _ in shapes]
     for shape, r in zip(shapes, runs, strict=True):
         assert families.rows_of(r["shape"]) == shape[-1], r["id"]
     out = run("--rows", write(tmp_path, "r.json", runs))

@@ -38,7 +38,8 @@ def _shape(d, s_q, s_k, causal, h_q=2, h_kv=2, b=2, dtype="bf16"):
 
 
 # What each shape reaches in best/kernel.cu (192-row d64 tiles; 192-row d96/d128 tiles where they run fewer
-# wave-rows (unmasked) or pad s_q little (causal, s_k > 2048); 128-row tiles otherwise; 128-key blocks (160 on
+# wave-rows (unmasked; since v45 counted in live 64-row units: dead warpgroups skip, as d64's do) or pad s_q
+# little or are square (causal, s_k > 2048); 128-row tiles otherwise; 128-key blocks (160 on
 # d96/d128's long 128-row tiles before v36); the TMA epilogue for d96/d128 at every s_k since v36, else at s_k <= 2048).
 EDGE_SHAPES = [
     *[_shape(64, s, s, c) for s in (100, 1000, 2000) for c in (False, True)],  # 192-row tiles with 1-2 dead warpgroups

@@ -449,3 +449,27 @@ def test_log_lines_say_a_lost_round_is_spent_until_a_gain_comes_after_it():
     # A gain after the lost round makes it history: the line goes.
     gained = [*history, ok(4, 1.25, kernel_sha256="v45", device="H100")]
     assert not any("round beside" in line for line in plateau_lines(plateau_of(gained, config, best=4), best=4))
+
+
+def test_every_device_keeps_its_own_gain_bar_the_latest_first():
+    """Session 41 of flash_attn_fwd: the log named only the H100's bar; the H200's (#35's kernel, 1.179x alone)
+    lived in the notes, though the next call could land on either card."""
+    from ks_tui.questions import DecisionConfig, device_bars, gain_needs_lines, plateau_of
+
+    a, b = "H200", "H100"
+    history = [ok(1, 1.10, kernel_sha256="v1", device=a),
+               ok(2, 1.16, kernel_sha256="v2", device=a),                 # a gain on the H200
+               ok(3, 1.148, kernel_sha256="v2", device=b),                # the H100's reference
+               ok(4, 1.150, kernel_sha256="v4", device=b, pair="c:1")]
+    bars = device_bars(history, 0.02, paired_noise=0.005)
+    assert [(x.device, x.holder, round(x.plain, 5)) for x in bars] == [(b, 3, round(1.148 * 1.02, 5)),
+                                                                        (a, 2, round(1.16 * 1.02, 5))]
+    # back on the H200: its bar comes first
+    assert [x.device for x in device_bars([*history, ok(5, 1.0, device=a)], 0.02, paired_noise=0.005)] == [a, b]
+    assert device_bars([], 0.02) == [] and device_bars([ok(1, 1.1, device=a, scope="subset")], 0.02) == []
+    p = plateau_of(history, DecisionConfig(noise=0.02, paired_noise=0.005), best=2)
+    assert gain_needs_lines(p) == [
+        "(a gain on H100 must beat #3's kernel by 0.5% in one call (`ks show 3 --kernel`) or read above 1.1710x alone)",
+        "(a gain on H200 must beat #2's kernel by 0.5% in one call (`ks show 2 --kernel`) or read above 1.1832x alone)"]
+    assert p.to_dict()["gain_needs_elsewhere"] == [{"device": a, "beside_kernel_of": 2, "paired_noise": 0.005,
+                                                    "alone_above": pytest.approx(1.16 * 1.02)}]

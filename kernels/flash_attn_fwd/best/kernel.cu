@@ -1,3 +1,18 @@
+// v45 (ks session 20261203-194412-15bf, attempt 144): v44 with dead warpgroups skipped on the 192-row d96/d128 tiles,
+// and the tile-height rules counting them as free. v21's skip (a warpgroup whose 64 rows all lie past s_q runs no key
+// block: it waits for each block's loads and releases the stage) was compiled for d64 only, so the last 192-row
+// d96/d128 tile of a head computed its dead rows in full (s2048: one warpgroup of the last tile, s4096 two; in causal
+// launches the heaviest tile); session 17's probe_rows192 had timed three live warpgroups for that reason when it read
+// "a lone warpgroup takes a whole tile-time". Here the dead warpgroup releases K and V apart (kSplitKV; the protocol
+// model's next_dead192 variant and its K-only control). With it, (1) the unmasked wave rule counts a 192-row tile in
+// live 64-row units, which moves the 14 square short unmasked d96/d128 launches (s495-s1024) to 192-row tiles, and (2)
+// the square causal launches past s_k 2048 take 192 rows at any s_q (s4079-s4096, two dead warpgroups in the heaviest
+// tile). Measured as next_dead192c on an H100 in session 41 (NVIDIA H100 80GB HBM3): full grid beside #115's kernel
+// (call 1, 1 round) 1.1870 against 1.1853, kernel time 1.003, 182/182, edge shapes passed; beside v44 (call 2):
+// short128 (48), 3 rounds, kernel time 1.009 (s_k <= 512 +2..+7%, d96 s1024 +5..+6%, d128 s1024 beside GQA
+// -0.2..-3.4%), nomask_long 0.998 and causal_long 1.002 (1 round; d96 s4096 causal +7% in both calls, the launches
+// the skip alone touches level). Kept as v44's equal that is faster on its short launches, not as a gain (+0.14%
+// over #115's kernel, inside the 0.5% same-call noise). Here only comments differ from the measured file (code identity).
 // v44 (ks session 20261203-194412-15bf, attempts 130-137): v43 with two host-side changes to the causal tile order of
 // head dim 256, the device code unchanged. (1) The square short causal d256 launches (s_q = s_k <= 1024) cut their
 // heads into sections of ~64 tiles (half a wave), not v39's 4 MB of K/V: 4 MB is 64 tiles for d128-h16-16, the shapes
@@ -1464,12 +1479,13 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         release(empty_v(s));
       }
     } else {
-      // d64: warpgroups whose rows all lie past s_q (the last 192-row tile) run no key block; each waits for its
-      // blocks' loads and releases their stages itself (session 12: v21's stand-in release by warpgroup 0 let a
-      // dead warpgroup's parity tests run two phases ahead of the loads; scripts/protocol_model.py).
+      // 192-row tiles (d64; d96/d128 since v45): warpgroups whose rows all lie past s_q (the last tile of a head) run
+      // no key block; each waits for its blocks' loads and releases their stages itself (session 12: v21's stand-in
+      // release by warpgroup 0 let a dead warpgroup's parity tests run two phases ahead of the loads;
+      // scripts/protocol_model.py), K and V apart where they are released apart.
       int live_blocks = n_blocks;
       uint32_t releases = 1;
-      if constexpr (Dp == 64) {
+      if constexpr (Dp == 64 || Cfg::kConsumers == 3) {
         const int dead_wgs =
             __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform
         if (cw >= Cfg::kConsumers - dead_wgs && n_blocks > 0) {
@@ -1482,6 +1498,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             mbar_wait(full_v(s), parity);
             __syncwarp();
             mbar_arrive_if(empty(s), lane == 0);  // this warp's share of the stage's release
+            if constexpr (kSplitKV<Dp>) mbar_arrive_if(empty_v(s), lane == 0);  // and V's
           }
           if constexpr (kTmaEpi && kQBufs >= 2) {
             release_staged();
@@ -1918,13 +1935,15 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
   // d96/d128 on 192x128 tiles (v6's loop, 3 consumers: a third fewer K/V copies per FLOP), else 128-row tiles.
   // Unmasked tiles all cost the same, so a launch takes ceil(tiles / SMs) tile-times: 192 rows where those
   // wave-rows are at most 3.5% above 128's (v30; on the grid: every unmasked s_q 2031-4096 and s_q >= 8175 launch
-  // but q8192-k32768's 16 heads). Causal tiles differ in cost and the scheduler hands out the heavy ones first,
-  // so causal launches keep v29's rule: 192 rows where they pad s_q by at most 1% more than 128-row tiles (s_k >
-  // 2048 only).
+  // but q8192-k32768's 16 heads). v45: a 192-row tile's dead warpgroups cost nothing, so it counts in live 64-row
+  // units, three a tile (the square short launches s495-s1024 move to 192 rows). Causal tiles differ in cost and the
+  // scheduler hands out the heavy ones first, so causal launches keep v29's rule: 192 rows where they pad s_q by at
+  // most 1% more than 128-row tiles (s_k > 2048 only), and since v45 every square one past s_k 2048 (s4079-s4096: the
+  // padding is dead warpgroups).
   const long long bh = static_cast<long long>(b) * h_q, sms = num_sms();
-  const long long waves192 = (bh * ((s_q + 191) / 192) + sms - 1) / sms * 192;
+  const long long waves192 = (bh * ((s_q + 63) / 64) + 3 * sms - 1) / (3 * sms) * 192;  // dead warpgroups skip
   const long long waves128 = (bh * ((s_q + 127) / 128) + sms - 1) / sms * 128;
-  const bool rows192 = causal ? (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101
+  const bool rows192 = causal ? s_q == s_k || (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101
                               : waves192 * 1000 <= waves128 * 1035;
   // v36: long keys (s_k > 2048) on the TMA epilogue too; every other d96/d128 launch below, on 128-key blocks
   if (d <= 128 && !tma && rows192) {

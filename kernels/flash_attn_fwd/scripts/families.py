@@ -18,8 +18,8 @@ Usage (repo root):
         per tile kind of the unmasked launches, a least-squares fit of the time a tile takes per wave,
         t = a + b x key blocks: b is a key block's cost, a what a tile costs besides its blocks (start,
         first softmax, last P V, epilogue). Tiles and key blocks follow best/kernel.cu's dispatch (v33):
-        d64 192 rows; d96/d128 192 rows where ceil(tiles / 132) x rows is within 3.5% of 128-row tiles',
-        else 128; d256 128; 128-key blocks, but 160 on 128-row d96/d128 tiles at s_k > 2048. If the
+        d64 192 rows; d96/d128 192 rows where ceil(tiles / 132) x rows is within 3.5% of 128-row tiles'
+        (v45: a 192-row tile counted in live 64-row units), else 128; d256 128; 128-key blocks, but 160 on 128-row d96/d128 tiles at s_k > 2048. If the
         dispatch changes, change `tile_kind` with it. The last column is the largest residual, a share of t:
         where it is large the line does not fit (long launches: a key block costs less the longer the launch,
         which the intercept then absorbs).
@@ -77,7 +77,8 @@ def family(shape: dict, by_rows: bool = False) -> str:
 
 def rows_of(shape: dict) -> int:
     """Rows a tile for either mask, as best/kernel.cu's dispatch picks them: unmasked by the wave rule (`tile_kind`);
-    causal d96/d128 on 192 rows only past s_k 2048 and where they pad s_q at most 1% more than 128-row tiles (v29)."""
+    causal d96/d128 on 192 rows only past s_k 2048, where they pad s_q at most 1% more than 128-row tiles (v29) or
+    s_q = s_k (v45: the padding is dead warpgroups, which skip)."""
     if not shape["causal"]:
         return tile_kind(shape)[0]
     d, s_q = shape["d"], shape["s_q"]
@@ -85,6 +86,8 @@ def rows_of(shape: dict) -> int:
         return 192
     if d > 128 or shape["s_k"] <= SHORT_SK:
         return 128
+    if s_q == shape["s_k"]:
+        return 192
     return 192 if -(-s_q // 192) * 192 * 100 <= -(-s_q // 128) * 128 * 101 else 128
 
 
@@ -141,7 +144,8 @@ def tile_kind(shape: dict) -> tuple[int, int]:
     if d > 128:
         return 128, 128
     bh = shape["b"] * shape["h_q"]
-    waves192 = -(-bh * -(-s_q // 192) // SMS) * 192
+    # v45: a 192-row tile's dead warpgroups skip, so it counts in live 64-row units, three a tile
+    waves192 = -(-bh * -(-s_q // 64) // (3 * SMS)) * 192
     waves128 = -(-bh * -(-s_q // 128) // SMS) * 128
     if waves192 * 1000 <= waves128 * 1035:
         return 192, 128

@@ -168,6 +168,11 @@ REPO = Path(__file__).resolve().parents[3]
 #   kernel time 0.944 and 0.932; every launch they touch -13..-20% (d96's s512/s1024 -27..-32%). The doubled K/V
 #   copies and twice the 64-key blocks cost more than the second CTA's overlap of tile edges gives.
 
+# - session 41's next_dead192 (v21's dead-warpgroup skip on the 192-row d96/d128 tiles), next_dead192w (+ the
+#   unmasked wave rule in live 64-row units) and next_dead192c (+ the square causal launches past s_k 2048 on 192
+#   rows), edits of v44, from b9ae2f4 (f23636ee, 8c735665, bafd20d7). Measured on an H100 in session 41:
+#   next_dead192c's full grid 1.1870 beside #115's kernel 1.1853 (kernel time 1.003); beside v44 short128 1.009 (3
+#   rounds), nomask_long 0.998, causal_long 1.002; became v45. next_dead192 and next_dead192w never ran alone.
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
 # shapes run at the 700 W cap (session 9), so the energy a byte of K/V costs on its way in decides how fast they
 # run. Against v28 at the same power: probe_samekv loads every key block from the head's block 0 (L2 hits: the
@@ -196,58 +201,26 @@ NOLOAD_EDITS = [
      "            }\n"),
 ]
 
-# Session 41: dead warpgroups on the 192-row d96/d128 tiles. v21's skip (a warpgroup whose 64 rows all lie past s_q
-# runs no key block: it waits for each block's loads and releases the stage) was compiled for d64 only
-# (`if constexpr (Dp == 64)`), so the last 192-row d96/d128 tile of a head computes its dead rows in full: at s_q % 192
-# = 128 one warpgroup of three, at 64 two (s2048: 1 of 33 warpgroup-tiles a head, s4096: 2 of 66; causal: the
-# heaviest tile). Session 17's probe_rows192 read "a lone warpgroup takes a whole tile-time" on d128 for that reason:
-# its dead warpgroups never skipped. With split K/V (kSplitKV) the dead warpgroup releases K and V separately.
-_DEAD_IF = "      if constexpr (Dp == 64) {\n        const int dead_wgs =\n"
-_DEAD_REL = ("            __syncwarp();\n"
-             "            mbar_arrive_if(empty(s), lane == 0);  // this warp's share of the stage's release\n")
-DEAD192_EDITS = [
-    (_DEAD_IF, _DEAD_IF.replace("(Dp == 64)", "(Dp == 64 || Cfg::kConsumers == 3)")),
-    (_DEAD_REL, _DEAD_REL + "            if constexpr (kSplitKV<Dp>) mbar_arrive_if(empty_v(s), lane == 0);  // and V's\n"),
-]
-# ... and the unmasked wave rule counting a 192-row tile's dead warpgroups as free: work in 64-row units, three a tile.
-# It moves the square unmasked d96/d128 launches at s_q 495-1024 (h16-16: 4096 tiles of 128 rows = 31.03 waves) onto
-# 192-row tiles; the prefill shapes (s_q <= 512 beside 4x the keys) keep 128 rows.
-DEAD192W_EDITS = DEAD192_EDITS + [
-    ("  const long long waves192 = (bh * ((s_q + 191) / 192) + sms - 1) / sms * 192;\n",
-     "  const long long waves192 = (bh * ((s_q + 63) / 64) + 3 * sms - 1) / (3 * sms) * 192;  // dead warpgroups skip\n"),
+# next_dead192r (after session 41's calls 1-2, H100), an edit of v45 (next_dead192c): v45's live-unit wave rule kept
+# where it gained. Kernel time v44 / next_dead192c: s_k <= 512 +2..+7% and d96 s1024 +5..+6% (both calls), d128 s1024
+# beside GQA -0.2..-3.4% (h32-8, h64-8, h32-1: 62-124 waves, little last wave to win back at 8 blocks a tile), h16-16
+# s1024 level. So the live-unit rule at v30's 3.5% where s_k <= 512 or d <= 96, and only where it saves 1.5% of the
+# wave-rows elsewhere (h16-16's 31.03 waves); v30's rule over whole tiles stays beside it. On the grid it moves the
+# three GQA d128 s1024 launches back to 128 rows. (Its first form, `variants.py --at b9ae2f4 next_dead192r`, 324da284,
+# an edit of v44, has the same device code; neither has run.)
+DEAD192R_EDITS = [
+    ("                              : waves192 * 1000 <= waves128 * 1035;\n",
+     "                              : waves192 * 1000 <= waves128 * (s_k <= 512 || d <= 96 ? 1035 : 985) ||\n"
+     "                                    (bh * ((s_q + 191) / 192) + sms - 1) / sms * 192 * 1000 <= waves128 * 1035;\n"),
 ]
 
-# ... and the square causal launches past s_k 2048 on 192-row tiles at every s_q (s4079-s4096 move: 4096 = 21 x 192 + 64
-# leaves two dead warpgroups in the heaviest tile, which v29's padding rule counted as computed).
-DEAD192C_EDITS = DEAD192W_EDITS + [
-    ("  const bool rows192 = causal ? (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101\n",
-     "  const bool rows192 = causal ? s_q == s_k || (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101\n"),
-]
-# next_dead192r (after session 41's calls 1-2, H100): next_dead192c's 192-row rule kept where it gained. Kernel time v44 /
-# next_dead192c: s_k <= 512 +2..+7% and d96 s1024 +5..+6% (both calls), d128 s1024 beside GQA -0.2..-3.4% (h32-8, h64-8,
-# h32-1: 62-124 waves, little last wave to win back at 8 blocks a tile), h16-16 s1024 level. So the live-unit rule at
-# v30's 3.5% where s_k <= 512 or d <= 96, and only where it saves 1.5% of the wave-rows elsewhere (h16-16's 31.03
-# waves); v30's rule stays beside it.
-DEAD192R_EDITS = DEAD192_EDITS + [
-    ("                              : waves192 * 1000 <= waves128 * 1035;\n",
-     "                              : waves192 * 1000 <= waves128 * 1035 ||\n"
-     "                                    (bh * ((s_q + 63) / 64) + 3 * sms - 1) / (3 * sms) * 192 * 1000 <=\n"
-     "                                        waves128 * (s_k <= 512 || d <= 96 ? 1035 : 985);  // next_dead192r\n"),
-    DEAD192C_EDITS[-1],
-]
 ROWS192_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
 ]
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_dead192": ("kernel.cu", "// next_dead192: best/kernel.cu with dead warpgroups skipping on the 192-row d96/d128 tiles too.\n",
-                     DEAD192_EDITS),
-    "next_dead192w": ("kernel.cu", "// next_dead192w: next_dead192 + the unmasked wave rule counting dead warpgroups as free.\n",
-                      DEAD192W_EDITS),
-    "next_dead192c": ("kernel.cu", "// next_dead192c: next_dead192w + the square causal launches past s_k 2048 on 192-row tiles.\n",
-                      DEAD192C_EDITS),
-    "next_dead192r": ("kernel.cu", "// next_dead192r: next_dead192 + the live-unit wave rule where it gained + next_dead192c's causal rule.\n",
+    "next_dead192r": ("kernel.cu", "// next_dead192r: best/kernel.cu (v45) with its live-unit wave rule only where it gained.\n",
                       DEAD192R_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
