@@ -135,10 +135,11 @@ def device_bars(history: Sequence[AttemptView], noise: float, paired_noise: floa
     session that moved machines keeps each device's bar: flash_attn_fwd's log named only the H100's after session 35,
     and the H200's (#35's kernel, 1.179x alone) lived in the notes."""
     _, _, holders, _ = _walk(history, noise, paired_noise)
-    latest = gain_bar(history, noise, paired_noise)
+    latest = next((a.device for a in reversed(history) if a.measured and a.timed_speedup is not None
+                   and a.scope == "full"), None)
     bars = [Bar(device, number, best * (1 + noise)) for (scope, device), (number, best) in holders.items()
-            if scope == "full" and (latest is None or device != latest.device)]
-    return ([latest] if latest else []) + sorted(bars, key=lambda b: b.device)
+            if scope == "full"]
+    return sorted(bars, key=lambda b: (b.device != latest, b.device))
 
 
 def gain_and_bar(history: Sequence[AttemptView], noise: float,
