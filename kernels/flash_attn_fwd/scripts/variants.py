@@ -214,13 +214,13 @@ DEAD192R_EDITS = [
      "                                    (bh * ((s_q + 191) / 192) + sms - 1) / sms * 192 * 1000 <= waves128 * 1035;\n"),
 ]
 
-# next_c192s / next_c192s96 (session 41, after v45): the square short causal d96/d128 launches (s_q = s_k <= 2048, 21
-# on the grid at ~1.16) on v45's 192-row causal functions (v6's loop, TMA epilogue, dead warpgroups skip), every one /
-# d96's only. v45 moved the square causal s4096 launches so: d96 +7% in two calls, d128 level. These keep v26's
-# half-width diagonal block on 128 rows otherwise; the 192-row functions have none (next_r192diag was level).
+# next_c192s (session 41, after v45): the square short causal d96/d128 launches (s_q = s_k <= 2048, 21 on the grid at
+# ~1.16) on v45's 192-row causal functions (v6's loop, TMA epilogue, dead warpgroups skip). v45 moved the square causal
+# s4096 launches so: d96 +7% in two calls, d128 level; a d96-only form is `&& d <= 96` in the test below (left out of
+# VARIANTS: every variant is compiled by CI, and one A/B of this one reads d96 and d128 apart). The 128-row functions
+# these launches leave have v26's half-width diagonal block; the 192-row ones have none (next_r192diag was level).
 _C192_IF = "  if (d <= 128 && !tma && rows192) {\n"
 C192S_EDITS = [(_C192_IF, "  if (d <= 128 && (!tma || (causal && s_q == s_k)) && rows192) {  // next_c192s\n")]
-C192S96_EDITS = [(_C192_IF, "  if (d <= 128 && (!tma || (causal && s_q == s_k && d <= 96)) && rows192) {  // next_c192s96\n")]
 
 ROWS192_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
@@ -232,8 +232,6 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                       DEAD192R_EDITS),
     "next_c192s": ("kernel.cu", "// next_c192s: best/kernel.cu (v45) with the square short causal d96/d128 launches on 192-row tiles.\n",
                    C192S_EDITS),
-    "next_c192s96": ("kernel.cu", "// next_c192s96: best/kernel.cu (v45) with the square short causal d96 launches on 192-row tiles.\n",
-                     C192S96_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
