@@ -173,6 +173,7 @@ REPO = Path(__file__).resolve().parents[3]
 #   rows), edits of v44, from b9ae2f4 (f23636ee, 8c735665, bafd20d7). Measured on an H100 in session 41:
 #   next_dead192c's full grid 1.1870 beside #115's kernel 1.1853 (kernel time 1.003); beside v44 short128 1.009 (3
 #   rounds), nomask_long 0.998, causal_long 1.002; became v45. next_dead192 and next_dead192w never ran alone.
+
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
 # shapes run at the 700 W cap (session 9), so the energy a byte of K/V costs on its way in decides how fast they
 # run. Against v28 at the same power: probe_samekv loads every key block from the head's block 0 (L2 hits: the
