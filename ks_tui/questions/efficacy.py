@@ -87,15 +87,23 @@ def outcome_is_new_best(before: float | None, after: float | None, noise: float 
     return after > before * (1 + noise)
 
 
+def by_ask(records: Sequence[dict[str, Any]], kind: str, latest: bool = False) -> dict[str, dict[str, Any]]:
+    """The records of one kind by ask id, in file order: the first of each ask, or with `latest` the last (the file
+    is in time order, so that is the newest: a retag or a judgement supersedes the ones before it)."""
+    out: dict[str, dict] = {}
+    for r in records:
+        if r.get("kind") == kind and r.get("ask"):
+            if latest:
+                out[r["ask"]] = r
+            else:
+                out.setdefault(r["ask"], r)
+    return out
+
+
 def asks_as_retagged(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The asked records by ask id, in file order, each under the question its latest `retagged` record names."""
-    asks: dict[str, dict] = {}
-    retags: dict[str, dict] = {}
-    for r in records:
-        if r.get("kind") == "asked" and r.get("ask"):
-            asks.setdefault(r["ask"], r)
-        elif r.get("kind") == "retagged" and r.get("ask"):
-            retags[r["ask"]] = r  # the file is in time order: the latest wins
+    asks = by_ask(records, "asked")
+    retags = by_ask(records, "retagged", latest=True)
     return {k: {**a, **{f: retags[k][f] for f in ("question", "category", "text") if f in retags[k]}}
             if k in retags else a for k, a in asks.items()}
 
@@ -105,13 +113,8 @@ def compute_stats(records: Sequence[dict[str, Any]], noise: float = 0.0, skipped
     judgement: a same-call gain in the window is a new best even inside `noise`. An ask counts for the
     question it was retagged to, if any."""
     asks = asks_as_retagged(records)
-    outcomes: dict[str, dict] = {}
-    judged: dict[str, dict] = {}
-    for r in records:
-        if r.get("kind") == "outcome" and r.get("ask"):
-            outcomes.setdefault(r["ask"], r)
-        elif r.get("kind") == "judged" and r.get("ask"):
-            judged[r["ask"]] = r  # the file is in time order: the latest judgement wins
+    outcomes = by_ask(records, "outcome")
+    judged = by_ask(records, "judged", latest=True)
     stats = EfficacyStats(skipped_lines=skipped)
     for ask_id, a in asks.items():
         qid, cat = str(a.get("question")), str(a.get("category") or "")
@@ -296,8 +299,8 @@ class EfficacyStore:
         noise = effective_noise(history, self.config)
         paired = {g.number: g for g in gains(history, noise, self.config.paired_noise) if g.over is not None}
         asks = [r for r in asks_as_retagged(records).values() if r.get("session") == session]
-        outcomes = {r["ask"]: r for r in records if r.get("kind") == "outcome" and r.get("ask")}
-        latest = {r["ask"]: r for r in records if r.get("kind") == "judged" and r.get("ask")}
+        outcomes = by_ask(records, "outcome")  # the first, as compute_stats counts it
+        latest = by_ask(records, "judged", latest=True)
         for i, a in enumerate(asks):
             o = outcomes.get(a.get("ask"))
             if o is None or not o.get("attempts"):
