@@ -223,6 +223,77 @@ DEAD192R_EDITS = [
 _C192_IF = "  if (d <= 128 && !tma && rows192) {\n"
 C192S_EDITS = [(_C192_IF, "  if (d <= 128 && (!tma || (causal && s_q == s_k)) && rows192) {  // next_c192s\n")]
 
+# next_split3 (session 42, `limit-evidence` carried on: v45's dead warpgroups skip, so a 192-row tile with one live
+# warpgroup may take well under a tile-time, which session 17's void probe could not see). The unmasked 192-row
+# d96/d128 launches end on a part-empty wave: h16-16 s512-s4096 hold 3072 / 2816 tiles, 23.27 / 21.33 waves on 132
+# SMs, so the last 36 / 44 tiles run while 96 / 88 SMs idle. Here those last k tiles (where 3k <= the grid) are handed
+# out as 3k pieces of 64 rows, each a tile whose warpgroups 1-2 are dead (no combine step: a piece owns its rows).
+# The slot's first word carries the piece's first row, bit 31 set for a lone piece; pieces wholly past s_q are
+# skipped by the producer. Only those functions (kSplitTail) change; the host passes split_from (num_tiles: no
+# split) in `sec`, which unmasked launches do not use (a new kernel parameter reordered other functions' SASS).
+# Prediction: with a lone warpgroup at r of a tile-time, (1 - r) / 22..24 on the h16-16 s512-s4096 launches (12 in
+# short128; r 0.5: +2.1..+2.3% each, r 0.8: ~+0.9%), (1 - r) / 86..94 on h64-8 s512-s4096; none elsewhere.
+_SPLIT_T = "template <int Dp, int Consumers, bool HalfDiag> constexpr bool kSplitTail"
+SPLIT3_EDITS = [
+    ("template <int Dp> constexpr bool kSplitKV = Dp >= 128;\n",
+     "template <int Dp> constexpr bool kSplitKV = Dp >= 128;\n"
+     "// next_split3: the unmasked 192-row d96/d128 functions hand their last part-empty wave out as 64-row pieces\n"
+     + _SPLIT_T + " = Dp == 128 && Consumers == 3 && !HalfDiag;\n"),
+    ("        Tile w{0, 0, 0, -1};\n"
+     "        if (!last)\n"
+     "          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q,\n"
+     "                                                       s_k, causal);\n",
+     "        Tile w{0, 0, 0, -1};\n"
+     "        if (!last) {\n"
+     "          int t = static_cast<int>(tile), part = -1;\n"
+     "          if constexpr (kSplitTail<Dp, Cfg::kConsumers, kHalfDiag>) {\n"
+     "            const int split_from = sec;  // unmasked launches have one section: `sec` carries the first split tile\n"
+     "            if (t >= split_from) {  // piece `part` of tile split_from + j / 3\n"
+     "              const int j = t - split_from;\n"
+     "              t = split_from + j / 3;\n"
+     "              part = j - j / 3 * 3;\n"
+     "            }\n"
+     "          }\n"
+     "          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(t, num_m_blocks, num_bh,\n"
+     "                                                       kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? 1 : sec, h_q, s_q,\n"
+     "                                                       s_k, causal);\n"
+     "          if constexpr (kSplitTail<Dp, Cfg::kConsumers, kHalfDiag>) {\n"
+     "            const int r0 = w.m_block * Cfg::kBlockM + (part > 0 ? 64 * part : 0);\n"
+     "            if (r0 >= s_q) {  // a piece wholly past s_q: none of its rows exist\n"
+     "              uint32_t grid;\n"
+     "              asm volatile(\"mov.u32 %0, %%nctaid.x;\\n\" : \"=r\"(grid));\n"
+     "              tile = atomicAdd(&g_tile_counter, 1u) + grid;\n"
+     "              continue;\n"
+     "            }\n"
+     "            w.m_block = static_cast<int>(static_cast<uint32_t>(r0) | (part >= 0 ? 0x80000000u : 0u));\n"
+     "          }\n"
+     "        }\n"),
+    ("                     w.head, w.m_block * Cfg::kBlockM, w.batch);\n",
+     "                     w.head, kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? (w.m_block & 0x7fffffff)\n"
+     "                                                                          : w.m_block * Cfg::kBlockM, w.batch);\n"),
+    ("    const int m0 = w.m_block * Cfg::kBlockM;\n",
+     "    const int m0 = kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? (w.m_block & 0x7fffffff) : w.m_block * Cfg::kBlockM;\n"
+     "    const bool lone = kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> && w.m_block < 0;  // a 64-row piece: warpgroup 0 alone\n"),
+    ("            __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform\n",
+     "            __shfl_sync(0xffffffff, max(lone ? Cfg::kConsumers - 1 : 0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);\n"),
+    ("            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing\n"
+     "#pragma unroll\n"
+     "              for (int p = 0; p < kPanels; ++p)\n",
+     "            if (m0 + cw * 64 < s_q && !(lone && cw > 0)) {  // a slice past s_q, or a lone piece's dead ones: nothing\n"
+     "#pragma unroll\n"
+     "              for (int p = 0; p < kPanels; ++p)\n"),
+    ("  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();\n",
+     "  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();\n"
+     "  int split_from = num_tiles, run_tiles = num_tiles;  // next_split3: the last part-empty wave in 64-row pieces\n"
+     "  if (kSplitTail<Dp, Config<Dp, kM, kN>::kConsumers, kHalfDiag> && num_tiles > grid && num_tiles % grid > 0 &&\n"
+     "      3 * (num_tiles % grid) <= grid) {\n"
+     "    split_from = num_tiles - num_tiles % grid;\n"
+     "    run_tiles = num_tiles + 2 * (num_tiles % grid);\n"
+     "  }\n"),
+    ("      num_bh, sec, num_tiles);\n",
+     "      num_bh, kSplitTail<Dp, Config<Dp, kM, kN>::kConsumers, kHalfDiag> ? split_from : sec, run_tiles);\n"),
+]
+
 ROWS192_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
@@ -233,6 +304,8 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                       DEAD192R_EDITS),
     "next_c192s": ("kernel.cu", "// next_c192s: best/kernel.cu (v45) with the square short causal d96/d128 launches on 192-row tiles.\n",
                    C192S_EDITS),
+    "next_split3": ("kernel.cu", "// next_split3: best/kernel.cu (v45) with the unmasked 192-row d96/d128 launches' last wave in 64-row pieces.\n",
+                    SPLIT3_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
