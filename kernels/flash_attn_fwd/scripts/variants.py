@@ -294,6 +294,10 @@ SPLIT3_EDITS = [
      "      num_bh, kSplitTail<Dp, Config<Dp, kM, kN>::kConsumers, kHalfDiag> ? split_from : sec, run_tiles);\n"),
 ]
 
+# next_all3 (session 42): next_dead192r, next_c192s and next_split3 together (their edits touch different lines), the
+# kernel to put beside #115's on the full grid if each reads a gain on its own launches in the same call.
+ALL3_EDITS = DEAD192R_EDITS + C192S_EDITS + SPLIT3_EDITS
+
 ROWS192_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
      "                              : true;  // probe_rows192: every unmasked launch on 192-row tiles\n"),
@@ -306,6 +310,7 @@ VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
                    C192S_EDITS),
     "next_split3": ("kernel.cu", "// next_split3: best/kernel.cu (v45) with the unmasked 192-row d96/d128 launches' last wave in 64-row pieces.\n",
                     SPLIT3_EDITS),
+    "next_all3": ("kernel.cu", "// next_all3: best/kernel.cu (v45) with next_dead192r, next_c192s and next_split3.\n", ALL3_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
