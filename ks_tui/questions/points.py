@@ -180,19 +180,21 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
     since: int | None = None
     found: list[Gain] = []
     counts: list[int] = []  # the attempts after each gain, up to the next
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()  # (kernel, scope, device) timed
     paired: set[tuple[str, str, str]] = set()  # (kernel, scope, best kernel): a round beside that best kernel was had
     last: Round | None = None
     for a in history:
         if not a.measured:
             continue
         s = a.timed_speedup
-        # A re-measure of a kernel already timed over the same scenarios (`ks try --again`, or the same code
-        # with only its comments or layout edited) is a repeat measurement: its drift is noise, never a gain.
+        # A re-measure of a kernel already timed over the same scenarios on the same device (`ks try --again`, or
+        # the same code with only its comments or layout edited) is a repeat measurement: its drift is noise, never
+        # a gain. Its first run on another device is not: speeds of two devices are never compared (issue 8: v45's
+        # first H200 grid, after its H100 ones, had counted as a re-measure and could not be that device's gain).
         kernel = a.identity
-        again = bool(kernel) and (kernel, a.scope) in seen
+        again = bool(kernel) and (kernel, a.scope, a.device) in seen
         if kernel and s is not None:
-            seen.add((kernel, a.scope))
+            seen.add((kernel, a.scope, a.device))
         key = (a.scope, a.device)
         if s is not None and a.scope != "subset" and key not in best and since is not None:
             best[key], best_kernel[key], holder[key] = s, kernel, a.number  # another scope or device

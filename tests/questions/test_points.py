@@ -213,6 +213,17 @@ def test_a_remeasure_of_the_same_kernel_is_never_a_gain():
     assert last_gain([ok(1, 1.00, **same), ok(2, 1.03, **same)], 0.02) == (1, 1)
 
 
+def test_a_kernels_first_run_on_another_device_can_be_that_devices_gain():
+    """Issue 8, session 42: v45 had H100 grids (#144); its first H200 grid (#145) read far above the H200's best, but
+    counted as a re-measure, so a slower new kernel timed after it (#146) took the gain and named the bar."""
+    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    history = [ok(1, 1.155, device=h200, kernel_sha256="v35"), ok(2, 1.187, device=h100, kernel_sha256="v45"),
+               ok(3, 1.198, device=h200, kernel_sha256="v45"), ok(4, 1.194, device=h200, kernel_sha256="all3")]
+    assert last_gain(history, 0.02) == (3, 1)
+    # a second H200 run of v45 is a re-measure there: drift, never a gain
+    assert last_gain([*history[:3], ok(4, 1.230, device=h200, kernel_sha256="v45")], 0.02) == (3, 1)
+
+
 def test_a_rollback_to_a_failed_attempt_does_not_extend_a_failure_streak():
     from ks_tui.questions.history import AttemptView
     rb = AttemptView(number=4, status="incorrect", rollback_of=2)
