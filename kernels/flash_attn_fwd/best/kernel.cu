@@ -1,3 +1,16 @@
+// v46 (ks session 20261203-194412-15bf, attempt 147): v45 with the last part-empty wave of the unmasked 192-row
+// d96/d128 launches handed out as 64-row pieces. Those launches end on a wave that holds k tiles of 132 (h16-16 and
+// h64-8 at s495-s4096: 3072 / 2816 / 12288 / 11264 tiles, k = 12-44) while the other SMs idle. Since v45 a warpgroup
+// whose rows do not exist runs no key block, so where 3k <= the grid the last k tiles go out as 3k pieces, each a
+// 192-row tile whose warpgroup 0 alone is live (its Q box starts at the piece's row; warpgroups 1-2 skip and store
+// nothing); no combine step, as a piece owns its 64 rows. A piece wholly past s_q is skipped by the producer. The
+// decoded tile's first word carries the piece's first row, bit 31 set for a lone piece (kSplitTail functions only);
+// the host passes the first split tile in `sec`, which unmasked launches do not use (a new kernel parameter had
+// reordered other functions' SASS). Every other function's SASS is v45's (scripts/sass.py diff). Measured as
+// next_split3 on an H200 in session 42 (NVIDIA H200, call 2, full grid, 1 round, run first): 1.2026, 182/182,
+// beside v45 at 1.1970 (run second; 1.1981 in call 1, run first): kernel time 1.004, its 20 launches 1.016
+// (-1.5..+4.5% each), the other 162 (v45's machine code) 1.003, the run order's drift. So ~+1.3% on its launches,
+// as predicted (+0.9..+2.3% for a lone warpgroup at 0.5-0.8 of a tile-time), ~+0.15% on the grid.
 // v45 (ks session 20261203-194412-15bf, attempt 144): v44 with dead warpgroups skipped on the 192-row d96/d128 tiles,
 // and the tile-height rules counting them as free. v21's skip (a warpgroup whose 64 rows all lie past s_q runs no key
 // block: it waits for each block's loads and releases the stage) was compiled for d64 only, so the last 192-row
@@ -428,6 +441,8 @@ template <int Dp, int Steps> constexpr int kVPanels = kV64<Dp, Steps> ? 3 : Dp /
 // Head dims whose K and V of a stage are released apart (empty guards K, emptyV guards V):
 // d96/d128 (FA3 loop order) and d256 (one stage: K_{i+1} loads while P_i V_i still reads V_i).
 template <int Dp> constexpr bool kSplitKV = Dp >= 128;
+// v46: the unmasked 192-row d96/d128 functions hand their last part-empty wave out as 64-row pieces
+template <int Dp, int Consumers, bool HalfDiag> constexpr bool kSplitTail = Dp == 128 && Consumers == 3 && !HalfDiag;
 
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
 template <int Dp, int M = kDefaultRows<Dp>, int N = 128> __host__ __device__ constexpr int num_barriers() {
@@ -1158,9 +1173,30 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         // Publish the decoded tile (or the sentinel, n_blocks -1) to the consumers: they need no divisions.
         const bool last = tile >= static_cast<uint32_t>(num_tiles);
         Tile w{0, 0, 0, -1};
-        if (!last)
-          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q,
+        if (!last) {
+          int t = static_cast<int>(tile), part = -1;
+          if constexpr (kSplitTail<Dp, Cfg::kConsumers, kHalfDiag>) {
+            const int split_from = sec;  // unmasked launches have one section: `sec` carries the first split tile
+            if (t >= split_from) {  // piece `part` of tile split_from + j / 3
+              const int j = t - split_from;
+              t = split_from + j / 3;
+              part = j - j / 3 * 3;
+            }
+          }
+          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(t, num_m_blocks, num_bh,
+                                                       kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? 1 : sec, h_q, s_q,
                                                        s_k, causal);
+          if constexpr (kSplitTail<Dp, Cfg::kConsumers, kHalfDiag>) {
+            const int r0 = w.m_block * Cfg::kBlockM + (part > 0 ? 64 * part : 0);
+            if (r0 >= s_q) {  // a piece wholly past s_q: none of its rows exist
+              uint32_t grid;
+              asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(grid));
+              tile = atomicAdd(&g_tile_counter, 1u) + grid;
+              continue;
+            }
+            w.m_block = static_cast<int>(static_cast<uint32_t>(r0) | (part >= 0 ? 0x80000000u : 0u));
+          }
+        }
         static_assert(kTileSlots == 2 && kQBufs <= 2, "2-bit counters");
         const uint32_t slot_count = ring & 3u;
         const uint32_t slot = slot_count % kTileSlots;
@@ -1182,7 +1218,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
 #pragma unroll
           for (int p = 0; p < kPanels; ++p)
             tma_load(sQ + q_buf * kQBytes + p * Cfg::kBlockM * 128, &tm_q, q_full(q_buf), p * 64,
-                     w.head, w.m_block * Cfg::kBlockM, w.batch);
+                     w.head, kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? (w.m_block & 0x7fffffff)
+                                                                          : w.m_block * Cfg::kBlockM, w.batch);
           ring = (ring & 3u) | ((ring + 4) & 12u);
           for (int i = 0; i < w.n_blocks; ++i) {
             const int n = w.n_blocks - 1 - i;  // masked (diagonal / tail) tiles first
@@ -1293,7 +1330,8 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     if (w.n_blocks < 0) break;
 
     const int n_blocks = w.n_blocks;
-    const int m0 = w.m_block * Cfg::kBlockM;
+    const int m0 = kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? (w.m_block & 0x7fffffff) : w.m_block * Cfg::kBlockM;
+    const bool lone = kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> && w.m_block < 0;  // a 64-row piece: warpgroup 0 alone
     const int row0 = m0 + cw * 64 + warp * 16 + g;  // this thread's two rows: row0, row0 + 8
 
     float o_acc[kDv<Dp, kQkSteps> / 2];
@@ -1487,7 +1525,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       uint32_t releases = 1;
       if constexpr (Dp == 64 || Cfg::kConsumers == 3) {
         const int dead_wgs =
-            __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform
+            __shfl_sync(0xffffffff, max(lone ? Cfg::kConsumers - 1 : 0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);
         if (cw >= Cfg::kConsumers - dead_wgs && n_blocks > 0) {
           live_blocks = 0;
           for (int i = 0; i < n_blocks; ++i) {
@@ -1749,7 +1787,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           fence_proxy_async_shared();          // these writes, before the TMA reads them
           named_sync(kEpilogueBarrier + cw, 128);  // the warpgroup's 128 threads have written
           if (threadIdx.x % 128 == 0) {
-            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing
+            if (m0 + cw * 64 < s_q && !(lone && cw > 0)) {  // a slice past s_q, or a lone piece's dead ones: nothing
 #pragma unroll
               for (int p = 0; p < kPanels; ++p)
                 tma_store(&tm_o, q_half + p * Cfg::kBlockM * 128, p * 64, w.head, m0 + cw * 64, w.batch);
@@ -1908,10 +1946,16 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
       ++cut;
   }
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
+  int split_from = num_tiles, run_tiles = num_tiles;  // v46: the last part-empty wave in 64-row pieces
+  if (kSplitTail<Dp, Config<Dp, kM, kN>::kConsumers, kHalfDiag> && num_tiles > grid && num_tiles % grid > 0 &&
+      3 * (num_tiles % grid) <= grid) {
+    split_from = num_tiles - num_tiles % grid;
+    run_tiles = num_tiles + 2 * (num_tiles % grid);
+  }
   const float scale_log2 = scale * 1.4426950408889634f;
   attn_fwd_sm90<T, Dp, kM, kQkSteps, kTmaEpi, kN, kHalfDiag><<<grid, Config<Dp, kM, kN>::kThreads, smem, stream>>>(
       tq, tk, tv, to, static_cast<T*>(o), s_q, s_k, h_q, h_kv, d, causal ? 1 + cut : 0, scale_log2, num_m_blocks,
-      num_bh, sec, num_tiles);
+      num_bh, kSplitTail<Dp, Config<Dp, kM, kN>::kConsumers, kHalfDiag> ? split_from : sec, run_tiles);
   return cudaGetLastError() == cudaSuccess ? 0 : 4;
 }
 

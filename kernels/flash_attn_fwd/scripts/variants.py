@@ -174,6 +174,14 @@ REPO = Path(__file__).resolve().parents[3]
 #   next_dead192c's full grid 1.1870 beside #115's kernel 1.1853 (kernel time 1.003); beside v44 short128 1.009 (3
 #   rounds), nomask_long 0.998, causal_long 1.002; became v45. next_dead192 and next_dead192w never ran alone.
 
+# - session 42's next_split3 (the unmasked 192-row d96/d128 launches' last part-empty wave as 64-row pieces of one live
+#   warpgroup), next_c192s (session 41's: the square short causal d96/d128 launches on 192-row causal functions) and
+#   next_all3 (next_dead192r + next_c192s + next_split3), edits of v45, from 967a2e9 (e22a1278, 9ed25ea2, 9605a1a6).
+#   Measured on an H200 in session 42 (NVIDIA H200): next_split3's full grid 1.2026 beside v45 at 1.1970 (call 2; its
+#   20 launches kernel time 1.016, the other 162 1.003), became v46; next_all3's full grid 1.1943 beside v45 at 1.1981
+#   (call 1, kernel time 0.996): the square short causal d128 launches -7..-10% and d96 s512-s1024 -5% on 192-row
+#   causal functions (next_c192s's part), so next_c192s leaves too. next_c192s never ran alone.
+
 # Session 14: probes, not candidates (their output is wrong by design; only scripts/clock_log.py runs them). Long
 # shapes run at the 700 W cap (session 9), so the energy a byte of K/V costs on its way in decides how fast they
 # run. Against v28 at the same power: probe_samekv loads every key block from the head's block 0 (L2 hits: the
@@ -208,95 +216,13 @@ NOLOAD_EDITS = [
 # s1024 level. So the live-unit rule at v30's 3.5% where s_k <= 512 or d <= 96, and only where it saves 1.5% of the
 # wave-rows elsewhere (h16-16's 31.03 waves); v30's rule over whole tiles stays beside it. On the grid it moves the
 # three GQA d128 s1024 launches back to 128 rows. (Its first form, `variants.py --at b9ae2f4 next_dead192r`, 324da284,
-# an edit of v44, has the same device code; neither has run.)
+# an edit of v44, and its v45 form, `--at 967a2e9`, d7e62806, have the same device code in this rule; it has run only
+# inside session 42's next_all3. Now an edit of v46, whose split pieces the h64-8 s1024 launch would leave.)
 DEAD192R_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
      "                              : waves192 * 1000 <= waves128 * (s_k <= 512 || d <= 96 ? 1035 : 985) ||\n"
      "                                    (bh * ((s_q + 191) / 192) + sms - 1) / sms * 192 * 1000 <= waves128 * 1035;\n"),
 ]
-
-# next_c192s (session 41, after v45): the square short causal d96/d128 launches (s_q = s_k <= 2048, 21 on the grid at
-# ~1.16) on v45's 192-row causal functions (v6's loop, TMA epilogue, dead warpgroups skip). v45 moved the square causal
-# s4096 launches so: d96 +7% in two calls, d128 level; a d96-only form is `&& d <= 96` in the test below (left out of
-# VARIANTS: every variant is compiled by CI, and one A/B of this one reads d96 and d128 apart). The 128-row functions
-# these launches leave have v26's half-width diagonal block; the 192-row ones have none (next_r192diag was level).
-_C192_IF = "  if (d <= 128 && !tma && rows192) {\n"
-C192S_EDITS = [(_C192_IF, "  if (d <= 128 && (!tma || (causal && s_q == s_k)) && rows192) {  // next_c192s\n")]
-
-# next_split3 (session 42, `limit-evidence` carried on: v45's dead warpgroups skip, so a 192-row tile with one live
-# warpgroup may take well under a tile-time, which session 17's void probe could not see). The unmasked 192-row
-# d96/d128 launches end on a part-empty wave: h16-16 s512-s4096 hold 3072 / 2816 tiles, 23.27 / 21.33 waves on 132
-# SMs, so the last 36 / 44 tiles run while 96 / 88 SMs idle. Here those last k tiles (where 3k <= the grid) are handed
-# out as 3k pieces of 64 rows, each a tile whose warpgroups 1-2 are dead (no combine step: a piece owns its rows).
-# The slot's first word carries the piece's first row, bit 31 set for a lone piece; pieces wholly past s_q are
-# skipped by the producer. Only those functions (kSplitTail) change; the host passes split_from (num_tiles: no
-# split) in `sec`, which unmasked launches do not use (a new kernel parameter reordered other functions' SASS).
-# Prediction: with a lone warpgroup at r of a tile-time, (1 - r) / 22..24 on the h16-16 s512-s4096 launches (12 in
-# short128; r 0.5: +2.1..+2.3% each, r 0.8: ~+0.9%), (1 - r) / 86..94 on h64-8 s512-s4096; none elsewhere.
-_SPLIT_T = "template <int Dp, int Consumers, bool HalfDiag> constexpr bool kSplitTail"
-SPLIT3_EDITS = [
-    ("template <int Dp> constexpr bool kSplitKV = Dp >= 128;\n",
-     "template <int Dp> constexpr bool kSplitKV = Dp >= 128;\n"
-     "// next_split3: the unmasked 192-row d96/d128 functions hand their last part-empty wave out as 64-row pieces\n"
-     + _SPLIT_T + " = Dp == 128 && Consumers == 3 && !HalfDiag;\n"),
-    ("        Tile w{0, 0, 0, -1};\n"
-     "        if (!last)\n"
-     "          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(static_cast<int>(tile), num_m_blocks, num_bh, sec, h_q, s_q,\n"
-     "                                                       s_k, causal);\n",
-     "        Tile w{0, 0, 0, -1};\n"
-     "        if (!last) {\n"
-     "          int t = static_cast<int>(tile), part = -1;\n"
-     "          if constexpr (kSplitTail<Dp, Cfg::kConsumers, kHalfDiag>) {\n"
-     "            const int split_from = sec;  // unmasked launches have one section: `sec` carries the first split tile\n"
-     "            if (t >= split_from) {  // piece `part` of tile split_from + j / 3\n"
-     "              const int j = t - split_from;\n"
-     "              t = split_from + j / 3;\n"
-     "              part = j - j / 3 * 3;\n"
-     "            }\n"
-     "          }\n"
-     "          w = decode_tile<BN, Cfg::kBlockM, kHalfDiag>(t, num_m_blocks, num_bh,\n"
-     "                                                       kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? 1 : sec, h_q, s_q,\n"
-     "                                                       s_k, causal);\n"
-     "          if constexpr (kSplitTail<Dp, Cfg::kConsumers, kHalfDiag>) {\n"
-     "            const int r0 = w.m_block * Cfg::kBlockM + (part > 0 ? 64 * part : 0);\n"
-     "            if (r0 >= s_q) {  // a piece wholly past s_q: none of its rows exist\n"
-     "              uint32_t grid;\n"
-     "              asm volatile(\"mov.u32 %0, %%nctaid.x;\\n\" : \"=r\"(grid));\n"
-     "              tile = atomicAdd(&g_tile_counter, 1u) + grid;\n"
-     "              continue;\n"
-     "            }\n"
-     "            w.m_block = static_cast<int>(static_cast<uint32_t>(r0) | (part >= 0 ? 0x80000000u : 0u));\n"
-     "          }\n"
-     "        }\n"),
-    ("                     w.head, w.m_block * Cfg::kBlockM, w.batch);\n",
-     "                     w.head, kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? (w.m_block & 0x7fffffff)\n"
-     "                                                                          : w.m_block * Cfg::kBlockM, w.batch);\n"),
-    ("    const int m0 = w.m_block * Cfg::kBlockM;\n",
-     "    const int m0 = kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> ? (w.m_block & 0x7fffffff) : w.m_block * Cfg::kBlockM;\n"
-     "    const bool lone = kSplitTail<Dp, Cfg::kConsumers, kHalfDiag> && w.m_block < 0;  // a 64-row piece: warpgroup 0 alone\n"),
-    ("            __shfl_sync(0xffffffff, max(0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);  // provably uniform\n",
-     "            __shfl_sync(0xffffffff, max(lone ? Cfg::kConsumers - 1 : 0, Cfg::kConsumers - (s_q - m0 + 63) / 64), 0);\n"),
-    ("            if (m0 + cw * 64 < s_q) {  // a slice wholly past s_q stores nothing\n"
-     "#pragma unroll\n"
-     "              for (int p = 0; p < kPanels; ++p)\n",
-     "            if (m0 + cw * 64 < s_q && !(lone && cw > 0)) {  // a slice past s_q, or a lone piece's dead ones: nothing\n"
-     "#pragma unroll\n"
-     "              for (int p = 0; p < kPanels; ++p)\n"),
-    ("  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();\n",
-     "  const int grid = num_tiles < num_sms() ? num_tiles : num_sms();\n"
-     "  int split_from = num_tiles, run_tiles = num_tiles;  // next_split3: the last part-empty wave in 64-row pieces\n"
-     "  if (kSplitTail<Dp, Config<Dp, kM, kN>::kConsumers, kHalfDiag> && num_tiles > grid && num_tiles % grid > 0 &&\n"
-     "      3 * (num_tiles % grid) <= grid) {\n"
-     "    split_from = num_tiles - num_tiles % grid;\n"
-     "    run_tiles = num_tiles + 2 * (num_tiles % grid);\n"
-     "  }\n"),
-    ("      num_bh, sec, num_tiles);\n",
-     "      num_bh, kSplitTail<Dp, Config<Dp, kM, kN>::kConsumers, kHalfDiag> ? split_from : sec, run_tiles);\n"),
-]
-
-# next_all3 (session 42): next_dead192r, next_c192s and next_split3 together (their edits touch different lines), the
-# kernel to put beside #115's on the full grid if each reads a gain on its own launches in the same call.
-ALL3_EDITS = DEAD192R_EDITS + C192S_EDITS + SPLIT3_EDITS
 
 ROWS192_EDITS = [
     ("                              : waves192 * 1000 <= waves128 * 1035;\n",
@@ -304,13 +230,8 @@ ROWS192_EDITS = [
 ]
 
 VARIANTS: dict[str, tuple[str, str, list[tuple]]] = {
-    "next_dead192r": ("kernel.cu", "// next_dead192r: best/kernel.cu (v45) with its live-unit wave rule only where it gained.\n",
+    "next_dead192r": ("kernel.cu", "// next_dead192r: best/kernel.cu (v46) with v45's live-unit wave rule only where it gained.\n",
                       DEAD192R_EDITS),
-    "next_c192s": ("kernel.cu", "// next_c192s: best/kernel.cu (v45) with the square short causal d96/d128 launches on 192-row tiles.\n",
-                   C192S_EDITS),
-    "next_split3": ("kernel.cu", "// next_split3: best/kernel.cu (v45) with the unmasked 192-row d96/d128 launches' last wave in 64-row pieces.\n",
-                    SPLIT3_EDITS),
-    "next_all3": ("kernel.cu", "// next_all3: best/kernel.cu (v45) with next_dead192r, next_c192s and next_split3.\n", ALL3_EDITS),
     "probe_rows192": ("kernel.cu", "// probe_rows192: best/kernel.cu with every unmasked d96/d128 launch on 192-row tiles.\n",
                       ROWS192_EDITS),
     "probe_samekv": ("kernel.cu", "// probe_samekv (wrong output by design): best/kernel.cu loading every key block from block 0.\n",
