@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and editors
     from ks_tui.questions.history import AttemptView, best_speedup, from_attempt_dict, views_of
     from ks_tui.questions.points import (Bar, DecisionPoint, Gain, Lead, best_lead, detect, device_bars,
                                          effective_noise, gain_bar, gain_of, gains, last_gain, measured_noise)
-    from ks_tui.questions.plateau import Plateau, gain_needs_line, gain_needs_lines, plateau_lines, plateau_of
+    from ks_tui.questions.plateau import Plateau, gain_needs_lines, plateau_lines, plateau_of
     from ks_tui.questions.selection import rank, select
     from ks_tui.questions.vocab import CATEGORIES, HUMAN_CATEGORY, POINTS, REQUIREMENTS
 
@@ -36,7 +36,7 @@ _EXPORTS = {
     "points": ("Bar", "DecisionPoint", "Gain", "Lead", "best_lead", "detect", "device_bars", "effective_noise",
                "gain_bar", "gain_of", "gains", "last_gain", "measured_noise"),
     # no name "plateau": the submodule would shadow it
-    "plateau": ("Plateau", "gain_needs_line", "gain_needs_lines", "plateau_lines", "plateau_of"),
+    "plateau": ("Plateau", "gain_needs_lines", "plateau_lines", "plateau_of"),
     "selection": ("rank", "select"),
     "vocab": ("CATEGORIES", "HUMAN_CATEGORY", "POINTS", "REQUIREMENTS"),
 }

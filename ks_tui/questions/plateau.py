@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.history import AttemptView
-from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, device_bars, effective_noise, standing
+from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, effective_noise, standing
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ class Plateau:
 def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int | None) -> Plateau:
     """The plateau of `history` (oldest first) whose best mark is on attempt `best` (None: no mark)."""
     noise = effective_noise(history, config)
-    gain, needs, last = standing(history, noise, config.paired_noise)
-    elsewhere = tuple(device_bars(history, noise, config.paired_noise)[1:])
+    gain, needs, last, bars = standing(history, noise, config.paired_noise)
+    elsewhere = tuple(b for b in bars if b is not needs)
     if best is None or best == gain.number:
         return Plateau(noise, gain, config.paired_noise, needs=needs, last_round=last, elsewhere=elsewhere)
     lead = best_lead(history, best)
@@ -68,15 +68,10 @@ def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int
     return Plateau(noise, gain, config.paired_noise, lead, bar, needs, last, elsewhere)
 
 
-def gain_needs_line(p: Plateau) -> str | None:
-    """What the next full-grid run must do to count, for `ks log` (session 35 paired v41 with the fastest reading's
-    kernel, which the rule does not name)."""
-    return None if p.needs is None else _bar_line(p.needs, p.paired_noise)
-
-
 def gain_needs_lines(p: Plateau) -> list[str]:
-    """gain_needs_line, then the same for each other device the session has a full-grid run on (the latest device's
-    bar first: it is the one the next run on that machine meets)."""
+    """What the next full-grid run must do to count, for `ks log` (session 35 paired v41 with the fastest reading's
+    kernel, which the rule does not name): the latest device's bar first (the one the next run on that machine
+    meets), then each other device's the session has a full-grid run on."""
     return [_bar_line(b, p.paired_noise) for b in ((p.needs,) if p.needs else ()) + p.elsewhere]
 
 

@@ -134,34 +134,35 @@ def device_bars(history: Sequence[AttemptView], noise: float, paired_noise: floa
     """gain_bar for every device with a full-grid run, the latest full-grid run's device first, then by name. A
     session that moved machines keeps each device's bar: flash_attn_fwd's log named only the H100's after session 35,
     and the H200's (#35's kernel, 1.179x alone) lived in the notes."""
-    _, _, holders, _ = _walk(history, noise, paired_noise)
+    return standing(history, noise, paired_noise)[3]
+
+
+def _bars(history: Sequence[AttemptView], holders: dict[tuple[str, str], tuple[int, float]],
+          noise: float) -> tuple[Bar | None, list[Bar]]:
+    """(the bar of the latest full-grid run's device, None if it has none; every device's full-grid bar, that one
+    first, then by name) from `_walk`'s holders."""
     latest = next((a.device for a in reversed(history) if a.measured and a.timed_speedup is not None
                    and a.scope == "full"), None)
-    bars = [Bar(device, number, best * (1 + noise)) for (scope, device), (number, best) in holders.items()
-            if scope == "full"]
-    return sorted(bars, key=lambda b: (b.device != latest, b.device))
+    bars = sorted((Bar(device, number, best * (1 + noise)) for (scope, device), (number, best) in holders.items()
+                   if scope == "full"), key=lambda b: (b.device != latest, b.device))
+    return (bars[0] if bars and bars[0].device == latest else None), bars
 
 
 def gain_and_bar(history: Sequence[AttemptView], noise: float,
                  paired_noise: float | None = None) -> tuple[Gain, Bar | None]:
     """gain_of and gain_bar from one walk of the history (`ks log` and the history screen want both)."""
-    gain, bar, _ = standing(history, noise, paired_noise)
+    gain, bar, _, _ = standing(history, noise, paired_noise)
     return gain, bar
 
 
-def standing(history: Sequence[AttemptView], noise: float,
-             paired_noise: float | None = None) -> tuple[Gain, Bar | None, Round | None]:
-    """gain_of, gain_bar and the latest round a kernel had beside its device's best kernel (None without
-    paired_noise or any) from one walk of the history."""
+def standing(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None
+             ) -> tuple[Gain, Bar | None, Round | None, list[Bar]]:
+    """gain_of, gain_bar, the latest round a kernel had beside its device's best kernel (None without
+    paired_noise or any) and device_bars, from one walk of the history."""
     found, since, holders, last = _walk(history, noise, paired_noise)
     gain = found[-1] if found else Gain(None, since)
-    latest = next((a for a in reversed(history) if a.measured and a.timed_speedup is not None
-                   and a.scope == "full"), None)
-    held = None if latest is None else holders.get((latest.scope, latest.device))
-    if held is None:
-        return gain, None, last
-    number, best = held
-    return gain, Bar(latest.device, number, best * (1 + noise)), last
+    needs, bars = _bars(history, holders, noise)
+    return gain, needs, last, bars
 
 
 def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | None

@@ -20,7 +20,8 @@ Usage (repo root):
         first softmax, last P V, epilogue). Tiles and key blocks follow best/kernel.cu's dispatch (v33):
         d64 192 rows; d96/d128 192 rows where ceil(tiles / 132) x rows is within 3.5% of 128-row tiles'
         (v45: a 192-row tile counted in live 64-row units), else 128; d256 128; 128-key blocks, but 160 on
-        128-row d96/d128 tiles at s_k > 2048. If the dispatch changes, change `tile_kind` with it. The last column is the largest residual, a share of t:
+        128-row d96/d128 tiles at s_k > 2048. If the dispatch changes, change `tile_kind` with it. The last
+        column is the largest residual, a share of t:
         where it is large the line does not fit (long launches: a key block costs less the longer the launch,
         which the intercept then absorbs).
 
