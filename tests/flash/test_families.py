@@ -97,6 +97,27 @@ def test_tile_kind_follows_the_dispatch_rules():
     assert families.tile_kind(shape(128, 4096, 4096, 8, 16)) == (192, 128)
 
 
+
+def test_work_items_count_v46s_pieces_of_the_last_wave():
+    shape = lambda d, s, b, h, causal=False: {"d": d, "s_q": s, "s_k": s, "b": b, "h_q": h, "causal": causal}
+    # d128 h16 s512 b64: 3072 tiles of 192 rows, 23 waves of 132 and 36 tiles; the 36 go out as 108 pieces, of which
+    # the 12 third pieces of a head's last query block (rows 512-575) lie past s_q: 3036 + 96. The wait profile
+    # counted the same on an H200 (session 43: 28188 warpgroup-tiles = 3 launches x 3 warpgroups x 3132)
+    assert families.work_items(shape(128, 512, 64, 16)) == 3132
+    assert families.work_items(shape(96, 512, 64, 16)) == 3132
+    # 4096 tiles of 128 rows (d256): no split, one item a tile
+    assert families.work_items(shape(256, 512, 64, 16)) == 64 * 16 * 4
+    # causal launches and d64 never split
+    assert families.work_items(shape(128, 512, 64, 16, causal=True)) == 64 * 16 * 4
+    assert families.work_items(shape(64, 1024, 32, 32)) == 32 * 32 * 6
+    # s4096 b8 h16: 22 tiles a head, 2816 tiles, k = 44 = 132 / 3: heads 126-127 whole go out as pieces, 21 blocks of
+    # three and the last block's first (rows 4032-4095): 2772 + 2 x 64
+    assert families.work_items(shape(128, 4096, 8, 16)) == 2900
+    # a last wave too full for pieces (3k > 132): s8192 b2 h16, 43 x 32 = 1376 tiles, k = 56
+    assert families.work_items(shape(128, 8192, 2, 16)) == 1376
+    # a whole number of waves: b = 11, h = 12, one 192-row tile a head at s192: 132 tiles, nothing left over
+    assert families.work_items(shape(128, 192, 11, 12)) == 132
+
 def test_one_key_length_gives_no_fit_line(tmp_path):
     scenarios = [scenario(256, False, 512, 512, 64, 8, 0.2, 1.0), scenario(256, False, 512, 512, 32, 8, 0.1, 1.0)]
     out = run("--fit", write(tmp_path, "r.json", scenarios))

@@ -122,23 +122,22 @@ def _cuda() -> bool:
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda(), reason="needs CUDA")
 def test_a_profile_on_the_gpu_accounts_for_every_tile(tmp_path):
-    # Short causal launches: one work item a tile, so the count follows from the tile height alone (unmasked
-    # d96/d128 launches since v46 hand their last wave out as 64-row pieces, a count that needs the schedule).
-    # Tile heights come from families.rows_of, the model of best/kernel.cu's dispatch that the family tables use.
+    # Every consumer warpgroup counts every work item it is handed, once per launch. The items and tile heights come
+    # from families.py's model of best/kernel.cu's dispatch (work_items, rows_of): one item a tile in the causal
+    # launches; the unmasked d128 s512 launch hands its last wave out as 64-row pieces (v46), 3132 items, not 3072.
+    heights = {"d128-h16-16-s512": 192, "d128-h16-16-s512-causal": 128, "d64-h32-8-s1024-causal": 192,
+               "d96-h16-16-s512-causal": 128}
     js = tmp_path / "p.json"
-    r = run_script("--launches", "3", "--json", str(js), "d128-h16-16-s512-causal", "d64-h32-8-s1024-causal",
-                   "d96-h16-16-s512-causal", env_out=tmp_path)
+    r = run_script("--launches", "3", "--json", str(js), *heights, env_out=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(js.read_text())
-    assert len(doc["results"]) == 3
+    assert sorted(res["scenario"] for res in doc["results"]) == sorted(heights)
     for res in doc["results"]:
         p = res["params"]
         rows = families.rows_of(p)
-        assert rows == (192 if p["d"] == 64 else 128)  # the model's answer for these three, checked too
+        assert rows == heights[res["scenario"]]  # the model's answer, checked too
         warpgroups = rows // 64
-        tiles = p["b"] * p["h_q"] * -(-p["s_q"] // rows)
-        # every consumer warpgroup of every tile counted once per launch
-        assert res["tiles"] == 3 * tiles * warpgroups
+        assert res["tiles"] == 3 * families.work_items(p) * warpgroups
         consumer = sum(s["cycles"] for s in res["sites"] if s["role"] == "consumer")
         assert 0 < consumer < res["consumer_total"]
         # d96 on 128-row tiles loads V from the producer's second thread (v35): it waits once per key block of

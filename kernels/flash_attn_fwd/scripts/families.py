@@ -153,6 +153,23 @@ def tile_kind(shape: dict) -> tuple[int, int]:
     return 128, 128
 
 
+
+def work_items(shape: dict) -> int:
+    """Work items a launch hands its consumer warpgroups under best/kernel.cu's dispatch: one a tile, except (v46)
+    an unmasked 192-row d96/d128 launch whose last wave holds k tiles with 3k <= the grid: those k tiles go out as
+    3k pieces of 64 rows, less the pieces wholly past s_q (the producer skips them). Unmasked tiles run bh-major,
+    so tile t is query block t % (tiles a head)."""
+    rows = rows_of(shape)
+    per_head = -(-shape["s_q"] // rows)
+    tiles = shape["b"] * shape["h_q"] * per_head
+    grid = min(tiles, SMS)
+    k = tiles % grid
+    if shape["causal"] or rows != 192 or not 64 < shape["d"] <= 128 or k == 0 or 3 * k > grid:
+        return tiles
+    pieces = sum(1 for t in range(tiles - k, tiles) for part in range(3)
+                 if (t % per_head) * rows + 64 * part < shape["s_q"])
+    return tiles - k + pieces
+
 def fit(points: list[tuple[int, float]]) -> tuple[float, float] | None:
     """Least squares t = a + b x over (x, t); None without two distinct x."""
     xs = [x for x, _ in points]
