@@ -42,7 +42,7 @@ def test_every_wait_of_the_best_kernel_is_wrapped_with_its_own_line_and_role():
              if (wp.WAIT_RE.search(ln) or wp.TEST_RE.search(ln)) and "__device__" not in ln
              and not ln.lstrip().startswith("//")]
     assert sorted(sites) == waits and len(waits) >= 15
-    for no, (role, code) in sites.items():
+    for no, (_, code) in sites.items():
         assert code == lines[no - 1].strip()
         assert f"KS_TIMED({no}, " in text or f"ks_timed_test({no}, " in text
     # The producer's waits come before the consumers' section, the consumers' after it; the producer's second
