@@ -153,7 +153,6 @@ def tile_kind(shape: dict) -> tuple[int, int]:
     return 128, 128
 
 
-
 def work_items(shape: dict) -> int:
     """Work items a launch hands its consumer warpgroups under best/kernel.cu's dispatch: one a tile, except (v46)
     an unmasked 192-row d96/d128 launch whose last wave holds k tiles with 3k <= the grid: those k tiles go out as
@@ -169,6 +168,7 @@ def work_items(shape: dict) -> int:
     pieces = sum(1 for t in range(tiles - k, tiles) for part in range(3)
                  if (t % per_head) * rows + 64 * part < shape["s_q"])
     return tiles - k + pieces
+
 
 def fit(points: list[tuple[int, float]]) -> tuple[float, float] | None:
     """Least squares t = a + b x over (x, t); None without two distinct x."""
