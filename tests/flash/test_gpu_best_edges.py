@@ -111,7 +111,8 @@ EDGE_SHAPES = [
     # Session 42 (v46, next_split3: an unmasked 192-row d96/d128 launch whose last wave holds k <= 44 of 132 tiles
     # hands those out as 3k pieces of 64 rows, one live warpgroup each; pieces past s_q are skipped): 138 tiles (k 6,
     # the last head's six tiles, its last tile with 40 live rows, or with warpgroup 1 partly live at s500), MQA and
-    # GQA, s_k off the block grid in fp16; 276 tiles (k 12) over two batches. Not yet run on a GPU.
+    # GQA, s_k off the block grid in fp16; 276 tiles (k 12) over two batches. Passed on the H200 in session 43's call 1
+    # (v46).
     _shape(128, 1000, 1000, False, h_q=23, h_kv=1, b=1),
     _shape(96, 500, 500, False, h_q=46, h_kv=2, b=1),
     _shape(128, 1000, 1100, False, h_q=23, h_kv=1, b=1, dtype="fp16"),
