@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ks_tui.harness.report import kernel_lines, warning_lines
+from ks_tui.harness.result import baseline_caveat, by_baseline_text
 
 MAX_LOG_LINES = 25
 
@@ -34,7 +35,12 @@ def summarize_result(result: dict, attempt: dict | None = None, note: str = "") 
         head += f", correct {result['correct']}"
     if result.get("geomean_speedup") is not None:
         head += f", geomean speedup {result['geomean_speedup']:.3f}x vs best baseline"
+        by = by_baseline_text(result)
+        head += f" ({by})" if by else ""
     lines.append(head)
+    caveat = baseline_caveat(result)
+    if caveat:
+        lines.append(caveat)
     if attempt:
         lines.append(f"recorded as attempt {attempt.get('number')} ({str(attempt.get('sha', ''))[:10]})")
     if note:

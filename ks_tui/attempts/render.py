@@ -5,6 +5,7 @@ from __future__ import annotations
 from ks_tui.attempts.model import Attempt, SessionSummary, current_device, fastest_on, short_device, since_best
 from ks_tui.attempts.remarks import remark_text
 from ks_tui.harness.report import kernel_lines, warning_lines
+from ks_tui.harness.result import baseline_caveat, by_baseline_text
 
 
 def _speed(x: float | None) -> str:
@@ -110,6 +111,12 @@ def result_text(result: dict) -> str:
              f"geomean {_speed(result.get('geomean_speedup'))}  mode {result.get('mode', '-')}"
              f"{' quick' if result.get('quick') else ' subset' if result.get('selection') else ''}"
              f"  device {result.get('device', '-')}"]
+    by = by_baseline_text(result)
+    if by:
+        lines.append(f"geomean by baseline: {by}")
+    caveat = baseline_caveat(result)
+    if caveat:
+        lines.append(caveat)
     if result.get("message"):
         lines.append(f"message: {result['message']}")
     comp = result.get("compile") or {}

@@ -137,8 +137,39 @@ def fa2(inputs: dict, p: dict) -> Callable:
     return _verified("fa2", lambda i, pp: _fa_call(mod.flash_attn_func, i, pp), inputs, p)
 
 
+# FA3 ships under two module names: upstream flash-attention's hopper/ build installs
+# `flash_attn_interface`; the forward-only `fa3-fwd` wheel installs `fa3_fwd_interface`.
+FA3_MODULES = (("flash_attn_interface", ("flash-attn-3", "flash_attn_3")),
+               ("fa3_fwd_interface", ("fa3-fwd",)))
+
+
+def fa3_module():
+    """(module name, module) of the first FA3 build that imports; Unavailable if none does."""
+    reasons = []
+    for name, _ in FA3_MODULES:
+        try:
+            return name, importlib.import_module(name)
+        except Exception as exc:  # ImportError, or a binary built for another torch/CUDA
+            reasons.append(f"{name}: {type(exc).__name__}")
+    raise Unavailable("FA3 not installed (" + "; ".join(reasons) + ")")
+
+
+def fa3_version(name: str, mod=None) -> str:
+    """'fa3_fwd_interface 0.0.3 (fa3-fwd)': which FA3 build, and its version where pip knows it."""
+    for module, dists in FA3_MODULES:
+        if module != name:
+            continue
+        for dist in dists:
+            try:
+                return f"{name} {importlib.metadata.version(dist)} ({dist})"
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    version = getattr(mod, "__version__", None)
+    return f"{name} {version}" if version else f"{name} (version unknown)"
+
+
 def fa3(inputs: dict, p: dict) -> Callable:
-    mod = _import("flash_attn_interface", "flash_attn_interface (FA3)")
+    _, mod = fa3_module()
     return _verified("fa3", lambda i, pp: _fa_call(mod.flash_attn_func, i, pp), inputs, p)
 
 
@@ -159,9 +190,10 @@ BASELINES: dict[str, Callable[[dict, dict], Callable]] = {
     "fa4": fa4,
 }
 
-# Distribution names, for reporting which optional libraries are installed (ks doctor).
-_DISTRIBUTIONS = {"fa2": "flash-attn", "fa3": "flash-attn-3", "fa4": "flash-attn-cute"}
-_MODULES = {"fa2": "flash_attn", "fa3": "flash_attn_interface", "fa4": "flash_attn.cute"}
+# Distribution names, for reporting which optional libraries are installed (ks doctor);
+# FA3 is looked up through fa3_module (two module names).
+_DISTRIBUTIONS = {"fa2": "flash-attn", "fa4": "flash-attn-cute"}
+_MODULES = {"fa2": "flash_attn", "fa4": "flash_attn.cute"}
 
 
 def availability() -> dict[str, str]:
@@ -182,4 +214,8 @@ def availability() -> dict[str, str]:
             found[name] = importlib.metadata.version(_DISTRIBUTIONS[name])
         except importlib.metadata.PackageNotFoundError:
             found[name] = "importable"
-    return found
+    try:
+        found["fa3"] = fa3_version(*fa3_module())
+    except Unavailable as exc:
+        found["fa3"] = str(exc)
+    return dict(sorted(found.items()))

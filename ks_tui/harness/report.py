@@ -6,6 +6,8 @@ tool result.
 
 from __future__ import annotations
 
+from ks_tui.harness.result import baseline_caveat, by_baseline_text
+
 
 def _num(x, fmt: str, missing: str = "-") -> str:
     return missing if x is None else format(x, fmt)
@@ -118,8 +120,11 @@ def summary_line(result: dict) -> str:
     parts = [f"status {result.get('status')}", f"correct {result.get('correct') or '-'}"]
     g = result.get("geomean_speedup")
     if g is not None:
-        by = ", ".join(f"{n} {v:.2f}x" for n, v in (result.get("geomean_by_baseline") or {}).items() if v)
+        by = by_baseline_text(result)
         parts.append(f"geomean {g:.3f}x vs best baseline" + (f" ({by})" if by else ""))
+        caveat = baseline_caveat(result)
+        if caveat:
+            parts.append(caveat)
     split = [f"compile {t['compile_s']:.2f}s{' cached' if comp.get('cached') else ''}"] if "compile_s" in t else []
     split += [f"{k[:-2]} {t[k]:.2f}s" for k in ("startup_s", "import_s", "check_s", "bench_s") if k in t]
     wall = t.get("wall_s", t.get("total_s"))

@@ -71,8 +71,57 @@ def summarize(result: dict, total: int | None = None) -> dict:
         why = "; ".join(sorted({f"{k}: {v}" for s in bare for k, v in (s.get("skipped_baselines") or {}).items()}))
         warnings.append(f"geomean over {len(timed) - len(bare)} of {len(timed)} timed scenarios: "
                         f"no baseline ran on {len(bare)} scenario(s) ({why or 'none listed'})")
+    result["missing_baselines"] = missing_baselines(timed)
+    result["baseline_caveat"] = baseline_caveat(result)
     result["warnings"] = warnings
     return result
+
+
+# The anchor: the paper's headline, and the library a kernel engineer compares against first.
+ANCHOR = "fa3"
+
+
+def missing_baselines(timed: list[dict]) -> dict[str, str]:
+    """Listed baselines that ran on none of the timed scenarios, with the first reason given."""
+    ran = {n for s in timed for n in (s.get("baselines") or {})}
+    missing: dict[str, str] = {}
+    for s in timed:
+        for name, why in (s.get("skipped_baselines") or {}).items():
+            if name not in ran:
+                missing.setdefault(name, why)
+    return dict(sorted(missing.items(), key=lambda kv: (kv[0] != ANCHOR, kv[0])))
+
+
+def _label(name: str) -> str:
+    return name.upper() if name == ANCHOR else name
+
+
+def baseline_caveat(result: dict) -> str | None:
+    """'FA3 not installed: speedup is against sdpa_cudnn / sdpa_flash only' when a listed
+    baseline never ran, so nobody takes a figure against weaker libraries for one against it."""
+    missing = result.get("missing_baselines") or {}
+    ran = [n for n in baseline_order(result.get("geomean_by_baseline") or {})]
+    if not missing or not ran:
+        return None
+    absent = [n for n, why in missing.items() if "not installed" in why or "not importable" in why]
+    other = [n for n in missing if n not in absent]
+    said = []
+    if absent:
+        said.append(", ".join(map(_label, absent)) + " not installed")
+    if other:
+        said.append(", ".join(map(_label, other)) + " did not run")
+    return f"{'; '.join(said)}: speedup is against {' / '.join(ran)} only"
+
+
+def baseline_order(by_baseline: dict) -> list[str]:
+    """Baseline names with the anchor first, then by name."""
+    return sorted(by_baseline, key=lambda n: (n != ANCHOR, n))
+
+
+def by_baseline_text(result: dict) -> str:
+    """'vs fa3 1.006x · vs sdpa_cudnn 1.160x'."""
+    by = result.get("geomean_by_baseline") or {}
+    return " · ".join(f"vs {n} {by[n]:.3f}x" for n in baseline_order(by) if by[n])
 
 
 def where_text(progress: dict | None) -> str:

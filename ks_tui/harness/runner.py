@@ -417,9 +417,10 @@ def _environment(torch, result: dict) -> dict:
         env["cudnn"] = torch.backends.cudnn.version() if torch.cuda.is_available() else None
     except Exception:
         env["cudnn"] = None
-    for mod in ("flash_attn", "flash_attn_interface"):
+    # The baseline cache's key: a library upgrade must not reuse another version's timings.
+    for mod in ("flash_attn", "flash_attn_interface", "fa3_fwd_interface"):
         try:
-            env[mod] = __import__(mod).__version__
+            env[mod] = getattr(__import__(mod), "__version__", None) or "importable"
         except Exception:
             env[mod] = None
     return env

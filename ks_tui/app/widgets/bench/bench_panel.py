@@ -12,6 +12,7 @@ from textual.widgets import Label, ProgressBar, Static
 from ks_tui.app import formatting as fmt
 from ks_tui.app.widgets.bench.bench_table import BenchTable
 from ks_tui.app.widgets.bench.speedup_chart import SpeedupChart, points_from_attempts
+from ks_tui.harness.result import baseline_caveat, baseline_order
 
 
 def headline(result: dict[str, Any]) -> Text:
@@ -27,8 +28,12 @@ def headline(result: dict[str, Any]) -> Text:
     if gm is not None:
         text.append(" · geomean ")
         text.append(fmt.speedup(gm), "bold green" if gm >= 1 else "bold red")
-    for name, value in sorted((result.get("geomean_by_baseline") or {}).items()):
-        text.append(f" · {name} {fmt.speedup(value)}", "dim")
+    caveat = baseline_caveat(result)
+    if caveat:  # right beside the geomean: a figure against weaker libraries is not one against the anchor
+        text.append(f" · {caveat}", "bold yellow")
+    by = result.get("geomean_by_baseline") or {}
+    for name in baseline_order(by):
+        text.append(f" · vs {name} {fmt.speedup(by[name])}", "dim")
     mode = result.get("mode")
     if mode:
         scope = " quick" if result.get("quick") else " subset" if result.get("selection") else ""
