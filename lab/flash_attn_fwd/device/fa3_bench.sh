@@ -16,9 +16,9 @@ END=$(( $(date +%s) + ${KS_CALL_SECONDS:-575} ))
 left() { echo $(( END - $(date +%s) )); }
 timed() {  # timed NAME CMD...: wall seconds to $OUT/times.txt
     local name=$1; shift
-    local t0; t0=$(date +%s.%N)
+    local t0; t0=$(date +%s%N)
     timeout "$(left)" "$@"; local rc=$?
-    printf '%-28s rc %-3s %7.1f s\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $t0" | bc)" | tee -a "$OUT/times.txt"
+    printf '%-28s rc %-3s %6d ms\n' "$name" "$rc" "$(( ($(date +%s%N) - t0) / 1000000 ))" | tee -a "$OUT/times.txt"
 }
 for step in $STEPS; do
   case $step in
