@@ -145,3 +145,13 @@ def test_bench_with_the_wheel_module_times_fa3(fa3_task, fake_fa3, monkeypatch):
     assert result["missing_baselines"] == {} and result["baseline_caveat"] is None
     assert set(result["geomean_by_baseline"]) == {"fa3", "torch_sdpa"}
     assert "fa3" in result["scenarios"][0]["baselines"]
+
+
+def test_caveat_only_for_the_anchor():
+    from ks_tui.harness.result import baseline_caveat
+
+    ran = {"geomean_by_baseline": {"sdpa_cudnn": 1.2, "fa3": 1.0}}
+    assert baseline_caveat({**ran, "missing_baselines": {"fa2": "flash_attn (FA2) not importable (ImportError)"}}) is None
+    assert baseline_caveat({"geomean_by_baseline": {"sdpa_cudnn": 1.2},
+                            "missing_baselines": {"fa3": "RuntimeError: out of memory"}}) == \
+        "FA3 did not run: speedup is against sdpa_cudnn only"
