@@ -52,6 +52,10 @@ def compile_command(language: str, compiler: str, flags: list[str], arch: str | 
         sm = (arch or "sm_90a").removeprefix("sm_")
         base = [compiler, f"-gencode=arch=compute_{sm},code=sm_{sm}", "-O3", "-shared",
                 "-Xcompiler", "-fPIC", "-Xptxas", "-v"]
+        if not any("split-compile" in f for f in flags):
+            # One big file with many template instantiations: nvcc's optimizer and ptxas work on
+            # them in parallel threads (0 = one per CPU); the machine code is the same.
+            base.append(f"-split-compile={os.environ.get('KS_NVCC_SPLIT', '0')}")
     else:
         base = [compiler, "-O3", "-shared", "-fPIC"]
     return [*base, *flags, "-o", out_name, src_name]

@@ -222,3 +222,16 @@ def test_many_kernel_functions_are_summed_up_and_only_the_odd_ones_listed():
     assert lines[2].startswith(f"  kernel {kernel_label(kernels[5])}:") and lines[3].startswith("    ptxas: C7510")
     assert len(kernel_lines(result)) == 8 + 1 + 1  # every kernel, the one note, the SASS counts
     assert "compiled:\n  8 kernel functions" in render(result)
+
+
+def test_nvcc_splits_its_work_over_the_cpus_unless_told_otherwise(monkeypatch):
+    from ks_tui.harness.build import compile_command
+
+    monkeypatch.delenv("KS_NVCC_SPLIT", raising=False)
+    cmd = compile_command("cuda", "nvcc", ["-O3"], "sm_90a", "k.cu", "k.so")
+    assert "-split-compile=0" in cmd
+    monkeypatch.setenv("KS_NVCC_SPLIT", "1")
+    assert "-split-compile=1" in compile_command("cuda", "nvcc", [], "sm_90a", "k.cu", "k.so")
+    mine = compile_command("cuda", "nvcc", ["-split-compile=4"], "sm_90a", "k.cu", "k.so")
+    assert [f for f in mine if "split-compile" in f] == ["-split-compile=4"]
+    assert not any("split" in f for f in compile_command("cpp", "g++", [], None, "k.cpp", "k.so"))
