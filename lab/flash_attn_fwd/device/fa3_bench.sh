@@ -32,6 +32,11 @@ for step in $STEPS; do
     timed quick-warm-best python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick --json > "$OUT/best-quick-warm.json"
     timed check-quick-warm python3 -m ks_tui check flash_attn_fwd --source $BEST --quick --json > /dev/null
     unset KS_CACHE_DIR ;;
+  compile)  # nvcc alone on the best kernel, split over the CPUs or not (fresh caches; SASS compared)
+    for split in 1 0; do
+      KS_NVCC_SPLIT=$split KS_CACHE_DIR=/tmp/ks-cache-split$split-$$ timed compile-split$split \
+        python3 -m ks_tui check flash_attn_fwd --source $BEST --scenarios d128-h16-16-s512 --json > "$OUT/compile-split$split.json"
+    done ;;
   full)
     timed full-best python3 -m ks_tui bench flash_attn_fwd --source $BEST --json > "$OUT/best-full-fa3.json" ;;
   full2)
