@@ -18,7 +18,7 @@ timed() {  # timed NAME CMD...: wall seconds to $OUT/times.txt
     local name=$1; shift
     local t0; t0=$(date +%s%N)
     timeout "$(left)" "$@"; local rc=$?
-    printf '%-28s rc %-3s %6d ms\n' "$name" "$rc" "$(( ($(date +%s%N) - t0) / 1000000 ))" | tee -a "$OUT/times.txt"
+    printf '%-28s rc %-3s %6d ms\n' "$name" "$rc" "$(( ($(date +%s%N) - t0) / 1000000 ))" | tee -a "$OUT/times.txt" >&2
 }
 for step in $STEPS; do
   case $step in
