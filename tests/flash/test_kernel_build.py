@@ -65,7 +65,7 @@ def test_ptxas_report_lists_every_instantiation(compiled):
     for k in kernels:
         assert 0 < k["registers"] <= 255
         assert k["spills_bytes"] == 0, f"{k['name']} spills {k['spills_bytes']} bytes"
-        # a serialised wgmma pipeline (C7511/C7512 and kin) has cost every candidate that had one (IDEAS.md)
+        # a serialised wgmma pipeline (C7511/C7512 and kin) has cost every candidate that had one (lab/flash_attn_fwd/IDEAS.md)
         assert k["perf_warnings"] == [], f"{k['name']}: {k['perf_warnings']}"
         assert k["stack_bytes"] >= 0
 
