@@ -4,8 +4,8 @@ The attempt store marks it (Attempt), the question package plans from it (Attemp
 draws it (attempt dicts and chart points). Each passes its own fields in, so this module imports
 nothing of theirs (the question package must not pull in git through the attempt store).
 
-- Speedups measured on two machines do not compare (v35 reads 1.160x on an H200, 1.148x on an
-  H100), so only runs on the device of the latest measurement compete, with runs that name none.
+- Speedups measured on two machines do not compare (one kernel read 1.160x on an H200, 1.148x on
+  an H100), so only runs on the device of the latest measurement compete, with runs that name none.
 - A whole-grid run outranks a quick or subset one: their geomeans cover other scenarios.
 """
 

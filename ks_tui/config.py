@@ -3,7 +3,8 @@
 Layered like other terminal agents: built-in defaults, then ~/.config/ks/config.toml
 (`$XDG_CONFIG_HOME` honoured), then <workspace>/.ks/config.toml, then environment variables
 (KS_MODEL, KS_MAX_TOKENS, KS_THINKING, KS_API_MAX_RETRIES, KS_API_TIMEOUT, KS_TURN_RETRIES,
-KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT, KS_CONTEXT_WINDOW, KS_COMPACT_AT), then command-line flags (applied by the caller).
+KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT, KS_CONTEXT_WINDOW, KS_COMPACT_AT), then command-line
+flags (applied by the caller).
 The API key is never read from these files: the SDK takes it from ANTHROPIC_API_KEY.
 """
 

@@ -176,7 +176,7 @@ class TurnEnded(Event):
     kind = "turn_end"
 
 
-# ---- added with the engine (issue 6) ----
+# ---- the engine's events ----
 
 
 @dataclass

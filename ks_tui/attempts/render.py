@@ -60,7 +60,8 @@ def _fit(line: str, width: int | None) -> str:
 
 def log_table(attempts: list[Attempt], width: int | None = None) -> str:
     """One line per attempt; with `width` (a terminal's), long summaries are cut to fit."""
-    head = f" {'#':>4}  {'commit':<8}  {'time':<11}  {'by':<5}  {'status':<13}  {'correct':>7}  {'speedup':>8}  {'scope':<11}  summary"
+    head = (f" {'#':>4}  {'commit':<8}  {'time':<11}  {'by':<5}  {'status':<13}  {'correct':>7}  {'speedup':>8}"
+            f"  {'scope':<11}  summary")
     here = current_device(attempts)
     devices = tuple(sorted({a.device for a in attempts if a.device}))
     lines = [_fit(head, width)] + [_fit(attempt_line(a, here, devices), width) for a in attempts]

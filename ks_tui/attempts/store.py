@@ -982,7 +982,7 @@ def mark_best(attempts: list[Attempt]) -> list[Attempt]:
     while there is none a quick or subset run.
 
     Nor is a speedup measured on another device: the same kernel read 1.1598x on an H200 and
-    1.1479x on an H100 (issue 8). Only attempts measured on `current_device` compete, and those
+    1.1479x on an H100. Only attempts measured on `current_device` compete, and those
     recorded before attempts named their device (no KS-Device trailer), which compare as before."""
     here = current_device(attempts)
     best = fastest([a for a in attempts if best_rule.comparable(a.device, here)])

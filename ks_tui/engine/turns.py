@@ -1,6 +1,6 @@
 """Model turns: one streamed request, its stop reason, and what it cost.
 
-Stop reasons (DESIGN.md, docs/agent.md): tool_use leaves tool calls for the main loop to run;
+Stop reasons (docs/design.md, docs/agent.md): tool_use leaves tool calls for the main loop to run;
 end_turn and stop_sequence leave the conversation with the assistant, which the main loop
 turns into the agent_stop decision point; max_tokens answers any cut tool call and asks the
 model to go on in smaller steps; pause_turn sends the turn back as it is; refusal and

@@ -1,4 +1,4 @@
-"""Attention helpers for both kernel ABIs of DESIGN.md, so a task's reference.py is a few lines.
+"""Attention helpers for both kernel ABIs of docs/design.md, so a task's reference.py is a few lines.
 
 Layout everywhere is [batch, seqlen, heads, head_dim], contiguous. GQA: query head h reads
 kv head h // (h_q // h_kv). Causal is bottom-right aligned: query i sees key j when

@@ -78,8 +78,8 @@ def _rows_over(candidates: list[Candidate], ids: list[str], rows: dict, time_row
 
 # How far one candidate's baseline timing of a scenario may sit from that scenario's median over every run
 # before its speedup cell is flagged. The baselines are the same library calls in every run, so a reading
-# this far off is the baseline's noise, not the candidate's doing (session 20: one run timed cuDNN 38% and
-# 73% slow on two short scenarios, and a kernel 18% slower there read 17% and 46% faster).
+# this far off is the baseline's noise, not the candidate's doing (one run has timed cuDNN 38% and 73% slow on two
+# short scenarios, and a kernel 18% slower there read 17% and 46% faster).
 BASELINE_OFF = 0.10
 
 

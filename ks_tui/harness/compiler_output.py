@@ -14,7 +14,7 @@ _GCC = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:(?P<column>\d+):)?\s*(?
 _NVCC = re.compile(r"^(?P<file>[^()\n]+?)\((?P<line>\d+)\):\s*(?:catastrophic )?error:\s*(?P<message>.*)$")
 # ptxas:  ptxas fatal   : ... / ptxas error   : ...
 _PTXAS_ERR = re.compile(r"^ptxas (?:fatal|error)\s*:\s*(?P<message>.*)$")
-# DESIGN.md: one self-contained file; no library kernels smuggled in through headers.
+# docs/design.md: one self-contained file; no library kernels smuggled in through headers.
 FORBIDDEN_HEADERS = ("cutlass/", "cute/", "cublas", "cublasLt", "cudnn", "torch/", "ATen/", "c10/",
                      "flash_attn", "thunderkittens", "kittens.cuh")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](?P<header>[^>"]+)[>"]')

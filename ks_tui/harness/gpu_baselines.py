@@ -177,8 +177,7 @@ def fa4(inputs: dict, p: dict) -> Callable:
     mod = _import("flash_attn.cute", "flash_attn.cute (FA4)")
     fn = getattr(mod, "flash_attn_func", None)
     if fn is None:
-        fn = getattr(_import("flash_attn.cute.interface", "flash_attn.cute (FA4)"),
-                     "flash_attn_func")
+        fn = _import("flash_attn.cute.interface", "flash_attn.cute (FA4)").flash_attn_func
     return _verified("fa4", lambda i, pp: _fa_call(fn, i, pp), inputs, p)
 
 

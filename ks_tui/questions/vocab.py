@@ -46,7 +46,7 @@ REQUIREMENTS: dict[str, str] = {
     "has_rollbacks": "the session has rolled back at least once",
 }
 
-# Attempt statuses that count as a failure of the kernel (DESIGN.md, harness result).
+# Attempt statuses that count as a failure of the kernel (docs/design.md, harness result).
 FAILURE_STATUSES = frozenset({"compile_error", "crashed", "timeout", "incorrect"})
 # Attempts that measured nothing: a cancelled run, a human edit committed unchecked.
 # They neither break nor extend a failure streak, and do not count toward a plateau.

@@ -64,7 +64,7 @@ def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max
     assert end.turns == 5 and end.attempts == 1 and end.tokens > 0 and end.cost_usd > 0
     assert len(api.requests) == 5 and not api.rejected
 
-    # The request carries cached tools and system prompt; tool names as DESIGN.md fixes them.
+    # The request carries cached tools and system prompt; tool names as docs/design.md fixes them.
     first = api.requests[0]
     assert [t["name"] for t in first["tools"]] == [n for n in TOOL_NAMES if n != "bash"]
     assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
@@ -77,7 +77,7 @@ def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max
     assert second[1] == {"role": "assistant", "content": session.conv.messages[1]["content"]}
     assert second[2]["content"][0]["tool_use_id"] == second[1]["content"][1]["id"]
 
-    # One commit, touching only the kernel, with the trailers of DESIGN.md.
+    # One commit, touching only the kernel, with the trailers of docs/design.md.
     [commit] = trailers(workspace, session.info.branch + "~0")[:1]
     assert commit["KS-Session"] == session.id and commit["KS-Attempt"] == "1"
     assert commit["KS-Status"] == "correct" and commit["KS-Correct"] == "4/4"

@@ -55,7 +55,7 @@ async def test_edits_become_human_attempts_and_questions_are_offered(workspace, 
         pane = app.main_screen.query_one("#questions")
         for n in (2, 3):
             await pilot.press("e")
-            await wait_for(pilot, lambda: len(app.main_screen.attempts) == n, f"attempt {n}")
+            await wait_for(pilot, lambda n=n: len(app.main_screen.attempts) == n, f"attempt {n}")
         await wait_for(pilot, lambda: pane.point == "failure_streak", "the failure_streak decision point")
         offered = shown(app, "#questions")
         assert "Which layer of the system" in offered and "What limit are you assuming" in offered

@@ -40,7 +40,8 @@ def test_init_makes_a_committed_workspace_without_a_git_identity(tmp_path, git_e
     assert sorted(git(ws, "ls-files").split()) == [
         ".gitignore",
         "kernels/attention_cpu/kernel.cpp", "kernels/attention_cpu/reference.py", "kernels/attention_cpu/task.yaml",
-        "kernels/flash_attn_fwd/kernel.cu", "kernels/flash_attn_fwd/reference.py", "kernels/flash_attn_fwd/task.yaml",
+        "kernels/flash_attn_fwd/README.md", "kernels/flash_attn_fwd/kernel.cu", "kernels/flash_attn_fwd/reference.py",
+        "kernels/flash_attn_fwd/task.yaml",
         "question_bank.yaml"]
     assert git(ws, "log", "--format=%an <%ae>").strip() == "KernelSeek <ks@localhost>"
     assert git(ws, "status", "--porcelain") == ""
@@ -536,7 +537,8 @@ def test_log_says_by_how_much_a_best_timed_beside_the_old_one_leads(toy_session,
     # #2 is a re-measure of #1's kernel: #3's rival is #2, the run beside it, not #1 (another call)
     assert doc["best_lead"] == {"over": 2, "ratio": round(1.1638 / 1.1621, 6), "paired": True, "bar": 0.005}
     text = ks("log", "--session", sid, cwd=ws).stdout
-    assert text.splitlines()[-2] == "(#3 leads #2, timed in the same call, by +0.15%: inside the 0.5% same-call noise, so no gain)"
+    assert text.splitlines()[-2] == ("(#3 leads #2, timed in the same call, by +0.15%: inside the 0.5% same-call noise,"
+                                     " so no gain)")
     # Session 35 took the fastest reading's kernel (#3's here) for the paired rule's partner; the rule names #1's.
     assert text.splitlines()[-1].startswith("(a gain on cpu must beat #1's kernel by 0.5% in one call")
 

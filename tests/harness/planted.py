@@ -114,7 +114,7 @@ VARIANTS = {
                  "  for (size_t i = 0; i < n; i += std::strlen(cmd + i) + 1)"
                  "    if (!std::strcmp(cmd + i, \"--out\")) out = cmd + i + std::strlen(cmd + i) + 1;"
                  "  FILE* r = std::fopen(out, \"w\");"
-                 "  std::fprintf(r, \"{\\\"status\\\": \\\"correct\\\", \\\"correct\\\": \\\"4/4\\\", \\\"geomean_speedup\\\": 9.9, \\\"scenarios\\\": []}\");"
+                 "  std::fprintf(r, \"{\\\"status\\\": \\\"correct\\\", \\\"correct\\\": \\\"4/4\\\", \\\"geomean_speedup\\\": 9.9, \\\"scenarios\\\": []}\");"  # noqa: E501
                  "  std::fclose(r); _exit(0); }",
     },
     # Claims the task is bad input, in the harness's own words on the shared pipe, and exits 2.
@@ -124,7 +124,7 @@ VARIANTS = {
     "infinite_loop": {
         "ENTRY": "{ pid_t child = fork(); if (child == 0) { for (;;) pause(); }"
                  "  if (const char* path = std::getenv(\"KS_TEST_PID_FILE\")) {"
-                 "    if (FILE* f = std::fopen(path, \"w\")) { std::fprintf(f, \"%d %d\\n\", (int)getpid(), (int)child); std::fclose(f); } }"
+                 "    if (FILE* f = std::fopen(path, \"w\")) { std::fprintf(f, \"%d %d\\n\", (int)getpid(), (int)child); std::fclose(f); } }"  # noqa: E501
                  "  volatile int spin = 1; while (spin) {} }",
     },
     # Honest, but its first call forks a process that outlives the harness: one in the child's process group,

@@ -270,27 +270,3 @@ def test_times_table_gives_each_scenario_and_the_median_time_saved():
     assert re.search(r"^s100\s+1\.000\s+1\.010$", text, re.M) and re.search(r"^s1000\s+1\.000\s+1\.001$", text, re.M)
     assert re.search(r"^median time saved \(us\)\s+0\.00\s+1\.00$", text, re.M)
     assert "per scenario" not in compare.render([a, b], s, 1, [7]).split("\n", 2)[2]  # only when asked
-
-
-def test_session_23_call_3_reads_as_the_notes_say():
-    """Replayed from the committed run files (results/2026-12-05-h200-s23-call3-candidates.tgz): next_nomemset saved
-    under a microsecond on the median short launch, and next_kvthreads ran the d96 128-row launches over 3% faster
-    and every d128 192-row (s2048, s2031) launch slower. The notes' figures, kept honest against the data."""
-    import tarfile
-
-    tgz = REPO / "kernels/flash_attn_fwd/results/2026-12-05-h200-s23-call3-candidates.tgz"
-    runs: dict[str, list[dict]] = {}
-    with tarfile.open(tgz) as tar:
-        for m in sorted(tar.getmembers(), key=lambda m: m.name):
-            name = m.name.rsplit("/", 1)[-1]
-            if name.startswith("g1-") and "-r" in name and name.endswith(".json"):
-                runs.setdefault(name[3:].rsplit("-r", 1)[0], []).append(json.load(tar.extractfile(m)))
-    cands = [compare.Candidate(n, None, runs[n]) for n in ("v34", "nomemset", "kvthreads")]
-    s = compare.summarize(cands)
-    assert len(s["common"]) == 48 and not s["failed"]
-    assert 0.5 < s["time_saved_us"]["nomemset"] < 1.5
-    ratio = {i: s["time_ms"][i]["v34"] / s["time_ms"][i]["kvthreads"] for i in s["common"]}
-    d96_128 = [i for i in ratio if i.startswith("d96") and not i.endswith("-s2048")]  # s2048 unmasked: 192 rows
-    assert len(d96_128) == 5 and all(ratio[i] > 1.02 for i in d96_128)
-    rows192 = ["d128-h16-16-s2048", "d128-h32-8-s2048", "d128-h64-8-s2048", "d128-h32-1-s2048", "d128-h16-16-s2031"]
-    assert all(ratio[i] < 1.0 for i in rows192)

@@ -306,7 +306,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(2)
             return
         if r.error_after_blocks is not None:
-            self._sse("error", {"type": "error", "error": {"type": r.error_type, "message": _ERROR_TEXT.get(r.error_type, r.error_type)}})
+            message = _ERROR_TEXT.get(r.error_type, r.error_type)
+            self._sse("error", {"type": "error", "error": {"type": r.error_type, "message": message}})
             return
         self._sse("message_delta", {"type": "message_delta",
                                     "delta": {"stop_reason": r.stop_reason, "stop_sequence": _stop_seq(r, body)},

@@ -1,0 +1,1 @@
+"""The optimization notebooks of the bundled tasks: journals, scripts, condensed results. Not part of the product."""

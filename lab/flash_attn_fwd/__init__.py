@@ -1,0 +1,1 @@
+"""The flash_attn_fwd notebook (see README.md)."""
