@@ -7,8 +7,8 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/ks-out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/fa3_fwd-*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD
+export PYTHONPATH=$PWD
+source lab/flash_attn_fwd/device/with_fa3.sh
 STEPS=${1:-"doctor quick full seed gputest"}
 BEST=kernels/flash_attn_fwd/best/kernel.cu
 SEED=kernels/flash_attn_fwd/kernel.cu

@@ -4,6 +4,7 @@
 # Each result JSON goes to $OUT/NAME.json; a comparison table is printed last.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+source lab/flash_attn_fwd/device/with_fa3.sh
 out=${OUT:-/tmp}; mode=$1; shift
 args=(--json); verb=bench
 [[ $mode == quick ]] && args+=(--quick)

@@ -3,6 +3,7 @@
 # faster correct one (run from the repo root). Results under $OUT.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+source lab/flash_attn_fwd/device/with_fa3.sh
 S=lab/flash_attn_fwd/scripts; B=kernels/flash_attn_fwd/best
 bash $S/best_bench.sh quick "$1=$B/$1.cu" "$2=$B/$2.cu" | tee $OUT/quick_table.txt
 win=$(python3 - "$OUT/$1.json" "$OUT/$2.json" <<'PY'

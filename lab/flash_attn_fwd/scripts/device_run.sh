@@ -26,6 +26,7 @@
 set -uo pipefail
 MODE=${1:-all}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+source lab/flash_attn_fwd/device/with_fa3.sh
 export OUT=${OUT:-/tmp/ks-device-out}
 mkdir -p "$OUT"
 # Everything must be done this many seconds after the start (the command limit is 600 s): compare.py

@@ -12,6 +12,7 @@ set -uo pipefail
 [[ $# -ge 2 ]] || { echo "usage: profile.sh SCENARIO NAME=FILE [NAME=FILE ...]"; exit 2; }
 scenario=$1; shift
 export PYTHONPATH=$PWD
+source lab/flash_attn_fwd/device/with_fa3.sh
 OUT=${OUT:-/tmp/ks-device-out}; mkdir -p "$OUT"
 command -v ncu > /dev/null || { echo "ncu is not on PATH: nothing profiled" | tee -a "$OUT/profile.txt"; exit 0; }
 for spec in "$@"; do
