@@ -155,3 +155,12 @@ def test_caveat_only_for_the_anchor():
     assert baseline_caveat({"geomean_by_baseline": {"sdpa_cudnn": 1.2},
                             "missing_baselines": {"fa3": "RuntimeError: out of memory"}}) == \
         "FA3 did not run: speedup is against sdpa_cudnn only"
+
+
+def test_doctor_names_the_fa3_build(fake_fa3, monkeypatch):
+    folder = fake_fa3("fa3_fwd_interface", "0.0.3")
+    monkeypatch.setenv("PYTHONPATH", f"{folder}:{CPU_TASK_DIR.parents[1]}")
+    report = json.loads(run_ks("doctor", "--json").stdout)
+    assert report["baselines"]["fa3"].startswith("fa3_fwd_interface 0.0.3")
+    text = run_ks("doctor").stdout
+    assert "fa3_fwd_interface 0.0.3" in text
