@@ -158,10 +158,10 @@ def scenario_grid(scenarios: list[dict]) -> dict[str, Any]:
     column = min(varying, key=lambda k: (len(set(values[k])), order.get(k, 2), keys.index(k)), default=None)
     mask = next((k for k in keys if k.lower() in _MASK_KEYS), None)
     family_keys = [k for k in keys if k not in lengths and k != mask]
-    for k in list(family_keys):
-        others = [x for x in family_keys if x != k]
-        if column and _varies(values, others, k, len(shapes)) and not _varies(values, others + [column], k, len(shapes)):
-            family_keys.remove(k)  # it only follows the length (a batch that keeps tokens constant)
+    if column and _is_axis(values, column, family_keys, len(shapes)):
+        # a parameter set by the length alone is no family of its own (a batch that keeps tokens constant)
+        family_keys = [k for k in family_keys
+                       if len(set(values[k])) == 1 or _varies(values, [column], k, len(shapes))]
     label_keys = _label_keys(values, family_keys, len(shapes))
     fams: dict[tuple, dict] = {}
     cells = []
@@ -180,8 +180,10 @@ def scenario_grid(scenarios: list[dict]) -> dict[str, Any]:
                       "sol_fraction": _num(sol.get("fraction")), "sol_bound": sol.get("bound") or "",
                       "error": "" if s.get("ok") else _error_text(s),
                       "shape": {k: shapes[i][k] for k in keys if k in shapes[i]}})
-    families = sorted(fams.values(), key=lambda f: tuple(_sort_key(v) for v in f["key"].values()))
-    return {"column": column, "mask": mask, "family_keys": family_keys,
+    # by the named parameters first (d=16 before d=24 whatever batch each has), then the rest
+    families = sorted(fams.values(), key=lambda f: tuple(_sort_key(f["key"][k]) for k in label_keys)
+                      + tuple(_sort_key(v) for v in f["key"].values()))
+    return {"column": column, "mask": mask, "family_keys": family_keys, "label_keys": label_keys,
             "columns": sorted({c["column"] for c in cells if c["column"] is not None}, key=_sort_key),
             "masks": sorted({c["mask"] for c in cells}, key=_sort_key),
             "families": families, "cells": cells,
@@ -196,6 +198,15 @@ def mask_label(mask: str | None, value: Any) -> str:
     return f"{mask}={value}"
 
 
+def _is_axis(values: dict[str, list], column: str, keys: list[str], n: int) -> bool:
+    """Whether every length in the column is shared by scenarios that differ in other parameters: a grid axis,
+    not one length per configuration (then nothing can be said to follow it)."""
+    seen: dict[Any, set] = {}
+    for i in range(n):
+        seen.setdefault(values[column][i], set()).add(tuple(values[k][i] for k in keys))
+    return bool(seen) and min(len(v) for v in seen.values()) > 1
+
+
 def _varies(values: dict[str, list], by: list[str], k: str, n: int) -> bool:
     """Whether k takes more than one value inside some group of equal `by` values."""
     seen: dict[tuple, Any] = {}
@@ -207,15 +218,15 @@ def _varies(values: dict[str, list], by: list[str], k: str, n: int) -> bool:
 
 
 def _label_keys(values: dict[str, list], family_keys: list[str], n: int) -> list[str]:
-    """The family parameters worth naming: not constant over the grid, and not implied by the others (a
-    scale derived from the head dimension); floats are dropped first."""
+    """The family parameters worth naming: not constant over the grid, and no float the others imply (a scale
+    derived from the head dimension)."""
     keep = [k for k in family_keys if len(set(values[k])) > 1]
 
     def groups(ks: list[str]) -> int:
         return len({tuple(values[k][i] for k in ks) for i in range(n)})
 
     whole = groups(keep)
-    for k in sorted(keep, key=lambda k: (not any(isinstance(v, float) for v in values[k]), -keep.index(k))):
+    for k in [k for k in keep if any(isinstance(v, float) for v in values[k])]:
         rest = [x for x in keep if x != k]
         if rest and groups(rest) == whole:
             keep = rest

@@ -22,7 +22,7 @@ STATUS_COLORS = {"correct": "#2563eb", "incorrect": "#ea580c", "compile_error": 
                  "crashed": "#9333ea", "timeout": "#a16207", "unchecked": "#9ca3af"}
 BEST_COLOR = "#059669"
 QUESTION_COLOR = "#c026d3"
-# Slower than the baseline red, level white, faster green.
+# Slower than the baseline red, level white, faster green (over log speedup, so 1.0x sits in the middle).
 SPEEDUP_SCALE = [[0.0, "#b91c1c"], [0.5, "#f8fafc"], [1.0, "#15803d"]]
 SOL_SCALE = [[0.0, "#f8fafc"], [1.0, "#1d4ed8"]]
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "showSendToCloud": False,
@@ -120,7 +120,7 @@ def timeline(data: dict[str, Any]):
         color = STATUS_COLORS.get(status, "#64748b")
         fig.add_trace(go.Scatter(
             x=[p["number"] for p in mine], y=[p["speedup"] if p["speedup"] is not None else floor for p in mine],
-            mode="markers", name=_e(status.replace("_", " ")),
+            mode="markers", name=_pe(status.replace("_", " ")),
             marker=dict(color=color, size=[16 if p["best"] else 8 for p in mine],
                         symbol=[_symbol(p) for p in mine],
                         line=dict(color=["#111827" if p["best"] else color for p in mine], width=1.5)),
@@ -133,7 +133,8 @@ def timeline(data: dict[str, Any]):
             hovertext=[_ask_hover(a) for a in asks], hoverinfo="text"))
     fig.update_layout(**_layout(height=430), hovermode="closest",
                       legend=dict(orientation="h", y=-0.18, x=0, font=dict(size=12)))
-    fig.update_xaxes(title_text="attempt", rangemode="tozero", gridcolor="#eef2f7", zeroline=False)
+    fig.update_xaxes(title_text="attempt", rangemode="tozero", gridcolor="#eef2f7", zeroline=False,
+                     **({"dtick": 1} if len(points) <= 20 else {}))
     fig.update_yaxes(title_text="speedup (x fastest baseline)", range=[floor - pad * 0.6, top + pad * 0.6],
                      gridcolor="#eef2f7", zeroline=False)
     return fig
@@ -150,13 +151,17 @@ def heatmap(grid: dict[str, Any], field: str):
     xs = [_length(c) for c in columns] or ["-"]
     by = {(c["family"], c["column"], c["mask"]): c for c in grid["cells"]}
     fig = make_subplots(rows=1, cols=len(masks), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[_e(mask_label(grid["mask"], m)) for m in masks])
+                        subplot_titles=[_pe(mask_label(grid["mask"], m)) for m in masks])
     sol = field == "sol_fraction"
     values = [c[field] for c in grid["cells"] if c[field] is not None]
     if sol:
-        zmin, zmax, scale = 0.0, 1.0, SOL_SCALE
-    else:
-        zmin, zmax, scale = _speedup_range(values)
+        zmin, zmax, scale, bar = 0.0, 1.0, SOL_SCALE, dict(title=dict(text="SoL"))
+    else:  # colours by log(speedup): 0.8x as red as 1.25x is green
+        r = _speedup_reach(values)
+        zmin, zmax, scale = -r, r, SPEEDUP_SCALE
+        ticks = _ratio_ticks(r)
+        bar = dict(title=dict(text="speedup"), tickvals=[math.log(t) for t in ticks],
+                   ticktext=[f"{t:.3g}x" for t in ticks])
     for i, m in enumerate(masks):
         z, text, hover = [], [], []
         for fam in families:
@@ -164,32 +169,35 @@ def heatmap(grid: dict[str, Any], field: str):
             for col in (columns or [None]):
                 c = by.get((fam, col, m))
                 v = c[field] if c else None
-                zr.append(v)
+                zr.append(v if sol or v is None or v <= 0 else math.log(v))
                 tr.append("" if c is None else ("✗" if not c["ok"] else "" if v is None else
                                                 (f"{v:.2f}" if sol else f"{v:.2f}")))
                 hr.append(_cell_hover(c, grid) if c else "")
             z.append(zr)
             text.append(tr)
             hover.append(hr)
-        fig.add_trace(go.Heatmap(z=z, x=xs, y=[_e(f) for f in families], text=text, texttemplate="%{text}", hovertext=hover,
+        fig.add_trace(go.Heatmap(z=z, x=xs, y=[_pe(f) for f in families], text=text, texttemplate="%{text}", hovertext=hover,
                                  hoverinfo="text", colorscale=scale, zmin=zmin, zmax=zmax,
                                  xgap=2, ygap=2, showscale=i == len(masks) - 1,
-                                 colorbar=dict(title=dict(text="SoL" if sol else "speedup"), thickness=12)),
+                                 colorbar=dict(thickness=12, **bar)),
                       row=1, col=i + 1)
-        fig.update_xaxes(title_text=_e(grid["column"] or ""), type="category", row=1, col=i + 1)
+        fig.update_xaxes(title_text=_pe(grid["column"] or ""), type="category", row=1, col=i + 1)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_layout(**_layout(height=max(260, 34 * len(families) + 130)))
     return fig
 
 
-def _speedup_range(values: list[float]) -> tuple[float, float, list]:
-    """A colour range symmetric around 1.0 in ratio terms (0.8x as red as 1.25x is green), white at 1.0, wide
-    enough for 95% of the cells: one outlier family does not wash out the rest (it saturates instead)."""
+def _speedup_reach(values: list[float]) -> float:
+    """|log speedup| the colours span: wide enough for 95% of the cells, so one outlier family does not wash
+    out the rest (it saturates instead); at least 1.05x."""
     reach = sorted(abs(math.log(v)) for v in values if v > 0)
-    r = max(reach[min(len(reach) - 1, int(0.95 * len(reach)))] if reach else 0.0, math.log(1.05))
-    lo, hi = math.exp(-r), math.exp(r)
-    mid = (1.0 - lo) / (hi - lo)
-    return lo, hi, [[0.0, SPEEDUP_SCALE[0][1]], [mid, SPEEDUP_SCALE[1][1]], [1.0, SPEEDUP_SCALE[2][1]]]
+    return max(reach[min(len(reach) - 1, int(0.95 * len(reach)))] if reach else 0.0, math.log(1.05))
+
+
+def _ratio_ticks(r: float) -> list[float]:
+    """Colour-bar ticks symmetric around 1.0x within exp(+-r): at most three each side."""
+    steps = [t for t in (1.05, 1.1, 1.25, 1.5, 2.0, 4.0, 10.0, 20.0, 50.0) if math.log(t) <= r * 1.0001][-3:]
+    return [1 / t for t in reversed(steps)] + [1.0] + steps
 
 
 def _figure(fig, div_id: str) -> str:
@@ -220,29 +228,29 @@ def _symbol(p: dict) -> str:
 
 def _point_hover(p: dict) -> str:
     sp = "-" if p["speedup"] is None else f"{p['speedup']:.4f}x"
-    lines = [f"<b>#{p['number']}</b>  {_e(p['status'])}  {_e(p['correct'])}  {sp}"
+    lines = [f"<b>#{p['number']}</b>  {_pe(p['status'])}  {_pe(p['correct'])}  {sp}"
              + ("  <b>best</b>" if p["best"] else ""),
-             _e(" · ".join(x for x in (p["mode"], p["device"], p["author"]) if x))]
+             _pe(" · ".join(x for x in (p["mode"], p["device"], p["author"]) if x))]
     lines += _wrap(p["summary"])
     if p["question"]:
-        lines.append(f"after question {_e(p['question'])}")
+        lines.append(f"after question {_pe(p['question'])}")
     for r in p["remarks"][:2]:
         lines += _wrap("remark: " + r, limit=2)
     return "<br>".join(lines)
 
 
 def _ask_hover(a: dict) -> str:
-    head = f"<b>{_e(a['id'] or 'typed question')}</b> after #{a['after']}"
-    extra = ", ".join(_e(x) for x in (a["chosen_by"] and f"chosen by {a['chosen_by']}", a["point"]) if x)
+    head = f"<b>{_pe(a['id'] or 'typed question')}</b> after #{a['after']}"
+    extra = ", ".join(_pe(x) for x in (a["chosen_by"] and f"chosen by {a['chosen_by']}", a["point"]) if x)
     return "<br>".join([head + (f" ({extra})" if extra else ""), *_wrap(a["text"], limit=4)])
 
 
 def _cell_hover(c: dict, grid: dict) -> str:
-    lines = [f"<b>{_e(c['id'])}</b>"]
+    lines = [f"<b>{_pe(c['id'])}</b>"]
     if not c["ok"]:
-        lines.append("failed: " + _e(c["error"]))
+        lines.append("failed: " + _pe(c["error"]))
     if c["speedup"] is not None:
-        lines.append(f"speedup {c['speedup']:.3f}x over {_e(c['baseline'] or 'the fastest baseline')}")
+        lines.append(f"speedup {c['speedup']:.3f}x over {_pe(c['baseline'] or 'the fastest baseline')}")
     if c["time_ms"] is not None:
         t = f"time {c['time_ms']:.4g} ms"
         if c["baseline_ms"] is not None:
@@ -251,14 +259,14 @@ def _cell_hover(c: dict, grid: dict) -> str:
     if c["tflops"] is not None:
         lines.append(f"{c['tflops']:.1f} TFLOP/s" if c["tflops"] >= 1 else f"{c['tflops'] * 1000:.1f} GFLOP/s")
     if c["sol_fraction"] is not None:
-        lines.append(f"speed of light: {c['sol_fraction']:.2f} ({_e(c['sol_bound'] or '-')} bound)")
+        lines.append(f"speed of light: {c['sol_fraction']:.2f} ({_pe(c['sol_bound'] or '-')} bound)")
     shape = ", ".join(f"{k}={v}" for k, v in c["shape"].items())
     lines += _wrap(shape)
     return "<br>".join(lines)
 
 
 def _length(v: Any) -> str:
-    return _e(v)
+    return _pe(v)
 
 
 def _wrap(text: str, width: int = 90, limit: int = 6) -> list[str]:
@@ -266,7 +274,7 @@ def _wrap(text: str, width: int = 90, limit: int = 6) -> list[str]:
     if len(lines) > limit:
         lines = lines[:limit]
         lines[-1] += " …"
-    return [_e(x) for x in lines]
+    return [_pe(x) for x in lines]
 
 
 # ------------------------------------------------------------------ sections and tables
@@ -414,7 +422,13 @@ def _count(n: int) -> str:
 
 
 def _e(x: Any) -> str:
+    """Text for the page's HTML."""
     return html.escape(str(x), quote=True)
+
+
+def _pe(x: Any) -> str:
+    """Text for plotly's labels: it reads a few tags there and decodes &lt; &gt; &amp; (not &quot;)."""
+    return html.escape(str(x), quote=False)
 
 
 CSS = """
