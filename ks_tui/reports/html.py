@@ -133,7 +133,8 @@ def timeline(data: dict[str, Any]):
             hovertext=[_ask_hover(a) for a in asks], hoverinfo="text"))
     fig.update_layout(**_layout(height=430), hovermode="closest",
                       legend=dict(orientation="h", y=-0.18, x=0, font=dict(size=12)))
-    fig.update_xaxes(title_text="attempt", rangemode="tozero", gridcolor="#eef2f7", zeroline=False,
+    last = max((p["number"] for p in points), default=1)
+    fig.update_xaxes(title_text="attempt", range=[0.4, last + 0.6], gridcolor="#eef2f7", zeroline=False,
                      **({"dtick": 1} if len(points) <= 20 else {}))
     fig.update_yaxes(title_text="speedup (x fastest baseline)", range=[floor - pad * 0.6, top + pad * 0.6],
                      gridcolor="#eef2f7", zeroline=False)
@@ -195,9 +196,12 @@ def _speedup_reach(values: list[float]) -> float:
 
 
 def _ratio_ticks(r: float) -> list[float]:
-    """Colour-bar ticks symmetric around 1.0x within exp(+-r): at most three each side."""
-    steps = [t for t in (1.05, 1.1, 1.25, 1.5, 2.0, 4.0, 10.0, 20.0, 50.0) if math.log(t) <= r * 1.0001][-3:]
-    return [1 / t for t in reversed(steps)] + [1.0] + steps
+    """Colour-bar ticks symmetric around 1.0x within exp(+-r): the largest round ratio and one about halfway."""
+    steps = [t for t in (1.05, 1.1, 1.25, 1.5, 2.0, 4.0, 10.0, 20.0, 50.0) if math.log(t) <= r * 1.0001]
+    big = steps[-1]
+    mid = min(steps[:-1], key=lambda t: abs(math.log(t) - math.log(big) / 2), default=None)
+    up = [t for t in (mid, big) if t]
+    return [1 / t for t in reversed(up)] + [1.0] + up
 
 
 def _figure(fig, div_id: str) -> str:
