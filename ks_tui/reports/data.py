@@ -65,7 +65,7 @@ def page_data(info: dict, records: list[dict], attempts: list[dict], best_result
             "families": family_table(scenarios, grid, best_result),
             "efficacy": question_efficacy(efficacy_records, noise),
             "environment": environment(attempts, best_result),
-            "commands": reproduce_commands(info, summary.get("best_attempt"), kernel_name)}
+            "commands": reproduce_commands(info, summary.get("best_attempt"), kernel_name, bool(attempts))}
 
 
 # ------------------------------------------------------------------ attempts over time
@@ -315,12 +315,14 @@ def environment(attempts: list[dict], result: dict) -> dict[str, Any]:
             "compile": (result.get("compile") or {}).get("command") or ""}
 
 
-def reproduce_commands(info: dict, best: int | None, kernel_name: str) -> list[tuple[str, str]]:
-    """(what, command) pairs: bring the session here, look at it, and re-time its best kernel."""
+def reproduce_commands(info: dict, best: int | None, kernel_name: str,
+                       exportable: bool = True) -> list[tuple[str, str]]:
+    """(what, command) pairs: bring the session elsewhere (it needs an attempt to export), look at it, and re-time
+    its best kernel."""
     sid, task = info.get("id", "SESSION"), info.get("task", "TASK")
     out = [("carry the session to another checkout", f"ks session export {sid} {sid}.tar.gz"),
-           ("and there", f"ks session import {sid}.tar.gz"),
-           ("its attempts", f"ks log -s {sid}")]
+           ("and there", f"ks session import {sid}.tar.gz")] if exportable else []
+    out.append(("its attempts", f"ks log -s {sid}"))
     if best is not None:
         name = f"best_{kernel_name}" if kernel_name else "best_kernel"
         out += [("the best kernel", f"ks show {best} -s {sid} --kernel > {name}"),

@@ -75,7 +75,8 @@ def render(data: dict[str, Any]) -> str:
     from plotly.offline import get_plotlyjs
 
     s = data["session"]
-    sections = [_header(data), _section("Speedup over attempts", _timeline_note(data), _figure(timeline(data), "timeline"))]
+    sections = [_header(data),
+                _section("Speedup over attempts", _timeline_note(data), _figure(timeline(data), "timeline"))]
     grid = data["grid"]
     if grid["cells"]:
         best = data["best"] or {}
@@ -177,7 +178,8 @@ def heatmap(grid: dict[str, Any], field: str):
             z.append(zr)
             text.append(tr)
             hover.append(hr)
-        fig.add_trace(go.Heatmap(z=z, x=xs, y=[_pe(f) for f in families], text=text, texttemplate="%{text}", hovertext=hover,
+        fig.add_trace(go.Heatmap(z=z, x=xs, y=[_pe(f) for f in families], text=text, texttemplate="%{text}",
+                                 hovertext=hover,
                                  hoverinfo="text", colorscale=scale, zmin=zmin, zmax=zmax,
                                  xgap=2, ygap=2, showscale=i == len(masks) - 1,
                                  colorbar=dict(thickness=12, **bar)),
@@ -303,7 +305,8 @@ def _header(data: dict[str, Any]) -> str:
                          f'<div class="sub">{_e(sub)}</div></div>' for k, v, sub in cards)
     devices = ", ".join(data["environment"]["devices"]) or "-"
     return (f'<header><h1>Session <span class="mono">{_e(s.get("id", ""))}</span></h1>'
-            f'<div class="meta">task <b>{_e(s.get("task", ""))}</b> · branch <span class="mono">{_e(s.get("branch", ""))}'
+            f'<div class="meta">task <b>{_e(s.get("task", ""))}</b> · branch '
+            f'<span class="mono">{_e(s.get("branch", ""))}'
             f'</span> · started {_e(str(s.get("created", ""))[:16].replace("T", " "))} · {_e(devices)}</div>'
             f'<div class="cards">{cards_html}</div></header>')
 
@@ -358,7 +361,8 @@ def efficacy_table(rows: list[dict[str, Any]]) -> str:
         gain = "-" if q["median_gain"] is None else f"{q['median_gain']:+.1%}"
         led = f"{q['new_best']}/{q['settled']}" if q["settled"] else "-"
         cls = " class='hit'" if q["new_best"] else ""
-        body.append(f"<tr{cls}><td><span class='mono'>{_e(q['id'])}</span><div class='qtext'>{_e(q['text'] or '')}</div>"
+        body.append(f"<tr{cls}><td><span class='mono'>{_e(q['id'])}</span>"
+                    f"<div class='qtext'>{_e(q['text'] or '')}</div>"
                     f"</td><td>{_e(q['category'] or '')}</td><td class='num'>{q['asked']}</td>"
                     f"<td class='num'>{q['settled']}</td><td class='num'>{led}</td><td class='num'>{gain}</td></tr>")
     head = ("<thead><tr><th>question</th><th>category</th><th>asked</th><th>settled</th>"
@@ -379,7 +383,8 @@ def session_table(data: dict[str, Any]) -> str:
                        f"{t.get('cache_read_tokens', 0):,} cache read, {t.get('cache_write_tokens', 0):,} cache write"),
             ("cost", f"${r['cost_usd']:.4f}" + ("" if r["priced"] else " (some turns had no price in the config)")),
             ("devices", "; ".join(f"{d} ({n} attempts)" for d, n in env["devices"].items()) or "-"),
-            ("best attempt measured on", " · ".join(x for x in (env["best_device"], env["torch"] and f"torch {env['torch']}",
+            ("best attempt measured on", " · ".join(x for x in (env["best_device"],
+                                                                env["torch"] and f"torch {env['torch']}",
                                                                 env["cuda"] and f"CUDA {env['cuda']}") if x) or "-"),
             ("build", env["compile"] or "-"),
             ("decision points", ", ".join(f"{k} {v}" for k, v in r["decision_points"].items() if k) or "-"),

@@ -21,7 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# Flags for a closed network: nothing phones home, nothing is cached between runs (a fresh profile each time).
+# Flags for a closed network: nothing phones home. Playwright adds --headless, and --user-data-dir for the fresh
+# profile folder each run gets (launch_persistent_context).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 # A summary that would run script if any part of the page put it into the DOM as markup.
@@ -62,7 +63,8 @@ def built(tmp_path_factory):
     kernel = ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
     seed = kernel.read_text()
 
-    first = json.loads(ok(ks("try", "-s", sid, "--quick", "--summary", "seed kernel", "--json", cwd=ws, env=env)).stdout)
+    first = json.loads(ok(ks("try", "-s", sid, "--quick", "--summary", "seed kernel", "--json",
+                             cwd=ws, env=env)).stdout)
     kernel.write_text(seed + "\nthis is not C++;\n")
     ok(ks("try", "-s", sid, "--quick", "--question", "layer-overlap", "--summary", INJECTION, cwd=ws, env=env), 1)
     # A kernel timed on another machine, recorded with its result: the seed's result, 20% faster, with the
@@ -189,6 +191,8 @@ def test_the_page_draws_in_headless_chromium_without_a_request_or_an_error(built
 
 def _hover_attempt(page, label: str) -> str:
     """Move the mouse over each attempt's point until plotly's hover label names `label`; its text."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     for point in page.locator("#timeline .scatterlayer .point").all():
         box = point.bounding_box()
         if not box:
@@ -197,7 +201,7 @@ def _hover_attempt(page, label: str) -> str:
         label_el = page.locator("#timeline .hoverlayer .hovertext")
         try:
             label_el.first.wait_for(timeout=2_000)
-        except Exception:  # noqa: BLE001 (playwright's TimeoutError: no label for this point)
+        except PlaywrightTimeout:  # no label for this point
             continue
         text = label_el.first.text_content() or ""
         if label in text:

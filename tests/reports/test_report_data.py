@@ -134,5 +134,6 @@ def test_text_from_attempts_questions_and_results_is_escaped():
 
 def _attempts(speedups: list[float | None]) -> list[dict]:
     return [{"number": i + 1, "status": "correct" if s is not None else "compile_error", "speedup": s,
-             "mode": "bench", "device": "cpu", "summary": f"attempt {i + 1}", "best": s == max(x for x in speedups if x)}
+             "mode": "bench", "device": "cpu", "summary": f"attempt {i + 1}",
+             "best": s == max(x for x in speedups if x)}
             for i, s in enumerate(speedups)]
