@@ -266,7 +266,7 @@ def _cell_hover(c: dict, grid: dict) -> str:
         lines.append(f"{c['tflops']:.1f} TFLOP/s" if c["tflops"] >= 1 else f"{c['tflops'] * 1000:.1f} GFLOP/s")
     if c["sol_fraction"] is not None:
         lines.append(f"speed of light: {c['sol_fraction']:.2f} ({_pe(c['sol_bound'] or '-')} bound)")
-    shape = ", ".join(f"{k}={v}" for k, v in c["shape"].items())
+    shape = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in c["shape"].items())
     lines += _wrap(shape)
     return "<br>".join(lines)
 
