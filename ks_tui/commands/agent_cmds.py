@@ -34,6 +34,9 @@ def register(sub) -> None:
     r.add_argument("--session", "-s", dest="session_opt", metavar="ID",
                    help="session id (default: the most recently active)")
     r.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    r.add_argument("--html", metavar="FILE",
+                   help="write a page with plots (speedup over attempts, per-scenario heat map, families, questions) "
+                        "to FILE: one self-contained file, nothing fetched when opened")
     r.set_defaults(func=cmd_report)
 
 
@@ -177,6 +180,10 @@ def cmd_report(args) -> int:
         raise KsError(f"two sessions named: {args.session} and --session {args.session_opt}",
                       hint="name one, positionally or with --session")
     sid = args.session or args.session_opt
+    if args.html:
+        from ks_tui.reports.html import write_report
+
+        return write_report(store, sid, args.html, as_json=args.json)
     info = store.session(sid) if sid else store.latest_session()
     records = Trace.read(store.trace_path(info.id))
     report = build_report(info.to_dict(), records, [a.to_dict() for a in store.attempts(info.id)])
