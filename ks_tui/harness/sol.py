@@ -29,11 +29,11 @@ from pathlib import Path
 TOLERANCE = 1.05  # measured peaks, not theoretical ones: a kernel may beat them by a little
 PEAKS_FILE = "peaks.json"
 GPU_MATMUL_SIZES = (4096, 8192, 16384)
-CPU_MATMUL_SIZES = (512, 1024)
+CPU_MATMUL_SIZES = (256, 512)
 GPU_COPY_BYTES = 1 << 30
 # CPU timing flushes no cache, so a small scenario's data sits in L2/L3: its memory limit uses the
 # best bandwidth over cache-sized and DRAM-sized copies, which bounds every working set.
-CPU_COPY_BYTES = (1 << 20, 8 << 20, 256 << 20)
+CPU_COPY_BYTES = (1 << 20, 8 << 20, 32 << 20)
 
 
 # ------------------------------------------------------------------ arithmetic
