@@ -128,17 +128,22 @@ def record(before, samples, after, max_mhz: int | None) -> dict:
             "after": _point(after)}
 
 
-def moved(rec: dict) -> float | None:
-    """The relative spread of the busy SM clock over before, during and after; None if unknown."""
+def _busy_values(rec: dict) -> list[int]:
+    """The busy SM clocks of a record: before and after unless idle, and the samples' min and max."""
     if not rec or not rec.get("recorded"):
-        return None
+        return []
     values = []
     for key in ("before", "after"):
         p = rec.get(key) or {}
         if p.get("sm_mhz") and "gpu_idle" not in (p.get("reasons") or []):
             values.append(p["sm_mhz"])
     d = rec.get("during") or {}
-    values += [v for v in (d.get("min_mhz"), d.get("max_mhz")) if v]
+    return values + [v for v in (d.get("min_mhz"), d.get("max_mhz")) if v]
+
+
+def moved(rec: dict) -> float | None:
+    """The relative spread of the busy SM clock over before, during and after; None if unknown."""
+    values = _busy_values(rec)
     if len(values) < 2 or max(values) <= 0:
         return None
     return (max(values) - min(values)) / max(values)
@@ -148,14 +153,11 @@ def warnings(rec: dict) -> list[str]:
     spread = moved(rec)
     if spread is None or spread <= CLOCK_MOVED:
         return []
-    d = rec.get("during") or {}
-    lo = min(v for v in (d.get("min_mhz"), (rec.get("before") or {}).get("sm_mhz"),
-                         (rec.get("after") or {}).get("sm_mhz")) if v)
-    hi = max(v for v in (d.get("max_mhz"), (rec.get("before") or {}).get("sm_mhz"),
-                         (rec.get("after") or {}).get("sm_mhz")) if v)
-    why = ", ".join(d.get("reasons") or []) or "none given"
-    return [f"the SM clock moved {spread * 100:.1f}% ({lo}-{hi} MHz) while timing (throttle reasons: {why}): "
-            "times taken at different clocks differ by the clock; the interleaved baselines share it"]
+    values = _busy_values(rec)
+    why = ", ".join((rec.get("during") or {}).get("reasons") or []) or "none given"
+    return [f"the SM clock moved {spread * 100:.1f}% ({min(values)}-{max(values)} MHz) while timing (throttle "
+            f"reasons: {why}): times taken at different clocks differ by the clock; the interleaved baselines "
+            "share it"]
 
 
 def text(rec: dict | None) -> str:
