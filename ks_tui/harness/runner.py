@@ -170,6 +170,8 @@ class Runner:
             self._check_all(ref, fn)
             if all(s["ok"] for s in res["scenarios"]) and self.mode == "bench":
                 self._bench_all(ref, fn, stream)
+            if all(s["ok"] for s in res["scenarios"]) and self.mode == "profile":
+                self._profile_launch(ref, fn)
         summarize(res)
         res["status"] = "correct" if all(s["ok"] for s in res["scenarios"]) else "incorrect"
         res["message"] = failure_message(res)
@@ -323,6 +325,22 @@ class Runner:
 
         props = self.torch.cuda.get_device_properties(self.torch.cuda.current_device())
         return ClockRecorder(contention.bus_id(props), self.torch.cuda.current_device())
+
+    def _profile_launch(self, ref, fn) -> None:
+        """One call of the kernel per scenario between cudaProfilerStart and Stop: what a profiler
+        started with `--profile-from-start off` (ncu, harness/profile.py) records, and nothing else."""
+        torch = self.torch
+        for i, sc in enumerate(self.scenarios):
+            self._progress(i, sc.id, "profile")
+            inputs, out = self._fresh_set(ref, sc, 700)
+            self._sync()
+            if self.task.device == "cuda":
+                torch.cuda.profiler.start()
+            ref.call_kernel(fn, inputs, out, sc.params, self.stream_ptr)
+            self._sync()
+            if self.task.device == "cuda":
+                torch.cuda.profiler.stop()
+        self.result["profiled"] = [sc.id for sc in self.scenarios]
 
     def _judge_sharing(self, cores: float | None) -> None:
         """The result's `sharing` record, and a warning where the timing phase shared the machine."""
