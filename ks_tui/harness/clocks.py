@@ -75,11 +75,13 @@ class ClockRecorder:
         return time.monotonic(), mhz, int(get(self.handle))
 
     def _sample(self) -> None:
-        while not self._stop.wait(SAMPLE_S):
+        while True:
             try:
                 self.samples.append(self.read())
             except Exception:  # a failed read is a missing sample, not a failed bench
                 pass
+            if self._stop.wait(SAMPLE_S):
+                return
 
     def start(self) -> None:
         if not self.ok:
