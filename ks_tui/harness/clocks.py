@@ -55,9 +55,11 @@ class ClockRecorder:
             return
         try:
             self.nvml.nvmlInit()
-            if bus_id:
-                self.handle = self.nvml.nvmlDeviceGetHandleByPciBusId(bus_id)
-            else:
+            try:  # by bus id: NVML's indices ignore CUDA_VISIBLE_DEVICES
+                self.handle = self.nvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else None
+            except self.nvml.NVMLError:
+                self.handle = None
+            if self.handle is None:
                 self.handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
             self.max_mhz = int(self.nvml.nvmlDeviceGetMaxClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
         except Exception as e:  # NVMLError: no driver, no permission, unknown bus id

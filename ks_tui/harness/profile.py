@@ -147,7 +147,8 @@ def profile(task, source: Path | None, scenario: str, timeout: float | None = No
                       hint="install Nsight Compute, or put its folder on PATH")
     with tempfile.TemporaryDirectory(prefix="ks-profile-") as tmp:
         report = Path(tmp) / "launch"
-        wrapper = [ncu, "--profile-from-start", "off", "--target-processes", "all", "-f", "-o", str(report)]
+        # application-only (the default): the harness child itself, not the compiler it may start
+        wrapper = [ncu, "--profile-from-start", "off", "-f", "-o", str(report)]
         for section in SECTIONS:
             wrapper += ["--section", section]
         result = run_harness(task, source, mode="profile", scenarios=[scenario], timeout=timeout,
