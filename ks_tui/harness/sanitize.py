@@ -63,8 +63,13 @@ def _kernel_in(line: str) -> str | None:
     after = m.group(1)
     if after.startswith("0x"):
         tail = after.split(" in ", 1)[-1]
-        return tail.split(":", 2)[-1].strip() if "(" in tail else None
-    return after.split("+0x", 1)[0].strip() or None
+        name = tail.split(":", 2)[-1].strip()
+    else:
+        name = after.split("+0x", 1)[0].strip()
+    # a function has a parameter list; "at __shared__ 0x10 in block (0,0,0)" names a place, not one
+    if "(" not in name or name.startswith(("__shared__", "__global__", "__local__")) or " in block" in name:
+        return None
+    return name
 
 
 def parse_log(text: str) -> tuple[list[dict], int | None]:
@@ -129,8 +134,6 @@ def sanitize(task, source: Path | None, scenarios: list[str] | None = None, time
             log = Path(tmp) / f"{tool}.log"
             wrapper = [exe, "--tool", tool, "--log-file", str(log), "--report-api-errors", "no",
                        "--print-limit", "20"]
-            if tool == "racecheck":
-                wrapper += ["--racecheck-report", "hazard"]
             result = run_harness(task, source, mode="check", scenarios=ids, timeout=timeout,
                                  on_progress=on_progress, wrapper=wrapper,
                                  env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})

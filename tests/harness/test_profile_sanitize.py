@@ -69,6 +69,21 @@ RACECHECK_LOG = """========= COMPUTE-SANITIZER
 """
 
 
+HAZARD_LOG = """========= ERROR: Potential RAW hazard detected at __shared__ 0x80 in block (0,0,0) :
+=========     Write Thread (32,0,0) at shared_race(const float *, float *, int)+0xd0 in /tmp/r.cu:5
+=========     Read Thread (0,0,0) at shared_race(const float *, float *, int)+0xf0 in /tmp/r.cu:6
+=========     Current Value : 0
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+
+
+def test_a_hazard_report_takes_its_kernel_from_the_thread_lines():
+    (found,), count = san.parse_log(HAZARD_LOG)
+    assert count == 1 and found["kernel"] == "shared_race(const float *, float *, int)"
+    assert san.own_findings([found], ["shared_race(const float*, float*, int)"]) == [found]
+
+
 def test_sanitizer_logs_give_each_finding_and_the_kernel_it_names():
     found, count = san.parse_log(MEMCHECK_LOG)
     assert count == 2 and [f["what"] for f in found] == ["Invalid __global__ write of size 4 bytes",
