@@ -65,7 +65,9 @@ def test_doctor_reports_the_machine():
     out = run_ks("doctor", "--json")
     assert out.returncode == 0
     doc = json.loads(out.stdout)
-    assert set(doc) >= {"torch", "gpu", "g++", "nvcc", "baselines", "anthropic api key"}
+    assert set(doc) >= {"torch", "gpu", "g++", "nvcc", "baselines", "anthropic api key", "ncu", "compute-sanitizer",
+                        "nvml"}
+    assert doc["nvml"].startswith("nvidia-ml-py ")
     assert doc["anthropic api key"] in ("set", "not set (ANTHROPIC_API_KEY)")
     assert "sk-" not in out.stdout  # never prints the key itself
 
