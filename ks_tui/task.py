@@ -11,6 +11,7 @@ import ast
 import itertools
 import keyword
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +28,7 @@ TOLERANCE_RULES = {
 }
 TOP_KEYS = {"name", "description", "kernel", "entry", "build", "reference", "timeout_s",
             "scenarios", "quick", "tolerance", "flops", "baselines", "readonly", "timing",
-            "constraints"}
+            "constraints", "bytes", "family"}
 BUILD_KEYS = {"compiler", "flags", "arch"}
 SCENARIO_KEYS = {"grid", "list", "id", "derive", "defaults"}
 TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "threads", "draws", "rounds"}
@@ -77,6 +78,8 @@ class Task:
     timeout_s: float
     description: str = ""
     timing: Timing = field(default_factory=Timing)
+    bytes: str | None = None       # memory traffic formula: the speed of light's memory limit
+    family: str | None = None      # id template grouping scenarios for per-family summaries
 
     @property
     def device(self) -> str:
@@ -100,6 +103,25 @@ class Task:
 
     def flops_of(self, scenario: Scenario) -> float:
         return float(eval_expr(self.flops, scenario.params))
+
+    def bytes_of(self, scenario: Scenario) -> float | None:
+        """Bytes the scenario must move at least (None when the task gives no formula)."""
+        return None if self.bytes is None else float(eval_expr(self.bytes, scenario.params))
+
+    def family_of(self, scenario: Scenario) -> str:
+        """The scenario's family: the task's `family` template, else its id without the length parts."""
+        if self.family is not None:
+            return str(eval_expr(self.family, scenario.params, template=True))
+        return default_family(scenario.id)
+
+
+_LENGTH_PART = re.compile(r"^(s|q|k|n|len|seq)\d+$")
+
+
+def default_family(sid: str) -> str:
+    """`d128-h32-8-s4096-causal` -> `d128-h32-8-causal`: the id's dash-parts that are lengths dropped."""
+    parts = [x for x in sid.split("-") if not _LENGTH_PART.match(x)]
+    return "-".join(parts) or sid
 
 
 # ---------------------------------------------------------------- safe expressions
@@ -503,6 +525,27 @@ def load_task(name_or_path: str | os.PathLike, workspace: Path) -> Task:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < float("inf"):
             raise doc.error(("flops",), f"flops must be a positive number; scenario {s.id} gives {value!r}")
 
+    nbytes = d.get("bytes")
+    if nbytes is not None:
+        if not isinstance(nbytes, str):
+            raise doc.error(("bytes",), f"'bytes' must be a str, got {type(nbytes).__name__}")
+        for s in scenarios:
+            try:
+                value = eval_expr(nbytes, s.params)
+            except ExprError as e:
+                raise doc.error(("bytes",), f"bytes: {e}") from None
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < float("inf"):
+                raise doc.error(("bytes",), f"bytes must be a positive number; scenario {s.id} gives {value!r}")
+    family = d.get("family")
+    if family is not None:
+        if not isinstance(family, str) or not family.strip():
+            raise doc.error(("family",), "family must be a template string like the scenario id's")
+        for s in scenarios:
+            try:
+                eval_expr(family, s.params, template=True)
+            except ExprError as e:
+                raise doc.error(("family",), f"family: {e}") from None
+
     baselines = d.get("baselines", [])
     if not isinstance(baselines, list) or not all(isinstance(b, str) for b in baselines):
         raise doc.error(("baselines",), "baselines must be a list of names")
@@ -529,4 +572,5 @@ def load_task(name_or_path: str | os.PathLike, workspace: Path) -> Task:
         tolerance=_tolerance(doc, _require(doc, d, "tolerance", dict)),
         flops=flops, baselines=list(baselines), readonly=readonly, timeout_s=float(timeout),
         description=description, timing=_timing(doc, d.get("timing")),
+        bytes=nbytes, family=family,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ks_tui.harness.report import kernel_lines, warning_lines
+from ks_tui.harness.report import family_lines, kernel_lines, measurement_lines, sol_cell, warning_lines
 from ks_tui.harness.result import baseline_caveat, by_baseline_text
 
 MAX_LOG_LINES = 25
@@ -21,6 +21,10 @@ def _scenario_line(s: dict) -> str:
         parts.append(f"{base.get('name', 'baseline')} {_fmt(base['time_ms'])} ms")
     if s.get("speedup") is not None:
         parts.append(f"{_fmt(s['speedup'], '.2f')}x")
+    if (s.get("speed_of_light") or {}).get("fraction") is not None:
+        parts.append(f"{sol_cell(s)}-bound speed of light")
+    if s.get("invalid"):
+        parts.append("INVALID: " + "; ".join(s["invalid"]))
     err = s.get("error") or {}
     if not s.get("ok") and err:
         parts.append(f"error {_fmt(err.get('max_abs'), '.3g')} > bound {_fmt(err.get('bound'), '.3g')}"
@@ -70,6 +74,12 @@ def summarize_result(result: dict, attempt: dict | None = None, note: str = "") 
         if fastest:
             lines.append("fastest vs baseline:")
             lines += [_scenario_line(s) for s in fastest]
+    invalid = [s for s in scen if s.get("invalid")]
+    if invalid:
+        lines.append(f"invalid timings ({len(invalid)}, not in the geomean):")
+        lines += [_scenario_line(s) for s in invalid[:5]]
+    lines += family_lines(result)
+    lines += measurement_lines(result)
     lines += warning_lines(result)
     if result.get("stderr_tail") and result.get("status") in ("crashed", "timeout"):
         lines += ["stderr (last lines):", *result["stderr_tail"].strip().splitlines()[-MAX_LOG_LINES:]]

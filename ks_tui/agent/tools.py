@@ -35,9 +35,15 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     {"name": "run_harness",
      "description": ("Compile the kernel, check it on every scenario (mode check) or also time it against "
                      "the baselines (mode bench). A changed kernel is recorded as a new attempt. "
-                     "quick=true runs only the task's quick scenarios."),
-     "input_schema": {"type": "object", "properties": {"mode": {"type": "string", "enum": ["check", "bench"]},
-                                                       "quick": {"type": "boolean"}},
+                     "quick=true runs only the task's quick scenarios. A bench gives each scenario's speed of "
+                     "light (the share of the device's limit it reaches, and whether compute, memory or the "
+                     "task's own limit bounds it) and a summary per family. Mode profile runs Nsight Compute "
+                     "on one scenario's launch (give scenario): SM, tensor and memory throughput, occupancy, "
+                     "stall reasons, L2 hit rate."),
+     "input_schema": {"type": "object", "properties": {"mode": {"type": "string", "enum": ["check", "bench", "profile"]},
+                                                       "quick": {"type": "boolean"},
+                                                       "scenario": {"type": "string",
+                                                                    "description": "mode profile: the scenario id"}},
                       "required": ["mode"]}},
     {"name": "list_attempts", "description": "List this session's attempts: status, correctness, speedup.",
      "input_schema": {"type": "object", "properties": {}}},
@@ -68,6 +74,7 @@ class ToolHost(Protocol):
     """What the tools need from the engine."""
 
     def tool_run_harness(self, mode: str, quick: bool) -> str: ...
+    def tool_profile(self, scenario: str) -> str: ...
     def tool_list_attempts(self) -> str: ...
     def tool_show_attempt(self, ref: str | int) -> str: ...
     def tool_rollback(self, ref: str | int) -> str: ...
@@ -132,8 +139,13 @@ class ToolBox:
             return out
         if name == "run_harness":
             mode = a.get("mode", "check")
+            if mode == "profile":
+                scenario = a.get("scenario")
+                if not isinstance(scenario, str) or not scenario.strip():
+                    raise ToolRefused("mode profile needs scenario: the id of the scenario whose launch is profiled")
+                return self.host.tool_profile(scenario.strip())
             if mode not in ("check", "bench"):
-                raise ToolRefused(f"mode must be check or bench, not {mode!r}")
+                raise ToolRefused(f"mode must be check, bench or profile, not {mode!r}")
             return self.host.tool_run_harness(mode, _flag(a.get("quick", False), "quick"))
         if name == "list_attempts":
             return self.host.tool_list_attempts()

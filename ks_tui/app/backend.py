@@ -42,6 +42,12 @@ class Backend:
     def result(self, ref: str | int) -> dict[str, Any]:
         return self.store.result(self.session_id, ref)
 
+    def profile(self, number: int) -> dict[str, Any]:
+        """The attempt's kept Nsight Compute summaries (`ks profile N`), {} when none."""
+        from ks_tui.harness.profile import load
+
+        return load(self.store.sessions_dir, self.session_id, number)
+
     def diff(self, ref: str | int, against: str | int) -> str:
         return self.store.diff(self.session_id, ref, against=against)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ks_tui.attempts.model import Attempt, SessionSummary, current_device, fastest_on, short_device, since_best
 from ks_tui.attempts.remarks import remark_text
-from ks_tui.harness.report import kernel_lines, warning_lines
+from ks_tui.harness.report import family_lines, kernel_lines, measurement_lines, sol_cell, warning_lines
 from ks_tui.harness.result import baseline_caveat, by_baseline_text
 
 
@@ -127,14 +127,17 @@ def result_text(result: dict) -> str:
     scen = result.get("scenarios") or []
     if scen:
         lines.append(f"{'scenario':<36} {'ok':<4} {'max err':>10} {'bound':>10} {'ms':>10} {'TFLOP/s':>8} "
-                     f"{'baseline':<14} {'base ms':>10} {'speedup':>8}")
+                     f"{'baseline':<14} {'base ms':>10} {'speedup':>8} {'SoL':>12}")
         for s in scen:
             err = s.get("error") or {}
             base = s.get("baseline") or {}
-            lines.append(f"{str(s.get('id'))[:36]:<36} {'yes' if s.get('ok') else 'NO':<4} "
+            ok = ("inv" if s.get("invalid") else "yes") if s.get("ok") else "NO"
+            lines.append(f"{str(s.get('id'))[:36]:<36} {ok:<4} "
                          f"{_num(err.get('max_abs'), '.2e'):>10} {_num(err.get('bound'), '.2e'):>10} "
                          f"{_num(s.get('time_ms'), '.4f'):>10} {_num(s.get('tflops'), '.2f'):>8} "
                          f"{str(base.get('name') or '-')[:14]:<14} {_num(base.get('time_ms'), '.4f'):>10} "
-                         f"{_speed(s.get('speedup')):>8}")
+                         f"{_speed(s.get('speedup')):>8} {sol_cell(s):>12}")
+    lines += family_lines(result)
+    lines += measurement_lines(result)
     lines += warning_lines(result)
     return "\n".join(lines)

@@ -418,9 +418,13 @@ def cmd_show(args) -> int:
     result = store.result(info.id, attempt.number)
     other = store.previous(info.id, attempt.number) if against == "previous" else store.resolve(info.id, against)
     speed = compare_results(result, store.result(info.id, other.number)) if other and result else None
+    from ks_tui.harness import profile as prof
+
+    profiled = prof.load(store.sessions_dir, info.id, attempt.number)  # `ks profile N` summaries
     if args.json:
         _dump({"session": info.id, "attempt": attempt.to_dict(), "against": against, "diff": diff, "result": result,
-               "speed_against": None if other is None else {"attempt": other.number, **(speed or {})}})
+               "speed_against": None if other is None else {"attempt": other.number, **(speed or {})},
+               "profile": profiled})
         return EXIT_OK
     print(attempt_line(attempt).strip())
     print(f"commit {attempt.sha}  {attempt.time.astimezone().isoformat(timespec='seconds')}  session {info.id}")
@@ -432,6 +436,9 @@ def cmd_show(args) -> int:
     print(diff if diff.strip() else f"(kernel identical to {'the previous attempt' if against == 'previous' else against})")
     print()
     print(result_text(result))
+    if profiled:
+        print()
+        print("\n".join(prof.summary_lines(profiled)))
     if other is not None and speed is not None:
         print()
         print(comparison_text(speed, f"attempt {other.number}"))

@@ -35,6 +35,10 @@ def register(sub) -> None:
         # Timing baselines afresh is the default now; the old flag stays so that recorded
         # commands in results files still run.
         p.add_argument("--remeasure-baselines", action="store_true", help=argparse.SUPPRESS)
+        if mode == "check":
+            p.add_argument("--sanitize", action="store_true",
+                           help="CUDA: run the smallest scenario of each family (or --scenarios) under "
+                                "compute-sanitizer's memcheck, racecheck, initcheck and synccheck; any finding fails")
         p.set_defaults(func=lambda a, m=mode: run_cmd(a, m))
 
     text = "bench several kernel files on the same scenarios and inputs, in alternating order"
@@ -111,6 +115,10 @@ def run_cmd(args, mode: str) -> int:
     pair = _pair_tag(args.pair)
     task = _load(args)
     ids = scenario_ids(args.scenarios)
+    if getattr(args, "sanitize", False):
+        from ks_tui.commands.profile_cmds import sanitize_cmd
+
+        return sanitize_cmd(args, task, ids)
     progress = _Progress(live=sys.stderr.isatty(), plain=not args.json)
     try:
         result = run_harness(task, args.source, mode=mode, quick=args.quick, scenarios=ids,

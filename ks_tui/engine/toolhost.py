@@ -70,6 +70,24 @@ class ToolHostMixin:
     def tool_run_harness(self, mode: str, quick: bool) -> str:
         return self._run_harness(mode, quick, author="agent")
 
+    def tool_profile(self, scenario: str) -> str:
+        """Nsight Compute on one scenario of the worktree kernel; kept with the latest attempt when the
+        kernel is that attempt's (harness/profile.py)."""
+        from ks_tui.harness import profile as prof
+
+        try:
+            result = prof.profile(self.task, self.files.kernel, scenario)
+        except KsError as e:  # no ncu, no permission, unknown scenario: the agent reads why
+            raise ToolRefused(f"profile not run: {e.message}") from None
+        if not result.get("profile"):
+            return summarize_result(result, None, note="no profile: the kernel failed before its launch was profiled")
+        lines = prof.summary_lines(result["profile"])
+        attempts = self.store.attempts(self.id)
+        if attempts and self._kernel_sha() == self._kernel_known:
+            prof.keep(self.store.sessions_dir, self.id, attempts[-1].number, result["profile"])
+            lines.append(f"(kept with attempt {attempts[-1].number})")
+        return "\n".join(lines)
+
     def tool_list_attempts(self) -> str:
         attempts = self.store.attempts(self.id)
         if not attempts:

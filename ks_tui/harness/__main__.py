@@ -27,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="compile, check (and time) one kernel; write one JSON result")
     r.add_argument("--task", required=True, help="task folder (holding task.yaml)")
     r.add_argument("--source", help="kernel file to use instead of the task's own")
-    r.add_argument("--mode", choices=("check", "bench"), default="check")
+    r.add_argument("--mode", choices=("check", "bench", "profile"), default="check")
     r.add_argument("--quick", action="store_true")
     r.add_argument("--scenarios", help="comma-separated scenario ids")
     r.add_argument("--out", help="write the result here instead of stdout")

@@ -171,3 +171,17 @@ def sdpa_baseline(inputs: dict, p: dict):
 
 
 CPU_BASELINES = {"torch_sdpa": sdpa_baseline}
+
+
+def avg_keys(p: dict) -> float:
+    """Keys a query row sees on average, as FlashAttention counts them (bottom-right causal)."""
+    s_q, s_k = p["s_q"], p["s_k"]
+    return float(s_k) if not p["causal"] else (max(0, s_k - s_q) + s_k) / 2
+
+
+def extra_limits(p: dict, device: dict) -> dict:
+    """Attention's limit beyond FLOPs and bytes: one exponential per visible score, on the MUFU
+    unit (16 per clock per SM on Ampere/Hopper), which no tensor core helps with."""
+    from ks_tui.harness.sol import exp_limit_ms
+
+    return exp_limit_ms(p, device, p["b"] * p["h_q"] * p["s_q"] * avg_keys(p))

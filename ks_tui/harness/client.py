@@ -93,9 +93,13 @@ class _StderrReader(threading.Thread):
 
 
 def child_command(task, source: Path, mode: str, quick: bool, scenarios, seed, out: Path,
-                  cached_baselines: bool) -> list[str]:
-    cmd = [sys.executable, "-m", "ks_tui.harness", "run", "--task", str(task.dir),
-           "--source", str(source), "--mode", mode, "--out", str(out), "--die-with-parent"]
+                  cached_baselines: bool, wrapper: list[str] | None = None) -> list[str]:
+    # Under a wrapper (ncu, compute-sanitizer) the child's stdin is the wrapper's to pass on or not:
+    # no --die-with-parent there; the wrapper's process group is killed all the same.
+    cmd = [*(wrapper or []), sys.executable, "-m", "ks_tui.harness", "run", "--task", str(task.dir),
+           "--source", str(source), "--mode", mode, "--out", str(out)]
+    if not wrapper:
+        cmd.append("--die-with-parent")
     if quick:
         cmd.append("--quick")
     if scenarios:
@@ -110,13 +114,15 @@ def child_command(task, source: Path, mode: str, quick: bool, scenarios, seed, o
 def run_harness(task, source: Path | None = None, *, mode: str = "check", quick: bool = False,
                 scenarios: list[str] | None = None, timeout: float | None = None, seed: int | None = None,
                 on_progress: Callable[[dict], None] | None = None,
-                cancel: threading.Event | None = None, cached_baselines: bool = False) -> dict:
+                cancel: threading.Event | None = None, cached_baselines: bool = False,
+                wrapper: list[str] | None = None, env: dict | None = None) -> dict:
     """Compile, check (and for mode="bench" time) one kernel in a child process.
 
+    `wrapper`: a command the child runs under (ncu, compute-sanitizer), `env`: extra variables for it.
     Kernel failures are statuses in the returned dict; KsError only for bad input.
     """
-    if mode not in ("check", "bench"):
-        raise KsError(f"mode must be check or bench, not {mode!r}")
+    if mode not in ("check", "bench", "profile"):
+        raise KsError(f"mode must be check, bench or profile, not {mode!r}")
     source = Path(source).resolve() if source else task.kernel
     if not source.is_file():
         raise KsError(f"kernel source not found: {source}")
@@ -134,9 +140,9 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
 
     with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
         out = Path(tmp) / "result.json"
-        cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines)
+        cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines, wrapper)
         mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
-        env = dict(marked_environ(mark), PYTHONUNBUFFERED="1")
+        env = dict(marked_environ(mark), PYTHONUNBUFFERED="1", **(env or {}))
         spawned = time.time()
         t0 = time.monotonic()
         # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),

@@ -19,6 +19,16 @@ def _tool(name: str) -> str:
     return f"{path} ({last if name == 'nvcc' else first})"
 
 
+def _nvml_version() -> str:
+    """The GPU clock record's library (nvidia-ml-py), found without importing it."""
+    from importlib import metadata
+
+    try:
+        return f"nvidia-ml-py {metadata.version('nvidia-ml-py')} (records the GPU clock in benches)"
+    except metadata.PackageNotFoundError:
+        return "nvidia-ml-py not installed (GPU clock not recorded)"
+
+
 def diagnose() -> dict:
     report: dict = {}
     try:
@@ -37,6 +47,11 @@ def diagnose() -> dict:
     report["g++"] = _tool("g++")
     report["nvcc"] = _tool("nvcc")
     report["cuobjdump"] = shutil.which("cuobjdump") or "not found (no SASS summary)"
+    from ks_tui.harness.profile import find_tool
+
+    report["ncu"] = find_tool("ncu", "nvcc") or "not found (no ks profile)"
+    report["compute-sanitizer"] = find_tool("compute-sanitizer", "nvcc") or "not found (no ks check --sanitize)"
+    report["nvml"] = _nvml_version()
     report["baselines"] = {"torch_sdpa (CPU)": "yes" if report["torch"] != "not installed" else "no"}
     try:  # the GPU task's own list (sdpa_cudnn, sdpa_flash, fa2, fa3, fa4), with versions
         from ks_tui.harness.gpu_baselines import availability

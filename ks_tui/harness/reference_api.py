@@ -8,7 +8,7 @@ the reason and times the other baselines.
 from __future__ import annotations
 
 REQUIRED = ("make_inputs", "make_output", "call_kernel", "reference")
-OPTIONAL = ("reference_lowp", "BASELINES")
+OPTIONAL = ("reference_lowp", "BASELINES", "extra_limits")
 
 
 class Unavailable(Exception):

@@ -23,24 +23,35 @@ def _error_cell(s: dict) -> str:
 
 
 def _status_cell(s: dict) -> str:
+    if s.get("ok") and s.get("invalid"):
+        return "invalid"
     return "ok" if s.get("ok") else "FAIL"
 
 
+def sol_cell(s: dict) -> str:
+    """'72% compute': the scenario's speed-of-light fraction and what bounds it ('-' when unknown)."""
+    sol = s.get("speed_of_light") or {}
+    if sol.get("fraction") is None:
+        return "-"
+    return f"{sol['fraction'] * 100:.0f}% {sol.get('bound', '?')}"
+
+
 def scenario_table(result: dict) -> str:
-    header = ["scenario", "status", "err/bound", "time ms", "TFLOP/s", "baseline", "base ms", "speedup"]
+    header = ["scenario", "status", "err/bound", "time ms", "TFLOP/s", "baseline", "base ms", "speedup", "SoL"]
     rows = []
     for s in result.get("scenarios") or []:
         base = s.get("baseline") or {}
         rows.append([s["id"], _status_cell(s), _error_cell(s), _num(s.get("time_ms"), ".3f"),
                      _num(s.get("tflops"), ".4f" if (s.get("tflops") or 0) < 1 else ".1f"),
                      base.get("name", "-"), _num(base.get("time_ms"), ".3f"),
-                     _num(s.get("speedup"), ".2f") + ("x" if s.get("speedup") is not None else "")])
+                     _num(s.get("speedup"), ".2f") + ("x" if s.get("speedup") is not None else ""),
+                     sol_cell(s)])
     if not rows:
         return ""
     if result.get("mode") == "check":  # no timing columns in a check
         header, rows = header[:3], [r[:3] for r in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    right = {3, 4, 6, 7}
+    right = {3, 4, 6, 7, 8}
 
     def fmt(r):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
@@ -114,6 +125,46 @@ def kernel_lines(result: dict, *, every: bool = True) -> list[str]:
     return out
 
 
+def family_lines(result: dict) -> list[str]:
+    """Speed of light per family: geomean fraction, range, bounds; and the peaks it used."""
+    sol = result.get("speed_of_light") or {}
+    fams = sol.get("families") or []
+    if not fams:
+        return []
+    width = max(len(f["family"]) for f in fams)
+    out = ["speed of light by family (time at the limit / measured time):"]
+    for f in fams:
+        bounds = ", ".join(f"{b} {n}" if len(f["bounds"]) > 1 else b for b, n in f["bounds"].items())
+        out.append(f"  {f['family'].ljust(width)}  {f['geomean'] * 100:5.1f}%  ({f['min'] * 100:.0f}-"
+                   f"{f['max'] * 100:.0f}%, {f['n']} scenario{'s' if f['n'] != 1 else ''}, {bounds})")
+    out += [f"  {line}" for line in peaks_lines(result)]
+    return out
+
+
+def peaks_lines(result: dict) -> list[str]:
+    peaks = result.get("peaks") or {}
+    if not peaks:
+        return []
+    tf = ", ".join(f"{dt} {v:.4g} TFLOP/s" for dt, v in (peaks.get("matmul_tflops") or {}).items())
+    bw = peaks.get("copy_gbps")
+    info = peaks.get("device_info") or {}
+    clock = f", max SM clock {info['max_clock_mhz']} MHz" if info.get("max_clock_mhz") else ""
+    return [f"peaks (measured): matmul {tf or '-'}; copy {bw:.4g} GB/s{clock}" if bw else
+            f"peaks (measured): matmul {tf or '-'}{clock}"]
+
+
+def measurement_lines(result: dict) -> list[str]:
+    """The clock record and the persisting-L2 reset of a GPU bench (nothing for a CPU one)."""
+    from ks_tui.harness.clocks import text as clock_text
+
+    out = []
+    if result.get("clocks"):
+        out.append(clock_text(result["clocks"]))
+    if result.get("l2_persisting"):
+        out.append(f"persisting L2 lines: {result['l2_persisting']}")
+    return out
+
+
 def summary_line(result: dict) -> str:
     t = result.get("timings") or {}
     comp = result.get("compile") or {}
@@ -150,6 +201,12 @@ def render(result: dict) -> str:
     kernels = kernel_lines(result, every=False)
     if kernels:
         blocks.append("compiled:\n" + "\n".join(kernels))
+    fams = family_lines(result)
+    if fams:
+        blocks.append("\n".join(fams))
+    measured = measurement_lines(result)
+    if measured:
+        blocks.append("\n".join(measured))
     warned = warning_lines(result)
     if warned:
         blocks.append("\n".join(warned))

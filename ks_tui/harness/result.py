@@ -43,6 +43,9 @@ def skeleton(task, source: Path, mode: str, quick: bool, seed: int | None,
     }
 
 
+INVALID_WARNING = "invalid timing on "
+
+
 def geomean(values: list[float]) -> float | None:
     vals = [v for v in values if v is not None and v > 0]
     if not vals:
@@ -55,18 +58,33 @@ def summarize(result: dict, total: int | None = None) -> dict:
     scen = result["scenarios"]
     total = len(scen) if total is None else total
     result["correct"] = f"{sum(1 for s in scen if s.get('ok'))}/{total}"
-    result["geomean_speedup"] = geomean([s.get("speedup") for s in scen])
+    # An invalid scenario (faster than its speed of light, or work hidden from the timing events)
+    # is no gain: its speedup stays in the table but out of every geomean.
+    invalid = [s for s in scen if s.get("invalid")]
+    valid = [s for s in scen if not s.get("invalid")]
+    result["invalid"] = len(invalid)
+    result["geomean_speedup"] = geomean([s.get("speedup") for s in valid])
     by_name: dict[str, list[float]] = {}
-    for s in scen:
+    for s in valid:
         t = s.get("time_ms")
         for name, bt in (s.get("baselines") or {}).items():
             if t and bt:
                 by_name.setdefault(name, []).append(bt / t)
     result["geomean_by_baseline"] = {n: geomean(v) for n, v in sorted(by_name.items())}
-    timed = [s for s in scen if s.get("time_ms")]
+    timed = [s for s in valid if s.get("time_ms")]
     bare = [s for s in timed if not s.get("speedup")]
     result["geomean_scenarios"] = len(timed) - len(bare)
-    warnings = [w for w in result.get("warnings") or [] if not w.startswith("geomean over ")]
+    warnings = [w for w in result.get("warnings") or []
+                if not w.startswith(("geomean over ", INVALID_WARNING))]
+    if invalid:
+        first = invalid[0]
+        warnings.append(f"{INVALID_WARNING}{len(invalid)} scenario(s), left out of the geomean; first "
+                        f"{first.get('id')}: {first['invalid'][0] if isinstance(first['invalid'], list) else first['invalid']}")
+    if any(s.get("speed_of_light") for s in scen):
+        from ks_tui.harness.sol import family_summary
+
+        sol = result.get("speed_of_light") if isinstance(result.get("speed_of_light"), dict) else {}
+        result["speed_of_light"] = {**sol, "families": family_summary(scen)}
     if bare:  # a geomean over fewer scenarios than were timed (or none) must not pass silently
         why = "; ".join(sorted({f"{k}: {v}" for s in bare for k, v in (s.get("skipped_baselines") or {}).items()}))
         warnings.append(f"geomean over {len(timed) - len(bare)} of {len(timed)} timed scenarios: "

@@ -170,6 +170,8 @@ class Runner:
             self._check_all(ref, fn)
             if all(s["ok"] for s in res["scenarios"]) and self.mode == "bench":
                 self._bench_all(ref, fn, stream)
+            if all(s["ok"] for s in res["scenarios"]) and self.mode == "profile":
+                self._profile_launch(ref, fn)
         summarize(res)
         res["status"] = "correct" if all(s["ok"] for s in res["scenarios"]) else "incorrect"
         res["message"] = failure_message(res)
@@ -280,17 +282,65 @@ class Runner:
         # written always and read only when asked (--cached-baselines: the fastest loop).
         cache = BaselineCache(build_mod.cache_root(), _environment(torch, self.result)) if gpu else None
         n = len(self.scenarios)
+        light = self._light(ref)
+        clock = self._clock_recorder() if gpu else None
         cpu_before = contention.cpu_snapshot()
+        if clock is not None:
+            clock.start()
         for i, (sc, entry) in enumerate(zip(self.scenarios, self.result["scenarios"])):
             self._progress(i, sc.id, "bench")
+            t_sc = time.monotonic()
             self._bench_one(ref, fn, sc, entry, gpu, cache)
+            entry["family"] = task.family_of(sc)
+            if clock is not None and clock.ok:
+                entry["clock_mhz"] = clock.window(t_sc, time.monotonic())
+            light.judge(sc, entry)
             emit("partial", {"scenario": entry})
         cores = contention.other_cores(cpu_before, contention.cpu_snapshot())
+        if clock is not None:
+            self.result["clocks"] = clock.stop()
+            from ks_tui.harness import clocks
+            self.result["warnings"] += clocks.warnings(self.result["clocks"])
+        if gpu is not None:
+            self.result["l2_persisting"] = gpu.persisting.status()
+        light.finish()
         self._progress(n, "", "bench")
         if cache is not None:
             cache.save()
         self.timings["bench_s"] = round(time.monotonic() - t0, 4)
         self._judge_sharing(cores)
+
+    def _light(self, ref):
+        """The speed-of-light judge, its peaks measured now when the cache lacks them (harness/sol.py)."""
+        from ks_tui.harness.sol import Light, compute_dtype
+
+        t0 = time.monotonic()
+        light = Light(self.torch, self.task, ref, self.result, build_mod.cache_root())
+        light.ensure_peaks(sorted({compute_dtype(sc.params) for sc in self.scenarios}))
+        self.timings["peaks_s"] = round(time.monotonic() - t0, 4)
+        return light
+
+    def _clock_recorder(self):
+        from ks_tui.harness.clocks import ClockRecorder
+
+        props = self.torch.cuda.get_device_properties(self.torch.cuda.current_device())
+        return ClockRecorder(contention.bus_id(props), self.torch.cuda.current_device())
+
+    def _profile_launch(self, ref, fn) -> None:
+        """One call of the kernel per scenario between cudaProfilerStart and Stop: what a profiler
+        started with `--profile-from-start off` (ncu, harness/profile.py) records, and nothing else."""
+        torch = self.torch
+        for i, sc in enumerate(self.scenarios):
+            self._progress(i, sc.id, "profile")
+            inputs, out = self._fresh_set(ref, sc, 700)
+            self._sync()
+            if self.task.device == "cuda":
+                torch.cuda.profiler.start()
+            ref.call_kernel(fn, inputs, out, sc.params, self.stream_ptr)
+            self._sync()
+            if self.task.device == "cuda":
+                torch.cuda.profiler.stop()
+        self.result["profiled"] = [sc.id for sc in self.scenarios]
 
     def _judge_sharing(self, cores: float | None) -> None:
         """The result's `sharing` record, and a warning where the timing phase shared the machine."""
@@ -352,6 +402,11 @@ class Runner:
             timed = time_cpu(funcs, task.timing)
         kt = timed.pop("")
         entry["time_ms"], entry["timing"] = kt["median_ms"], kt
+        from ks_tui.harness.timing import hidden_work_reason
+
+        hidden = hidden_work_reason(kt)
+        if hidden:
+            entry.setdefault("invalid", []).append(hidden)
         entry["tflops"] = task.flops_of(sc) / (kt["median_ms"] * 1e-3) / 1e12
         for name, bt in timed.items():
             entry["baselines"][name] = bt["median_ms"]

@@ -54,16 +54,41 @@ def _summary(samples_s: list[float]) -> dict:
     return {"median_ms": statistics.median(ms), "min_ms": ms[0], "max_ms": ms[-1], "reps": len(ms)}
 
 
+# Work a kernel hides from the events (launched on its own stream, left running) shows as wall time
+# after the harness stream's last event: more than this, beyond the empty block's, makes it invalid.
+HIDDEN_ABS_MS = 0.05
+HIDDEN_REL = 0.5  # ... and more than this share of its event-timed median
+
+
+def hidden_work_reason(timed: dict) -> str | None:
+    """Why a function's event times miss work it left running elsewhere, or None."""
+    hidden, median = timed.get("hidden_ms"), timed.get("median_ms")
+    if hidden is None or median is None or hidden <= max(HIDDEN_ABS_MS, HIDDEN_REL * median):
+        return None
+    return (f"work outside the timed stream: after each timed block the device stayed busy "
+            f"{hidden:.3f} ms past the harness stream's last event (event median {median:.3f} ms); "
+            "a kernel must run on the stream it is given")
+
+
 class GpuTimer:
-    """CUDA events on the harness's stream, with an L2 flush before every timed call."""
+    """CUDA events on the harness's stream, with an L2 flush before every timed call.
+
+    Each block of calls is also timed by the wall clock between two device-wide synchronizations: the
+    part of it the harness stream's events do not cover (less that of an empty block) is work left
+    running on another stream (`hidden_ms`). Persisting L2 lines are reset before each block (l2.py)."""
 
     def __init__(self, torch, stream):
+        from ks_tui.harness.l2 import PersistingL2
+
         self.torch, self.stream = torch, stream
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 64 << 20)
         # Writing twice the L2 size evicts everything the previous call left there.
         self.flush_buf = torch.empty(max(2 * self.l2_bytes, 64 << 20) // 4, dtype=torch.int32,
                                      device="cuda")
+        self.persisting = PersistingL2()
+        self.gaps: dict[str, list[float]] = {}  # per function name: wall - event span of each block (s)
+        self._empty_gap: float | None = None
 
     def rotation_sets(self, input_bytes: int) -> int:
         """How many input copies to cycle through so consecutive calls never share L2 lines."""
@@ -75,15 +100,43 @@ class GpuTimer:
         torch = self.torch
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        first, last = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.persisting.reset()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
         with torch.cuda.stream(self.stream):
+            first.record(self.stream)
             for i in range(n):
                 self.flush_buf.zero_()
                 starts[i].record(self.stream)
                 call(i)
                 ends[i].record(self.stream)
+            last.record(self.stream)
         # Whole-device sync: work a candidate pushed to another stream is waited for too.
         torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+        name = getattr(call, "ks_name", None)
+        if name is not None:
+            self.gaps.setdefault(name, []).append(wall - first.elapsed_time(last) / 1e3)
         return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+
+    def empty_gap(self) -> float:
+        """The wall-minus-events gap of a block that runs nothing (launch and sync latency), best of 5."""
+        if self._empty_gap is None:
+            def nothing(i):
+                pass
+            nothing.ks_name = "\0empty"
+            for _ in range(5):
+                self._timed(nothing, 1)
+            self._empty_gap = min(self.gaps.pop("\0empty"))
+        return self._empty_gap
+
+    def hidden_ms(self, name: str) -> float | None:
+        """Wall time past the harness stream's events in this function's best block, less an empty block's."""
+        gaps = self.gaps.get(name)
+        if not gaps:
+            return None
+        return max(0.0, (min(gaps) - self.empty_gap()) * 1e3)
 
     def time(self, calls: list[Callable[[], object]], timing) -> dict:
         """Median of one function's calls (see `interleaved` for several)."""
@@ -93,7 +146,11 @@ class GpuTimer:
         return timed[""]
 
     def time_interleaved(self, funcs, timing, rounds: int = 5):
-        return interleaved(funcs, timing, rounds, self._timed)
+        self.gaps.clear()
+        timed, errors = interleaved(funcs, timing, rounds, self._timed)
+        for name, t in timed.items():
+            t["hidden_ms"] = self.hidden_ms(name)
+        return timed, errors
 
 
 def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: int,
@@ -112,6 +169,7 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
     for name, calls in funcs.items():
         def call(i, calls=calls):
             calls[i % len(calls)]()
+        call.ks_name = name  # lets a timer keep per-function records (GpuTimer's hidden-work check)
         try:
             # The warm-up calls are timed too: their tail estimates one call.
             warm = timed_block(call, max(2, timing.warmup))

@@ -35,6 +35,9 @@ class AttemptView:
     # The run's pair tag (`ks bench --pair`, every run of one `ks compare` round): runs with one tag were
     # timed side by side in one call, so their difference is judged at the bank's paired_noise.
     pair: str = ""
+    # scenarios whose timing the harness found invalid (faster than their speed of light, or work
+    # outside the timed stream): a reason to question the gain, whatever its size
+    invalid: int = 0
 
     @property
     def identity(self) -> str:
@@ -128,6 +131,7 @@ def from_attempt_dict(d: dict[str, Any], result: dict[str, Any] | None = None) -
         scope=scope_of(d.get("mode"), result),
         # a run's own tag, else one a remark declared after the fact (`ks remark N --same-call M`)
         pair=str(result.get("pair") or declared_pair(d.get("remarks") or [])),
+        invalid=int(result.get("invalid") or 0) if isinstance(result.get("invalid"), int) else 0,
     )
 
 

@@ -298,6 +298,9 @@ def _suspicious(history: Sequence[AttemptView], config: DecisionConfig) -> str |
     last = history[-1]
     if not last.passed:
         return None
+    if last.invalid:
+        return (f"attempt {last.number} has {last.invalid} invalid timing(s): faster than the speed of light "
+                "or work outside the timed stream (left out of its geomean)")
     peak = config.peak_for(last.device)
     if peak is not None and last.max_tflops is not None and last.max_tflops > peak:
         return (f"attempt {last.number} reports {last.max_tflops:.0f} TFLOP/s, above the "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tests.harness.conftest import run_ks
 
@@ -24,7 +25,9 @@ def test_bench_prints_speedups_and_the_geomean():
     assert out.returncode == 0, out.stdout + out.stderr
     assert "speedup" in out.stdout.splitlines()[0]
     rows = [ln for ln in out.stdout.splitlines() if ln.startswith(tuple(TWO))]
-    assert len(rows) == 2 and all("torch_sdpa" in r and r.rstrip().endswith("x") for r in rows)
+    # the speedup, then the speed-of-light fraction and its bound
+    assert len(rows) == 2 and all("torch_sdpa" in r and re.search(r"\d\.\d\dx +\d+% (compute|memory)$", r.rstrip())
+                                  for r in rows)
     assert "geomean" in out.stdout.splitlines()[-1]
 
 
@@ -62,7 +65,9 @@ def test_doctor_reports_the_machine():
     out = run_ks("doctor", "--json")
     assert out.returncode == 0
     doc = json.loads(out.stdout)
-    assert set(doc) >= {"torch", "gpu", "g++", "nvcc", "baselines", "anthropic api key"}
+    assert set(doc) >= {"torch", "gpu", "g++", "nvcc", "baselines", "anthropic api key", "ncu", "compute-sanitizer",
+                        "nvml"}
+    assert doc["nvml"].startswith("nvidia-ml-py ")
     assert doc["anthropic api key"] in ("set", "not set (ANTHROPIC_API_KEY)")
     assert "sk-" not in out.stdout  # never prints the key itself
 

@@ -484,3 +484,13 @@ def test_every_device_keeps_its_own_gain_bar_the_latest_first():
         "(a gain on H200 must beat #2's kernel by 0.5% in one call (`ks show 2 --kernel`) or read above 1.1832x alone)"]
     assert p.to_dict()["gain_needs_elsewhere"] == [{"device": a, "beside_kernel_of": 2, "paired_noise": 0.005,
                                                     "alone_above": pytest.approx(1.16 * 1.02)}]
+
+
+def test_an_invalid_timing_is_a_suspicious_gain_whatever_its_size():
+    from ks_tui.questions.history import from_attempt_dict
+
+    found = detect([ok(1, 1.0), ok(2, 1.01, invalid=2)], "attempt", CFG)
+    assert [p.point for p in found] == ["suspicious_gain"]
+    assert "attempt 2 has 2 invalid timing(s)" in found[0].reason
+    view = from_attempt_dict({"number": 3, "status": "correct"}, {"invalid": 1, "status": "correct"})
+    assert view.invalid == 1 and from_attempt_dict({"number": 4, "status": "correct"}, {}).invalid == 0

@@ -45,9 +45,11 @@ class AttemptList(Message):
 
 
 class AttemptDetail(Message):
-    def __init__(self, number: int, title: str, diff: str, result: dict[str, Any] | None):
+    def __init__(self, number: int, title: str, diff: str, result: dict[str, Any] | None,
+                 profile: dict[str, Any] | None = None):
         super().__init__()
         self.number, self.title, self.diff, self.result = number, title, diff, result
+        self.profile = profile or {}  # `ks profile N` summaries kept with the attempt
 
 
 ATTEMPT_COLUMNS = [(label, label) for label in
@@ -212,10 +214,11 @@ class HistoryScreen(Screen):
         except KsError as e:  # e.g. no correct attempt to be "best" yet
             diff = f"# {e.message}"
         result = self.backend.result(number)
+        profile = self.backend.profile(number) if hasattr(self.backend, "profile") else {}
         if get_current_worker().is_cancelled:
             return
         base = f"#{against}" if isinstance(against, int) else against
-        self.post_message(AttemptDetail(number, f"Diff · #{number} vs {base}", diff, result))
+        self.post_message(AttemptDetail(number, f"Diff · #{number} vs {base}", diff, result, profile))
 
     @on(AttemptDetail)
     def _show_detail(self, message: AttemptDetail) -> None:
@@ -227,6 +230,11 @@ class HistoryScreen(Screen):
         self.query_one("#history-results-panel").border_title = f"Results · #{message.number}"
         self.query_one("#history-headline", Static).update(headline(result) if result else "")
         notes = notes_view(next((a for a in self.attempts if a.get("number") == message.number), None))
+        if message.profile:
+            from ks_tui.harness.profile import summary_lines
+
+            notes.append("\n" if notes.plain else "")
+            notes.append("\n".join(summary_lines(message.profile)), "cyan")
         shown = self.query_one("#history-notes", Static)
         shown.update(notes)
         shown.display = bool(notes.plain)

@@ -41,6 +41,24 @@ def headline(result: dict[str, Any]) -> Text:
     return text
 
 
+def sol_summary(result: dict[str, Any]) -> Text:
+    """'SoL by family: d128-h32-8 72% · d128-h32-8-causal 65% · ...' from the result's family summary
+    (harness/sol.py); empty without one."""
+    fams = (result.get("speed_of_light") or {}).get("families") or []
+    text = Text(overflow="fold")
+    if not fams:
+        return text
+    text.append("SoL by family: ", "bold")
+    for i, f in enumerate(fams):
+        if i:
+            text.append(" · ", "dim")
+        text.append(f"{f['family']} ")
+        text.append(f"{f['geomean'] * 100:.0f}%", "bold")
+    if result.get("invalid"):
+        text.append(f"  {result['invalid']} invalid timing(s), not in the geomean", "bold yellow")
+    return text
+
+
 class BenchPanel(Vertical):
     DEFAULT_CSS = """
     BenchPanel { height: 1fr; }
@@ -49,6 +67,7 @@ class BenchPanel(Vertical):
     BenchPanel.-running #bench-progress-row { display: block; }
     BenchPanel #bench-progress-label { width: 1fr; padding-left: 1; }
     BenchPanel #bench-chart { height: auto; max-height: 5; }
+    BenchPanel #bench-sol { height: auto; max-height: 4; display: none; }
     """
 
     def compose(self):
@@ -57,6 +76,7 @@ class BenchPanel(Vertical):
             yield ProgressBar(total=None, show_eta=False, id="bench-progress")
             yield Label("", id="bench-progress-label")
         yield BenchTable(id="bench-table")
+        yield Static("", id="bench-sol")
         yield Static("", id="bench-chart")
 
     def harness_started(self, mode: str, quick: bool, total: int) -> None:
@@ -77,6 +97,10 @@ class BenchPanel(Vertical):
         self.harness_finished()
         self.query_one("#bench-headline", Static).update(headline(result))
         self.query_one(BenchTable).show_scenarios(result.get("scenarios") or [])
+        sol = sol_summary(result)
+        box = self.query_one("#bench-sol", Static)
+        box.update(sol)
+        box.display = bool(sol.plain)
 
     def show_attempts(self, attempts: list[dict[str, Any]]) -> None:
         self.query_one("#bench-chart", Static).update(SpeedupChart(points_from_attempts(attempts), height=3))

@@ -1,7 +1,8 @@
 """Per-scenario results of one harness run as a sortable table.
 
 Losing scenarios (speedup below 1) and failing ones are coloured so they stand out; `s`
-cycles the sort column and clicking a header sorts by it.
+cycles the sort column and clicking a header sorts by it. SoL is the speed-of-light fraction with its
+bound (C compute, M memory, or the task's own limit, e.g. exp); an invalid timing says so in status.
 """
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ COLUMNS = (  # key, label; the wide columns last so a narrow panel still shows t
     ("scenario", "scenario"),
     ("status", "status"),
     ("speedup", "speedup"),
+    ("sol", "SoL"),
     ("time", "ms"),
     ("tflops", "TFLOP/s"),
     ("baseline", "baseline ms"),
     ("error", "error ≤ bound"),
 )
+
+
+SOL_BOUND = {"compute": "C", "memory": "M"}  # short bound names; a task's own limit keeps its name
 
 
 def _sort_value(row: dict[str, Any], key: str):
@@ -41,6 +46,9 @@ def _sort_value(row: dict[str, Any], key: str):
         return -(row.get("tflops") or 0.0)
     if key == "baseline":
         return (row.get("baseline") or {}).get("time_ms") or big
+    if key == "sol":  # the farthest from the machine's limit first: the most left to gain
+        fraction = (row.get("speed_of_light") or {}).get("fraction")
+        return fraction if fraction is not None else big
     return row.get("speedup") if row.get("speedup") is not None else big
 
 
@@ -85,9 +93,15 @@ def _cells(row: dict[str, Any]) -> list[Text]:
     losing = sp is not None and sp < 1.0
     base = row.get("baseline") or {}
     base_txt = "—" if not base else f"{fmt.millis(base.get('time_ms'))} {base.get('name', '')}"
+    invalid = bool(ok and row.get("invalid"))
+    sol = row.get("speed_of_light") or {}
+    fraction = sol.get("fraction")
+    sol_txt = "—" if fraction is None else f"{fraction * 100:.0f}% {SOL_BOUND.get(sol.get('bound'), sol.get('bound', ''))}"
     cells = {
         "scenario": Text(row.get("id", "?"), style="bold red" if not ok else ("yellow" if losing else "")),
-        "status": Text("ok" if ok else "FAIL", style="green" if ok else "bold red"),
+        "status": Text("invalid" if invalid else "ok" if ok else "FAIL",
+                       style="bold yellow" if invalid else "green" if ok else "bold red"),
+        "sol": Text(sol_txt, justify="right", style="bold yellow" if invalid else "" if fraction is not None else "dim"),
         "speedup": Text(fmt.speedup(sp), justify="right",
                         style="bold red" if losing else ("bold green" if sp is not None else "dim")),
         "time": Text(fmt.millis(row.get("time_ms")), justify="right"),
