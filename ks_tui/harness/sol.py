@@ -68,9 +68,32 @@ def speed_of_light(limits: dict, time_ms: float | None) -> dict | None:
             "limits": {k: round(v, 6) for k, v in limits.items()}}
 
 
+# Dense FLOPs per clock per SM, by compute capability and dtype: the vendor's peak rate divided by
+# SMs x clock (H100 SXM: 989 TFLOP/s bf16 = 132 x 1830 MHz x 4096; fp32 on the CUDA cores 256).
+# torch.matmul reaches ~75-80% of it, and a good attention kernel can pass torch.matmul's rate on
+# some shapes, so for compute the line between fast and impossible is this ceiling, not the measure.
+FLOP_PER_CLOCK_SM = {(9, 0): {"bf16": 4096, "fp16": 4096, "fp32": 256},
+                     (8, 0): {"bf16": 2048, "fp16": 2048, "fp32": 128}}
+
+
+def ceiling_tflops(info: dict, dtype: str) -> float | None:
+    """The device's theoretical dense rate for a dtype (TFLOP/s at its max SM clock), where known."""
+    per = FLOP_PER_CLOCK_SM.get(tuple(info.get("capability") or ()), {}).get(dtype)
+    sms, mhz = info.get("sm_count"), info.get("max_clock_mhz")
+    return per * sms * mhz * 1e6 / 1e12 if per and sms and mhz else None
+
+
 def above_light(sol: dict | None, tolerance: float = TOLERANCE) -> str | None:
     """Why a scenario's time is impossible (faster than its speed of light), or None."""
-    if not sol or sol.get("fraction") is None or sol["fraction"] <= tolerance:
+    if not sol or sol.get("fraction") is None:
+        return None
+    ceiling = sol.get("ceiling_fraction")
+    if ceiling is not None and ceiling > 1.0:
+        return (f"faster than the speed of light: {ceiling:.2f}x the device's peak compute rate "
+                f"({sol['ceiling_ms']:.4g} ms)")
+    if sol["bound"] == "compute" and ceiling is not None:
+        return None  # under the theoretical rate: fast, not impossible
+    if sol["fraction"] <= tolerance:
         return None
     return (f"faster than the speed of light: {sol['fraction']:.2f}x the {sol['bound']} limit "
             f"({sol['limit_ms']:.4g} ms), above the {tolerance:g} tolerance")
@@ -295,8 +318,14 @@ class Light:
     def _apply(self, sc, entry: dict) -> None:
         lim = limits_ms(self.task.flops_of(sc), self.task.bytes_of(sc), self.peaks,
                         compute_dtype(sc.params), self._extra(sc.params))
-        entry["speed_of_light"] = speed_of_light(lim, entry["time_ms"])
-        _mark(entry, above_light(entry["speed_of_light"]))
+        sol = speed_of_light(lim, entry["time_ms"])
+        ceiling = ceiling_tflops(self.info, compute_dtype(sc.params))
+        flops = self.task.flops_of(sc)
+        if sol is not None and ceiling and flops:
+            sol["ceiling_ms"] = flops / (ceiling * 1e12) * 1e3
+            sol["ceiling_fraction"] = sol["ceiling_ms"] / entry["time_ms"]
+        entry["speed_of_light"] = sol
+        _mark(entry, above_light(sol))
 
 
 def _mark(entry: dict, reason: str | None) -> None:

@@ -228,3 +228,16 @@ def test_bench_json_carries_speed_of_light_on_every_scenario_and_the_text_shows_
     assert {f["family"] for f in r["speed_of_light"]["families"]} == {"full", "causal"}
     text = render(r)
     assert "SoL" in text and "speed of light by family" in text and "peaks (measured)" in text
+
+
+def test_compute_line_is_the_theoretical_rate_where_the_device_is_known():
+    h100 = {"device": "cuda", "capability": [9, 0], "sm_count": 132, "max_clock_mhz": 1980}
+    assert int(sol.ceiling_tflops(h100, "bf16")) == 1070  # 132 x 4096 x 1.98 GHz
+    assert sol.ceiling_tflops({"device": "cpu"}, "fp32") is None
+    # 1.2x torch.matmul's measured rate but under the tensor cores' ceiling: fast, not impossible
+    fast = {"fraction": 1.2, "bound": "compute", "limit_ms": 1.0, "ceiling_ms": 0.75, "ceiling_fraction": 0.9}
+    assert sol.above_light(fast) is None
+    beyond = dict(fast, fraction=1.5, ceiling_fraction=1.1)
+    assert "peak compute rate" in sol.above_light(beyond)
+    # memory has no datasheet figure here: the measured copy rate with its tolerance
+    assert sol.above_light({"fraction": 1.2, "bound": "memory", "limit_ms": 1.0, "ceiling_fraction": 0.2})
