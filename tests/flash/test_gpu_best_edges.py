@@ -7,7 +7,7 @@ threshold, small GQA groups. This test copies the task with those shapes as its 
 and runs the real harness on the kernel in check mode, with the task's own correctness rule.
 
 KS_EDGE_SOURCES (colon-separated paths) adds candidate files to check the same way, e.g. on
-the device: `KS_EDGE_SOURCES=kernels/flash_attn_fwd/best/gen/next_s6.cu python3 -m pytest -m gpu
+the device: `KS_EDGE_SOURCES=lab/flash_attn_fwd/gen/next_s6.cu python3 -m pytest -m gpu
 tests/flash/test_gpu_best_edges.py`. Skipped without CUDA (CI has no GPU).
 """
 
@@ -148,8 +148,8 @@ def test_kernel_is_correct_on_edge_shapes(tmp_path, source):
     task = edge_task(tmp_path)
     out = tmp_path / "result.json"
     # The user's build cache, not a fresh one: its key is the source's bytes and the compile command, so a hit is
-    # the same build, and a file prebuilt before the call (scripts/prebuild.py) is not compiled again. With a
-    # fresh cache per test, session 20's four files compiled one after another and the test ran past its 220 s.
+    # the same build, and a file prebuilt before the call (lab/flash_attn_fwd/scripts/prebuild.py) is not compiled
+    # again. With a fresh cache per test, four candidate files compiled one after another and ran past 220 s.
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run(
         [sys.executable, "-m", "ks_tui.harness", "run", "--task", str(task), "--source", str(source),

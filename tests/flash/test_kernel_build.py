@@ -1,6 +1,7 @@
-"""The seed kernel.cu and best/kernel.cu compile with nvcc for sm_90a; their ABI refuses bad shapes.
+"""The seed kernel.cu compiles with nvcc for sm_90a; its ABI refuses bad shapes.
 
-Compile-only: no GPU is needed (CI has nvcc but no GPU). Skipped only where nvcc is absent.
+Compile-only: no GPU is needed (CI has nvcc but no GPU). Skipped only where nvcc is absent. best/kernel.cu, whose
+cold build takes minutes of nvcc, is built the same way by the lab suite (lab/flash_attn_fwd/tests/test_best_build.py).
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 
-# The task's seed and the best kernel, with the kernel instantiations each must have: the seed has one per dtype
-# (bf16, fp16) and head dim (64, 96, 128, 256); best/kernel.cu has 17 a dtype (per head dim, a function per tile
-# shape, key-block width, epilogue and, for the unmasked launches, a causal-free copy).
-INSTANTIATIONS = {"kernel.cu": 8, "best/kernel.cu": 34}
+# The task's kernel files and the kernel instantiations each must have: one per dtype (bf16, fp16) and head dim
+# (64, 96, 128, 256).
+INSTANTIATIONS = {"kernel.cu": 8}
 KERNELS = list(INSTANTIATIONS)
 
 
@@ -70,7 +70,7 @@ def test_ptxas_report_lists_every_instantiation(compiled):
         assert k["stack_bytes"] >= 0
 
 
-@pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("name", [*KERNELS, "best/kernel.cu"])
 def test_uses_no_library_headers(name):
     text = source_of(name).read_text()
     includes = [ln.split()[1] for ln in text.splitlines() if ln.startswith("#include")]
