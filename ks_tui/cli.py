@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ks {__version__}")
     parser.add_argument("--workspace", "-w", metavar="DIR",
                         help="workspace folder (default: nearest folder upward holding kernels/)")
+    # For bare `ks` (the screen); `ks tui` and `ks run` take --provider after the command too.
+    parser.add_argument("--provider", dest="top_provider", metavar="NAME",
+                        help="the model's server: anthropic, anthropic-compatible, bedrock or vertex")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
