@@ -24,11 +24,12 @@ COMMAND_MODULES = (
     "ks_tui.commands.attempt_cmds",
     "ks_tui.commands.question_cmds",
     "ks_tui.commands.agent_cmds",
+    "ks_tui.commands.mcp_cmds",
 )
 
 # The import names of pyproject.toml's dependencies, with the package names pip knows them by.
 DEPENDENCY_MODULES = {"git": "GitPython", "anthropic": "anthropic", "textual": "textual",
-                      "yaml": "PyYAML", "numpy": "numpy", "torch": "torch"}
+                      "yaml": "PyYAML", "numpy": "numpy", "torch": "torch", "mcp": "mcp"}
 
 
 # Whether the command line being parsed asks for --json: a usage error then also prints the JSON
