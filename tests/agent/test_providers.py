@@ -49,6 +49,7 @@ def test_a_headless_session_completes_against_a_strict_compatible_server(workspa
         assert body["model"] == "qwen3-coder" and body["tools"] and body["stream"] is True
         assert body["max_tokens"] == 4096  # the model's output limit from GET /v1/models/{id}, under the config's 16000
     assert api.model_lookups == ["qwen3-coder"]
+    assert "of 60000" in out.stdout  # the window the models endpoint states, under the config's 200000
     assert "via anthropic-compatible" in out.stdout
     assert "== attempt 1 (agent): correct 4/4" in out.stdout
     assert "cost: unpriced" in out.stdout and "Traceback" not in out.stderr
@@ -119,6 +120,11 @@ def test_provider_bad_inputs_are_one_line_exit_2(workspace, base_env, capsys):
     err = run("--max-cost", "1")
     assert len(err.splitlines()) == 1 and err.startswith("ks: error: --max-cost cannot be kept: qwen3-coder is unpriced")
     assert not (workspace / "sessions").exists()  # nothing was started by any of them
+    capsys.readouterr()
+    # Bare `ks` (the screen) and `ks tui` take it too, and refuse before the screen would open.
+    assert main(["--workspace", str(workspace), "--provider", "nope"]) == 2
+    assert main(["--workspace", str(workspace), "tui", "--provider", "nope"]) == 2
+    assert capsys.readouterr().err.count("ks: error: --provider: unknown provider 'nope'") == 2
 
 
 def test_bedrock_runs_a_turn_through_the_sdk_client_on_its_own_paths(workspace, fake_api, base_env):
