@@ -114,8 +114,27 @@ def check(provider: str, env=None) -> None:
             raise _missing_extra("google.auth", "google-auth", "vertex", provider)
         if not env.get("CLOUD_ML_REGION"):
             raise KsError("the vertex provider needs a region", hint="export CLOUD_ML_REGION=us-east5 (or global)")
+        vertex_project(env)
         return
     raise KsError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
+
+
+def vertex_project(env=None) -> str:
+    """The Google Cloud project: ANTHROPIC_VERTEX_PROJECT_ID, else the one the application default
+    credentials name (the SDK needs it before its first request). KsError without credentials."""
+    import google.auth
+    import google.auth.exceptions
+
+    env = os.environ if env is None else env
+    try:  # finds the credentials only; the token is fetched with the first request
+        _, project = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    except google.auth.exceptions.GoogleAuthError as e:
+        raise KsError(f"no Google credentials for the vertex provider: {str(e).splitlines()[0]}",
+                      hint="gcloud auth application-default login (or GOOGLE_APPLICATION_CREDENTIALS=FILE)") from None
+    project = env.get("ANTHROPIC_VERTEX_PROJECT_ID") or project
+    if not project:
+        raise KsError("the vertex provider needs a Google Cloud project", hint="export ANTHROPIC_VERTEX_PROJECT_ID=my-project")
+    return project
 
 
 def missing_key_error(provider: str = "anthropic") -> KsError:
@@ -136,7 +155,7 @@ def make_client(provider: str, max_retries: int, timeout: float):
         if provider == "bedrock":
             return anthropic.AnthropicBedrock(**kw)
         if provider == "vertex":
-            return anthropic.AnthropicVertex(**kw)
+            return anthropic.AnthropicVertex(project_id=vertex_project(), **kw)
         return anthropic.Anthropic(**kw)
     except ValueError as e:  # e.g. no region after all: the SDK's own sentence
         raise KsError(f"{provider}: {e}") from None

@@ -161,6 +161,16 @@ def test_bedrock_and_vertex_say_what_is_missing(workspace, base_env, tmp_path, m
         base_env.setenv("AWS_REGION", "us-east-1")
         with pytest.raises(KsError, match="no AWS credentials"):
             providers.check("bedrock")
+    try:
+        has_google = providers.importlib.util.find_spec("google.auth") is not None
+    except ModuleNotFoundError:
+        has_google = False
+    if has_google:
+        base_env.setenv("CLOUD_ML_REGION", "us-east5")
+        base_env.setenv("NO_GCE_CHECK", "True")
+        base_env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+        with pytest.raises(KsError, match="no Google credentials for the vertex provider"):
+            providers.check("vertex")
     monkeypatch.setitem(sys.modules, "boto3", None)  # as if the SDK's bedrock extra were not installed
     monkeypatch.setattr(providers.importlib.util, "find_spec",
                         lambda name, *a: None if name.split(".")[0] in ("boto3", "google") else object())
@@ -176,23 +186,36 @@ def test_bedrock_and_vertex_say_what_is_missing(workspace, base_env, tmp_path, m
     assert not (workspace / "sessions").exists()
 
 
-def test_vertex_request_path_and_body_through_the_sdk_client(fake_api):
-    """As far as a stand-in goes without Google credentials: the SDK's Vertex client, given a token,
-    sends the request we shape to Vertex's path, the model in the path and the version in the body."""
-    import anthropic
+def test_vertex_runs_a_turn_with_google_credentials_from_a_local_token_endpoint(workspace, fake_api, base_env,
+                                                                                 tmp_path):
+    """The SDK's Vertex client with real application default credentials: a service-account file
+    (a key made here) whose token endpoint is the stand-in, so nothing leaves 127.0.0.1."""
+    pytest.importorskip("google.auth")
+    serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
     api = fake_api([reply(text("Hello from Vertex."))])
-    client = anthropic.AnthropicVertex(region="us-east5", project_id="proj", access_token="ya29.test",
-                                       base_url=api.url, max_retries=0)
-    params = providers.shape_request("vertex", {"model": "claude-opus-4-6", "max_tokens": 100,
-                                                "cache_control": {"type": "ephemeral"},
-                                                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]})
-    with client.messages.stream(**params) as stream:
-        msg = stream.get_final_message()
-    assert msg.content[0].text == "Hello from Vertex."
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    account = tmp_path / "account.json"
+    account.write_text(json.dumps({"type": "service_account", "project_id": "proj", "private_key_id": "k1",
+                                   "private_key": pem, "client_email": "ks@proj.iam.gserviceaccount.com",
+                                   "client_id": "1", "token_uri": f"{api.url}/token"}))
+    base_env.delenv("ANTHROPIC_API_KEY")
+    base_env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(account))
+    base_env.setenv("NO_GCE_CHECK", "True")  # never probe a metadata server
+    base_env.setenv("ANTHROPIC_VERTEX_BASE_URL", api.url)
+    base_env.setenv("CLOUD_ML_REGION", "us-east5")
+    out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "1",
+             "--provider", "vertex")
+    assert out.returncode == 0, out.stderr
     assert api.paths == ["/projects/proj/locations/us-east5/publishers/anthropic/models/claude-opus-4-6:streamRawPredict"]
-    assert api.headers[0]["authorization"] == "Bearer ya29.test"
-    assert api.requests[0]["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert api.headers[0]["authorization"] == "Bearer ya29.fake-token"
+    assert "jwt-bearer" in api.token_requests[0]  # the service account's signed grant
+    [body] = api.requests
+    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}  # a block breakpoint
+    assert "Hello from Vertex." in out.stdout and "via vertex" in out.stdout
 
 
 def test_every_model_the_sdk_lists_has_a_price():

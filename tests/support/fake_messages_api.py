@@ -31,7 +31,8 @@ Other servers the agent can be pointed at (ks_tui/agent/providers.py):
 - Bedrock's paths (`/model/{id}/invoke` and `/invoke-with-response-stream`, the stream in AWS's
   binary event-stream framing) and Vertex's (`/projects/{p}/locations/{r}/publishers/anthropic/
   models/{id}:rawPredict` and `:streamRawPredict`) are served from the same script; `paths`
-  records the path of every request that reached a step.
+  records the path of every request that reached a step. `POST /token` answers an OAuth access
+  token, for a Google service-account file whose token_uri points at this server.
 """
 
 from __future__ import annotations
@@ -145,6 +146,7 @@ class FakeMessagesAPI:
         self.model_info = model_info
         self.paths: list[str] = []  # the path of every request that reached a step
         self.model_lookups: list[str] = []  # the models asked for at GET /v1/models/{id}
+        self.token_requests: list[str] = []  # bodies POSTed to /token
         self.api_key = api_key  # None: accept any key
         self.models = models  # None: accept any model
         self.model_echo = model_echo
@@ -273,6 +275,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length)
         path = self.path.split("?")[0]
         self._bedrock = False
+        if path == "/token":  # an OAuth token endpoint, for Google credentials whose token_uri points here
+            self.owner.token_requests.append(raw.decode(errors="replace"))
+            return self._json(200, {"access_token": "ya29.fake-token", "expires_in": 3600, "token_type": "Bearer"})
         cloud = _cloud_route(path)
         if cloud is None and path != "/v1/messages":
             return self._error(404, "not_found_error", f"Not found: {self.path}")
