@@ -166,7 +166,7 @@ def build_server(workspace: Path):
                 *(["--quick"] if quick else [])]
         if scenarios:
             argv.append("--scenarios=" + ",".join(_name(s, "scenario") for s in scenarios))
-        code, result = ks.json(*argv, failed_ok=True)
+        _, result = ks.json(*argv, failed_ok=True)
         return _answer(render(result), result)
 
     @tool
@@ -235,7 +235,7 @@ def build_server(workspace: Path):
         argv += [f"--summary={summary}"] if summary else []
         argv += ["--kernel", ks.file(kernel, "kernel")] if kernel else []
         argv += ["--question", _name(question, "question")] if question else []
-        code, doc = ks.json(*argv, failed_ok=True)
+        _, doc = ks.json(*argv, failed_ok=True)
         if doc.get("attempt") is None:
             same = doc.get("unchanged_since") or {}
             return _answer(f"kernel unchanged since attempt {same.get('number')}: nothing recorded (edit the kernel, "

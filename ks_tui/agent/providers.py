@@ -66,15 +66,16 @@ def has_credentials(provider: str, env=None) -> bool:
     return has_key(env) if provider in ("anthropic", COMPATIBLE) else True
 
 
-def _missing_extra(module: str, package: str, extra: str, provider: str) -> KsError:
+def _missing_extra(package: str, extra: str, provider: str) -> KsError:
     return KsError(f"the {provider} provider needs the Python package {package}, which is not installed",
                    hint=f"python3 -m pip install 'anthropic[{extra}]'")
 
 
 def check(provider: str, env=None) -> None:
     """What the provider needs before a session starts: a key, an endpoint, the SDK's extra, a
-    region. KsError (exit 2) naming what to set or install; nothing here goes to the network
-    except the AWS credential chain, which may ask the instance's metadata service as boto3 does."""
+    region, the cloud's credentials. KsError (exit 2) naming what to set or install. Only the
+    clouds' credential chains may go to the network: to the instance's metadata service, as boto3
+    and google-auth do on a cloud machine without other credentials."""
     env = os.environ if env is None else env
     if provider in ("anthropic", COMPATIBLE):
         if provider == COMPATIBLE and not env.get("ANTHROPIC_BASE_URL"):
@@ -86,18 +87,19 @@ def check(provider: str, env=None) -> None:
     if provider == "bedrock":
         for module, package in (("boto3", "boto3"), ("botocore", "botocore")):
             if importlib.util.find_spec(module) is None:
-                raise _missing_extra(module, package, "bedrock", provider)
-        if not (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")):
-            import boto3
+                raise _missing_extra(package, "bedrock", provider)
+        import boto3
+        import botocore.exceptions
 
-            if not boto3.Session(profile_name=env.get("AWS_PROFILE") or None).region_name:
-                raise KsError("the bedrock provider needs an AWS region", hint="export AWS_REGION=us-east-1")
+        try:
+            aws = boto3.Session(profile_name=env.get("AWS_PROFILE") or None)
+        except botocore.exceptions.BotoCoreError as e:  # e.g. a profile that is not configured
+            raise KsError(f"AWS: {e}") from None
+        if not (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or aws.region_name):
+            raise KsError("the bedrock provider needs an AWS region", hint="export AWS_REGION=us-east-1")
         if not env.get("AWS_BEARER_TOKEN_BEDROCK"):
-            import boto3
-            import botocore.exceptions
-
             try:
-                found = boto3.Session(profile_name=env.get("AWS_PROFILE") or None).get_credentials()
+                found = aws.get_credentials()
             except botocore.exceptions.BotoCoreError as e:
                 raise KsError(f"AWS credentials: {e}") from None
             if found is None:
@@ -111,7 +113,7 @@ def check(provider: str, env=None) -> None:
         except ModuleNotFoundError:  # no `google` namespace at all
             found = False
         if not found:
-            raise _missing_extra("google.auth", "google-auth", "vertex", provider)
+            raise _missing_extra("google-auth", "vertex", provider)
         if not env.get("CLOUD_ML_REGION"):
             raise KsError("the vertex provider needs a region", hint="export CLOUD_ML_REGION=us-east5 (or global)")
         vertex_project(env)
