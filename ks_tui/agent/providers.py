@@ -67,8 +67,8 @@ def has_credentials(provider: str, env=None) -> bool:
 
 
 def _missing_extra(package: str, extra: str, provider: str) -> KsError:
-    return KsError(f"the {provider} provider needs the Python package {package}, which is not installed",
-                   hint=f"python3 -m pip install 'anthropic[{extra}]'")
+    return KsError(f"the {provider} provider needs the Python package {package}: "
+                   f"python3 -m pip install 'anthropic[{extra}]'")
 
 
 def check(provider: str, env=None) -> None:

@@ -148,7 +148,7 @@ def test_bedrock_runs_a_turn_through_the_sdk_client_on_its_own_paths(workspace, 
     assert "Done." in out.stdout and "cost: $" in out.stdout  # Bedrock's id is priced as the model it names
 
 
-def test_bedrock_and_vertex_say_what_is_missing(workspace, base_env, tmp_path, monkeypatch):
+def test_bedrock_and_vertex_say_what_is_missing(workspace, base_env, tmp_path, monkeypatch, capsys):
     base_env.setenv("AWS_EC2_METADATA_DISABLED", "true")
     base_env.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     base_env.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
@@ -176,13 +176,15 @@ def test_bedrock_and_vertex_say_what_is_missing(workspace, base_env, tmp_path, m
                         lambda name, *a: None if name.split(".")[0] in ("boto3", "google") else object())
     with pytest.raises(KsError) as e:
         providers.check("bedrock")
-    assert e.value.message == "the bedrock provider needs the Python package boto3, which is not installed"
-    assert e.value.hint == "python3 -m pip install 'anthropic[bedrock]'"
-    with pytest.raises(KsError, match="needs the Python package google-auth"):
+    assert str(e.value) == "the bedrock provider needs the Python package boto3: python3 -m pip install 'anthropic[bedrock]'"
+    with pytest.raises(KsError, match="needs the Python package google-auth: python3 -m pip install 'anthropic"):
         providers.check("vertex")
     from ks_tui.cli import main
 
+    capsys.readouterr()
     assert main(["--workspace", str(workspace), "run", "attention_cpu", "--headless", "--provider", "vertex"]) == 2
+    assert capsys.readouterr().err == ("ks: error: the vertex provider needs the Python package google-auth: "
+                                       "python3 -m pip install 'anthropic[vertex]'\n")
     assert not (workspace / "sessions").exists()
 
 
