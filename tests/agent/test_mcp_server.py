@@ -111,3 +111,15 @@ def test_ks_mcp_outside_a_workspace_is_one_line(tmp_path, base_env):
                          timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and out.stderr.startswith("ks: error: no KernelSeek workspace")
     assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_a_line_that_is_not_json_rpc_is_skipped_and_the_server_answers_the_next(workspace):
+    import subprocess
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    child = subprocess.run([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "mcp"], text=True,
+                           input="this is not json {\n" + json.dumps(init) + "\n", capture_output=True, timeout=120)
+    [answer] = [json.loads(line) for line in child.stdout.splitlines()]  # stdout holds protocol messages only
+    assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "kernelseek"
+    assert child.returncode == 0 and "Traceback" not in child.stderr  # the client closed stdin: a clean end
