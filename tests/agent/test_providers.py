@@ -37,7 +37,7 @@ def edit_then_check() -> list:
             reply(text("Done."))]
 
 
-def test_a_headless_session_completes_against_a_strict_compatible_server(workspace, fake_api):
+def test_a_headless_session_completes_against_a_strict_compatible_server(workspace, fake_api, capsys):
     api = fake_api(edit_then_check(), strict=True, model_info={"max_input_tokens": 60_000, "max_tokens": 4096})
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "3",
              "--provider", "anthropic-compatible", "--model", "qwen3-coder")
@@ -53,6 +53,10 @@ def test_a_headless_session_completes_against_a_strict_compatible_server(workspa
     assert "via anthropic-compatible" in out.stdout
     assert "== attempt 1 (agent): correct 4/4" in out.stdout
     assert "cost: unpriced" in out.stdout and "Traceback" not in out.stderr
+    from ks_tui.cli import main
+
+    assert main(["--workspace", str(workspace), "report"]) == 0
+    assert "cost: unpriced (no price for the model in the config)" in capsys.readouterr().out
 
 
 def test_the_anthropic_profile_still_caches_and_thinks(workspace, fake_api):
