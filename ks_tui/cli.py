@@ -25,11 +25,13 @@ COMMAND_MODULES = (
     "ks_tui.commands.question_cmds",
     "ks_tui.commands.agent_cmds",
     "ks_tui.commands.profile_cmds",
+    "ks_tui.commands.mcp_cmds",
 )
 
 # The import names of pyproject.toml's dependencies, with the package names pip knows them by.
 DEPENDENCY_MODULES = {"git": "GitPython", "anthropic": "anthropic", "textual": "textual",
-                      "yaml": "PyYAML", "numpy": "numpy", "torch": "torch", "plotly": "plotly"}
+                      "yaml": "PyYAML", "numpy": "numpy", "torch": "torch", "plotly": "plotly",
+                      "mcp": "mcp"}
 
 
 # Whether the command line being parsed asks for --json: a usage error then also prints the JSON
@@ -52,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ks {__version__}")
     parser.add_argument("--workspace", "-w", metavar="DIR",
                         help="workspace folder (default: nearest folder upward holding kernels/)")
+    # For bare `ks` (the screen); `ks tui` and `ks run` take --provider after the command too.
+    parser.add_argument("--provider", dest="top_provider", metavar="NAME",
+                        help="the model's server: anthropic, anthropic-compatible, bedrock or vertex")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)

@@ -3,9 +3,10 @@
 Layered like other terminal agents: built-in defaults, then ~/.config/ks/config.toml
 (`$XDG_CONFIG_HOME` honoured), then <workspace>/.ks/config.toml, then environment variables
 (KS_MODEL, KS_MAX_TOKENS, KS_THINKING, KS_API_MAX_RETRIES, KS_API_TIMEOUT, KS_TURN_RETRIES,
-KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT, KS_CONTEXT_WINDOW, KS_COMPACT_AT), then command-line
-flags (applied by the caller).
-The API key is never read from these files: the SDK takes it from ANTHROPIC_API_KEY.
+KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT, KS_CONTEXT_WINDOW, KS_COMPACT_AT, KS_PROVIDER), then
+command-line flags (applied by the caller).
+The API key is never read from these files: the SDK takes it from ANTHROPIC_API_KEY (or the
+cloud's own credentials for the bedrock and vertex providers, ks_tui/agent/providers.py).
 """
 
 from __future__ import annotations
@@ -20,12 +21,29 @@ from typing import Any
 
 from ks_tui.errors import InputFileError, KsError
 
-# USD per million tokens. Keys are model-name prefixes; the longest matching prefix wins.
-# Cache writes are the 5-minute rate (1.25x input), cache reads 0.1x input.
+# USD per million tokens, for every model the anthropic SDK lists (tests/agent/test_providers.py
+# checks that), and the older ones still in use. Keys are model names or prefixes: the longest key
+# that ends at a separator of the name wins ("claude-fable-5" prices claude-fable-5-20260609, not
+# claude-fable-5-2), else the longest plain prefix (a config's "qwen3" for qwen3-coder).
+# Cache writes are the 5-minute rate (1.25x input); Haiku 5.5 at its rate for prompts up to 100k tokens.
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
-    "claude-opus-4-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+    "claude-fable-5-2": {"input": 8.0, "output": 40.0, "cache_write": 10.0, "cache_read": 0.20},
+    "claude-mythos-5-2": {"input": 8.0, "output": 40.0, "cache_write": 10.0, "cache_read": 0.20},
+    "claude-fable-5-1": {"input": 10.0, "output": 50.0, "cache_write": 12.5, "cache_read": 0.25},
+    "claude-mythos-5-1": {"input": 10.0, "output": 50.0, "cache_write": 12.5, "cache_read": 0.25},
+    "claude-fable-5": {"input": 10.0, "output": 50.0, "cache_write": 12.5, "cache_read": 1.0},
+    "claude-mythos-5": {"input": 10.0, "output": 50.0, "cache_write": 12.5, "cache_read": 1.0},
+    "claude-mythos-preview": {"input": 25.0, "output": 125.0, "cache_write": 31.25, "cache_read": 2.5},
+    "claude-opus-5-5": {"input": 4.0, "output": 20.0, "cache_write": 5.0, "cache_read": 0.20},
+    "claude-opus-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+    "claude-opus-4-8": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+    "claude-opus-4-7": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
     "claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+    "claude-opus-4-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+    "claude-sonnet-5-5": {"input": 2.0, "output": 10.0, "cache_write": 2.5, "cache_read": 0.10},
+    "claude-sonnet-5": {"input": 2.0, "output": 10.0, "cache_write": 2.5, "cache_read": 0.20},
     "claude-sonnet-4": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.30},
+    "claude-haiku-5-5": {"input": 0.10, "output": 0.50, "cache_write": 0.125, "cache_read": 0.01},
     "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10},
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
@@ -35,6 +53,7 @@ DEFAULT_MODEL = "claude-opus-4-6"
 
 @dataclass
 class Config:
+    provider: str = "anthropic"  # ks_tui/agent/providers.py: anthropic, anthropic-compatible, bedrock, vertex
     model: str = DEFAULT_MODEL
     max_tokens: int = 16000
     thinking: str = "adaptive"  # "adaptive", "off", or a token budget such as "8000"
@@ -58,7 +77,9 @@ class Config:
         return self.model or DEFAULT_MODEL
 
     def price_for(self, model: str) -> dict[str, float] | None:
-        best = max((p for p in self.prices if model.startswith(p)), key=len, default=None)
+        name = price_name(model)
+        whole = [p for p in self.prices if name == p or (name.startswith(p) and name[len(p)] in _SEPARATORS)]
+        best = max(whole or [p for p in self.prices if name.startswith(p)], key=len, default=None)
         return self.prices[best] if best else None
 
     def thinking_param(self) -> dict | None:
@@ -71,6 +92,21 @@ class Config:
 
     def with_overrides(self, **kw) -> "Config":
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+    def with_provider(self, value: str | None, source: str = "--provider") -> "Config":
+        """The provider a command line names (None: keep the config's); KsError for an unknown one."""
+        return self if value is None else replace(self, provider=_coerce(source, "provider", value))
+
+
+_SEPARATORS = "-@:[."
+# Bedrock names a model "anthropic.claude-..." (with a region prefix such as "us." for a
+# cross-region profile); Vertex may add "@<date>". The price is the model's own.
+_CLOUD_PREFIX = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")
+
+
+def price_name(model: str) -> str:
+    """The model name the price table uses: Bedrock's and Vertex's decorations removed."""
+    return _CLOUD_PREFIX.sub("", model.strip())
 
 
 _SCALARS = {f.name: f.type for f in fields(Config) if f.name not in ("prices", "sources")}
@@ -181,6 +217,13 @@ def _typed(path: Path | str, key: str, value: Any) -> Any:
             return None if value in ("", None) else int(value)
         if kind == "float | None":
             return None if value in ("", None) else float(value)
+        if key == "provider":
+            from ks_tui.agent.providers import PROVIDERS
+
+            s = str(value).strip().lower()
+            if s not in PROVIDERS:
+                raise ValueError
+            return s
         if key == "thinking":
             s = str(value).strip().lower()
             if s not in ("adaptive", "off") and not (s.isdigit() and int(s) >= 1024):
@@ -189,6 +232,10 @@ def _typed(path: Path | str, key: str, value: Any) -> Any:
         return str(value)
     except (TypeError, ValueError):
         msg = f"{key} = {value!r} is not a valid {kind}"
+        if key == "provider":
+            from ks_tui.agent.providers import PROVIDERS
+
+            msg = f"unknown provider {value!r} (known: {', '.join(PROVIDERS)})"
         if key == "thinking":
             msg = f"thinking = {value!r}: use \"adaptive\", \"off\" or a budget of at least 1024 tokens"
         _bad(path, msg)
@@ -199,7 +246,7 @@ _ENV = {
     "KS_API_MAX_RETRIES": "api_max_retries", "KS_API_TIMEOUT": "api_timeout_s",
     "KS_TURN_RETRIES": "turn_retries", "KS_TURN_RETRY_DELAY": "turn_retry_delay_s",
     "KS_QUESTION_TIMEOUT": "question_timeout_s", "KS_BASH_TIMEOUT": "bash_timeout_s",
-    "KS_CONTEXT_WINDOW": "context_window", "KS_COMPACT_AT": "compact_at",
+    "KS_CONTEXT_WINDOW": "context_window", "KS_COMPACT_AT": "compact_at", "KS_PROVIDER": "provider",
 }
 
 

@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 from ks_tui.config import Config
 from ks_tui.errors import KsError
 
-KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+from ks_tui.agent import providers
+from ks_tui.agent.providers import KEY_VARS, missing_key_error  # noqa: F401 (re-exported)
 
 
 def has_api_key(env=None) -> bool:
-    env = os.environ if env is None else env
-    return any(env.get(v) for v in KEY_VARS)
-
-
-def missing_key_error() -> KsError:
-    return KsError("no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to run the agent",
-                   hint="export ANTHROPIC_API_KEY=sk-ant-...  (`ks tui` works without one, in human mode)")
+    return providers.has_key(env)
 
 
 def make_client(cfg: Config):
-    """A synchronous Anthropic client. The SDK reads the key and ANTHROPIC_BASE_URL from the
-    environment and retries 408/409/429/5xx and connection errors with backoff itself."""
-    import anthropic
-
-    if not has_api_key():
-        raise missing_key_error()
-    return anthropic.Anthropic(max_retries=cfg.api_max_retries, timeout=cfg.api_timeout_s)
+    """A synchronous client of the configured provider (agent/providers.py). The SDK reads the
+    key and the base URL from the environment and retries 408/409/429/5xx and connection errors
+    with backoff itself."""
+    return providers.make_client(cfg.provider, cfg.api_max_retries, cfg.api_timeout_s)
 
 
 class FatalApiError(KsError):

@@ -80,7 +80,7 @@ class HeadlessPrinter:
         elif isinstance(e, ev.QuestionAsked):
             self._line(f"?? asked {e.question_id} ({e.category}, chosen by {e.chosen_by})")
         elif isinstance(e, ev.Usage):
-            cost = f"${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})" if e.priced else "cost unknown (no price)"
+            cost = f"${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})" if e.priced else "cost unpriced (no price for the model in the config)"
             window = f"; context {e.context_tokens / e.context_window:.0%} of {e.context_window}" \
                 if e.context_window and e.context_tokens else ""
             self._line(f"   turn {e.turn}: {e.input_tokens} in, {e.output_tokens} out, "
@@ -104,7 +104,9 @@ class HeadlessPrinter:
 
 
 def summary_text(e: ev.SessionEnded) -> str:
-    cost = f"${e.cost_usd:.4f}" if e.priced else f"${e.cost_usd:.4f} (some turns had no price)"
+    cost = f"${e.cost_usd:.4f}" if e.priced else \
+        ("unpriced (no price for the model in the config)" if not e.cost_usd else
+         f"${e.cost_usd:.4f} and some turns unpriced (no price for their model in the config)")
     best = f"{format_speedup(e.best_speedup)} (attempt {e.best_attempt})" if e.best_attempt else "none correct and timed"
     return "\n".join([f"session ended: {e.reason}",
                       f"  attempts: {e.attempts}",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ks_tui.agent.client import describe_api_error, prompt_too_long
+from ks_tui.agent.providers import explain_refusal, shape_request
 from ks_tui.agent.usage import TokenCount
 from ks_tui.config import Config
 
@@ -72,7 +73,7 @@ class ModelCaller:
         thinking = self.cfg.thinking_param()
         if thinking:
             p["thinking"] = thinking
-        return p
+        return shape_request(self.cfg.provider, p)
 
     def abort(self) -> None:
         """Stop the stream in flight (from another thread)."""
@@ -105,7 +106,7 @@ class ModelCaller:
                     too_long = prompt_too_long(err)
                     if too_long:
                         raise ContextTooLong(msg, *too_long) from None
-                    raise TurnFailed(msg, fatal=True) from None
+                    raise TurnFailed(explain_refusal(self.cfg.provider, msg), fatal=True) from None
                 if retries >= self.cfg.turn_retries:
                     raise TurnFailed(f"{msg} (gave up after {retries} retries of the turn)", fatal=False) from None
                 retries += 1

@@ -61,7 +61,8 @@ def report_text(r: dict) -> str:
              f"model turns: {r['model_turns']}  models: {', '.join(m for m in r['models'] if m) or '-'}",
              f"tokens: {t.get('input_tokens', 0)} in, {t.get('output_tokens', 0)} out, "
              f"{t.get('cache_read_tokens', 0)} cache read, {t.get('cache_write_tokens', 0)} cache write",
-             f"cost: ${r['cost_usd']:.4f}" + ("" if r["priced"] else " (some turns had no price in the config)"),
+             "cost: " + (f"${r['cost_usd']:.4f}" if r["priced"] else "unpriced (no price for the model in the config)"
+                         if not r["cost_usd"] else f"${r['cost_usd']:.4f} and some turns unpriced"),
              *_context_lines(r.get("context") or {}),
              "best: " + (f"{r['best_speedup']:.3f}x (attempt {r['best_attempt']}{_scope(r.get('best_scope'))})"
                          if r["best_attempt"] else "-"),

@@ -24,6 +24,7 @@ def register(sub) -> None:
     p.add_argument("--max-turns", type=int, metavar="N", help="stop after N model turns in this run")
     p.add_argument("--max-cost", type=float, metavar="USD", help="stop once this run has cost USD")
     p.add_argument("--model", metavar="M", help="model name (default: config, else claude-opus-4-6)")
+    add_provider_arg(p)
     p.add_argument("--enable-bash", action="store_true", help="give the agent a bash tool (headless: no approval)")
     p.set_defaults(func=cmd_run)
 
@@ -40,6 +41,19 @@ def register(sub) -> None:
     r.set_defaults(func=cmd_report)
 
 
+def add_provider_arg(p) -> None:
+    from ks_tui.agent.providers import PROVIDERS
+
+    p.add_argument("--provider", metavar="NAME",
+                   help=f"the model's server: {', '.join(PROVIDERS)} (default: KS_PROVIDER, the config, "
+                        "else anthropic; docs/agent.md)")
+
+
+def provider_flag(args) -> str | None:
+    """--provider after the command, else before it (`ks --provider NAME tui`)."""
+    return getattr(args, "provider", None) or getattr(args, "top_provider", None)
+
+
 def _config(args, workspace):
     from ks_tui.config import load_config
 
@@ -50,15 +64,16 @@ def _config(args, workspace):
     cfg = load_config(workspace).with_overrides(model=args.model, max_turns=args.max_turns,
                                                 max_cost_usd=args.max_cost,
                                                 enable_bash=True if args.enable_bash else None)
+    cfg = cfg.with_provider(provider_flag(args))
     if cfg.max_cost_usd is not None and cfg.price_for(cfg.resolved_model()) is None:
-        raise KsError(f"--max-cost needs a price for {cfg.resolved_model()}, and the config has none",
-                      hint=f'add [prices."{cfg.resolved_model()}"] with input, output, cache_write, cache_read '
-                           "(USD per million tokens) to ~/.config/ks/config.toml")
+        m = cfg.resolved_model()
+        raise KsError(f"--max-cost cannot be kept: {m} is unpriced (add [prices.\"{m}\"] with input, output, "
+                      "cache_write, cache_read in USD per million tokens to ~/.config/ks/config.toml)")
     return cfg
 
 
 def cmd_run(args) -> int:
-    from ks_tui.agent.client import has_api_key, missing_key_error
+    from ks_tui.agent import providers
     from ks_tui.paths import find_workspace, main_workspace
 
     if not args.headless:
@@ -67,8 +82,7 @@ def cmd_run(args) -> int:
         raise KsError("name a TASK, or a session with --session/--resume")
     workspace = main_workspace(find_workspace(args.workspace, sessions=True))
     cfg = _config(args, workspace)
-    if not has_api_key():
-        raise missing_key_error()
+    providers.check(cfg.provider)  # a key, an endpoint, the SDK's extra: before any session is made
 
     from ks_tui.agent.headless import HeadlessPrinter
     from ks_tui.engine import Session
@@ -94,7 +108,8 @@ def cmd_run(args) -> int:
         session.subscribe(lambda e: session.approve_bash(e.id, True) if isinstance(e, ev.BashApprovalRequested)
                           else None)
     mode = "autonomous" if kw["autonomous"] else "you answer questions on stdin (number, text, or empty to skip)"
-    print(f"session {session.id} on {session.task.name} with {cfg.resolved_model()} ({mode})", flush=True)
+    via = "" if cfg.provider == "anthropic" else f" via {cfg.provider}"
+    print(f"session {session.id} on {session.task.name} with {cfg.resolved_model()}{via} ({mode})", flush=True)
     print(f"worktree {session.info.worktree}", flush=True)
     if human:
         _read_answers_from_stdin(session)

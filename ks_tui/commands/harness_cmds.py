@@ -252,6 +252,7 @@ def doctor_cmd(args) -> int:
 
     report = diagnose()
     report["config"] = _config_report(args)
+    report["agent"] = _agent_report(args)
     if args.json:
         print(json.dumps(report, indent=1))
         return EXIT_OK
@@ -284,6 +285,30 @@ def _config_report(args) -> dict:
         for path in paths:
             if isinstance(e, InputFileError) and str(e.path) == str(path):
                 out[str(path)] = "broken"
+    return out
+
+
+def _agent_report(args) -> dict:
+    """The model's server as the agent would use it: provider, base URL, model, and whether a key
+    is set (its name only, never its value)."""
+    from ks_tui import config
+    from ks_tui.agent import providers
+    from ks_tui.paths import find_workspace, main_workspace
+
+    try:
+        workspace = main_workspace(find_workspace(getattr(args, "workspace", None)))
+    except KsError:
+        workspace = None
+    try:
+        cfg = config.load_config(workspace)
+    except KsError as e:  # the config section names the broken setting
+        return {"provider": f"none: {e.message}"}
+    key = next((v for v in providers.KEY_VARS if os.environ.get(v)), None)
+    out = {"provider": cfg.provider, "base_url": providers.base_url(cfg.provider), "model": cfg.resolved_model(),
+           "key": f"{key} is set" if key else f"not set ({' or '.join(providers.KEY_VARS)})"}
+    if cfg.provider in ("bedrock", "vertex"):
+        out["key"] = ("AWS credentials (the boto3 chain or AWS_BEARER_TOKEN_BEDROCK)" if cfg.provider == "bedrock"
+                      else "Google application default credentials")
     return out
 
 

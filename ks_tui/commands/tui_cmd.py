@@ -25,6 +25,9 @@ def register(sub) -> None:
                    help="resume session ID; without ID, pick one from a list")
     p.add_argument("--human", action="store_true",
                    help="human mode even when an API key is set (edit, run, history, rollback)")
+    from ks_tui.commands.agent_cmds import add_provider_arg
+
+    add_provider_arg(p)
     p.set_defaults(func=run_tui)
 
 
@@ -41,13 +44,19 @@ def default_task(workspace: Path) -> str:
 
 def run_tui(args: argparse.Namespace) -> int:
     from ks_tui.attempts import AttemptStore
+    from ks_tui.commands.agent_cmds import provider_flag
     from ks_tui.config import load_config
     from ks_tui.paths import find_workspace, main_workspace
     from ks_tui.task import load_task
 
     workspace = main_workspace(find_workspace(getattr(args, "workspace", None), sessions=True))
     store = AttemptStore(workspace)  # KsError when the workspace is not a git repository
-    cfg = load_config(workspace)
+    cfg = load_config(workspace).with_provider(provider_flag(args))
+    if cfg.provider != "anthropic" and not getattr(args, "human", False):
+        from ks_tui.agent import providers
+
+        if providers.has_credentials(cfg.provider):  # without a key the screen opens in human mode
+            providers.check(cfg.provider)  # an endpoint, the SDK's extra: said before the screen opens
     session = getattr(args, "session", None)
     task = getattr(args, "task", None)
     if session and session != PICK:

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 
 from ks_tui import events as ev
 from ks_tui.agent import prompts
-from ks_tui.agent.client import has_api_key
+from ks_tui.agent.providers import has_credentials
 from ks_tui.agent.files import TaskFiles
 from ks_tui.agent.tools import ToolBox
 from ks_tui.agent.usage import Spend
@@ -56,7 +56,7 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
         self.cfg = cfg
         self.autonomous = autonomous
         self.human_present = human_present and not autonomous
-        self.agent_enabled = has_api_key() if use_agent is None else use_agent
+        self.agent_enabled = has_credentials(cfg.provider) if use_agent is None else use_agent
         self.task = load_task(store.task_dir(self.id), self.workspace)
         self.bank = load_bank(default_bank_path(self.workspace))
         self.efficacy = EfficacyStore(self.workspace, k=self.bank.config.efficacy_k, config=self.bank.config)

@@ -15,6 +15,7 @@ from ks_tui import events as ev
 from ks_tui.agent import prompts
 from ks_tui.agent.client import make_client
 from ks_tui.agent.conversation import sendable
+from ks_tui.agent.providers import model_limits
 from ks_tui.agent.tools import tool_schemas
 from ks_tui.agent.usage import cost_usd
 
@@ -34,9 +35,19 @@ class TurnsMixin:
             from ks_tui.agent.loop import ModelCaller
 
             system = [{"type": "text", "text": self._system_prompt(), "cache_control": {"type": "ephemeral"}}]
-            self._caller = ModelCaller(make_client(self.cfg), self.cfg, system, tool_schemas(self.cfg.enable_bash),
-                                       stop_event=self._stop)
+            client = make_client(self.cfg)
+            self._caller = ModelCaller(client, self._model_config(client), system,
+                                       tool_schemas(self.cfg.enable_bash), stop_event=self._stop)
         return self._caller
+
+    def _model_config(self, client):
+        """The config for the model's requests, inside the limits the server states for the model
+        (agent/providers.py): a smaller window is kept to as a refusal's would be, and max_tokens
+        is lowered to the model's output limit. Without a statement the config decides."""
+        window, out = model_limits(client, self.cfg.provider, self.cfg.resolved_model())
+        if window:
+            self._api_window = min(window, self._api_window or window)
+        return self.cfg.with_overrides(max_tokens=out) if out and out < self.cfg.max_tokens else self.cfg
 
     def _system_prompt(self) -> str:
         root = self.files.root

@@ -21,13 +21,30 @@ so is a prompt longer than `context_window` tokens (counted as `usage` counts th
 characters a token), with the API's 400 "prompt is too long: N tokens > M maximum".
 When the script runs out, the server answers HTTP 400 with `x-should-retry: false`, so an
 over-long session fails loudly instead of hanging.
+
+Other servers the agent can be pointed at (ks_tui/agent/providers.py):
+- `strict=True` behaves like a Messages-API-compatible server (vLLM, Ollama, LiteLLM): HTTP 400
+  for any request field outside BASIC_FIELDS, and for cache_control or thinking anywhere;
+  `refuse_tools=True` answers 400 to any request with tools, as a server without tool use does.
+- `GET /v1/models/{id}` answers 404 (as servers without the endpoint do) unless `model_info`
+  gives the limits to state, e.g. {"max_input_tokens": 8000, "max_tokens": 2048}.
+- Bedrock's paths (`/model/{id}/invoke` and `/invoke-with-response-stream`, the stream in AWS's
+  binary event-stream framing) and Vertex's (`/projects/{p}/locations/{r}/publishers/anthropic/
+  models/{id}:rawPredict` and `:streamRawPredict`) are served from the same script; `paths`
+  records the path of every request that reached a step. `POST /token` answers an OAuth access
+  token, for a Google service-account file whose token_uri points at this server.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
+import re
+import struct
 import threading
+import urllib.parse
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
@@ -121,8 +138,15 @@ class FakeMessagesAPI:
 
     def __init__(self, script: list[Step] | None = None, *, api_key: str | None = None,
                  models: set[str] | None = None, model_echo: str | None = None,
-                 context_window: int | None = None):
+                 context_window: int | None = None, strict: bool = False, refuse_tools: bool = False,
+                 model_info: dict[str, int] | None = None):
         self.script: list[Step] = list(script or [])
+        self.strict = strict
+        self.refuse_tools = refuse_tools
+        self.model_info = model_info
+        self.paths: list[str] = []  # the path of every request that reached a step
+        self.model_lookups: list[str] = []  # the models asked for at GET /v1/models/{id}
+        self.token_requests: list[str] = []  # bodies POSTed to /token
         self.api_key = api_key  # None: accept any key
         self.models = models  # None: accept any model
         self.model_echo = model_echo
@@ -187,8 +211,9 @@ class FakeMessagesAPI:
             return self._arrived.wait_for(lambda: len(self.requests) >= n, timeout)
 
     # -- used by the handler
-    def _take_step(self, body: dict, headers: dict[str, str]) -> Step | None:
+    def _take_step(self, body: dict, headers: dict[str, str], path: str = "/v1/messages") -> Step | None:
         with self._arrived:
+            self.paths.append(path)
             self.requests.append(body)
             self.headers.append(headers)
             self._arrived.notify_all()
@@ -227,14 +252,34 @@ class _Handler(BaseHTTPRequestHandler):
                             "request_id": self.owner._new_id("req")}, extra)
 
     def _sse(self, event: str, data: dict) -> None:
-        self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+        if getattr(self, "_bedrock", False):
+            self.wfile.write(_eventstream_chunk(data))
+        else:
+            self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
         self.wfile.flush()
 
     # -- the endpoint
+    def do_GET(self):  # noqa: N802 (http.server naming)
+        path = self.path.split("?")[0]
+        if not path.startswith("/v1/models/"):
+            return self._error(404, "not_found_error", f"Not found: {self.path}")
+        model = urllib.parse.unquote(path.removeprefix("/v1/models/"))
+        self.owner.model_lookups.append(model)
+        if self.owner.model_info is None:
+            return self._error(404, "not_found_error", f"Not found: {self.path}")
+        self._json(200, {"type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z",
+                         "lifecycle": "active", **self.owner.model_info})
+
     def do_POST(self):  # noqa: N802 (http.server naming)
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
-        if self.path.split("?")[0] != "/v1/messages":
+        path = self.path.split("?")[0]
+        self._bedrock = False
+        if path == "/token":  # an OAuth token endpoint, for Google credentials whose token_uri points here
+            self.owner.token_requests.append(raw.decode(errors="replace"))
+            return self._json(200, {"access_token": "ya29.fake-token", "expires_in": 3600, "token_type": "Bearer"})
+        cloud = _cloud_route(path)
+        if cloud is None and path != "/v1/messages":
             return self._error(404, "not_found_error", f"Not found: {self.path}")
         try:
             body = json.loads(raw or b"{}")
@@ -242,6 +287,23 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(400, "invalid_request_error", f"body is not JSON: {e}")
         headers = {k.lower(): v for k, v in self.headers.items()}
         api = self.owner
+        if cloud is not None:
+            # The clouds name the model in the path and the API version in the body.
+            cloud_name, model_in_path, streaming = cloud
+            if "model" in body or not body.get("anthropic_version"):
+                return self._error(400, "invalid_request_error",
+                                   f"{cloud_name}: the model goes in the path and anthropic_version in the body")
+            body = {**body, "model": model_in_path, **({"stream": True} if streaming else {})}
+            self._bedrock = cloud_name == "bedrock"
+        if api.strict:
+            problem = strict_problem(body)
+            if problem:
+                api.rejected.append(body)
+                return self._error(400, "invalid_request_error", problem, {"x-should-retry": "false"})
+        if api.refuse_tools and body.get("tools"):
+            api.rejected.append(body)
+            return self._error(400, "invalid_request_error", "tools: this model does not support tool use",
+                               {"x-should-retry": "false"})
         # SDKs send the key as x-api-key or (newer ones) as a bearer token.
         bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
         if api.api_key is not None and api.api_key not in (headers.get("x-api-key"), bearer):
@@ -262,7 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
                                f"prompt is too long: {prompt} tokens > {api.context_window} maximum",
                                {"x-should-retry": "false"})
 
-        step = api._take_step(body, headers)
+        step = api._take_step(body, headers, path)
         if step is None:
             return self._error(400, "invalid_request_error", "fake API: script exhausted",
                                {"x-should-retry": "false"})
@@ -280,7 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, r: Reply, body: dict) -> None:
         api = self.owner
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", "application/vnd.amazon.eventstream" if self._bedrock else "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("request-id", api._new_id("req"))
         self.end_headers()
@@ -447,3 +509,70 @@ def _count_cache_control(obj: Any) -> int:
     if isinstance(obj, list):
         return sum(_count_cache_control(v) for v in obj)
     return 0
+
+
+# ---------------------------------------------------------------- other servers' shapes
+
+# The fields a Messages-API-compatible server takes (as ks_tui/agent/providers.py sends them).
+BASIC_FIELDS = frozenset({"model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream",
+                          "temperature", "top_p", "top_k", "stop_sequences", "metadata"})
+
+
+def strict_problem(body: dict) -> str | None:
+    """What a strict compatible server refuses: unknown fields, cache_control, thinking."""
+    extra = sorted(set(body) - BASIC_FIELDS)
+    if extra:
+        return f"{extra[0]}: Extra inputs are not permitted"
+    for where, key in _keys_anywhere(body):
+        if key in ("cache_control", "thinking"):
+            return f"{where}.{key}: Extra inputs are not permitted"
+    for where, block_type in _block_types(body.get("messages")):
+        if block_type in ("thinking", "redacted_thinking"):
+            return f"{where}.type: {block_type!r} blocks are not supported"
+    return None
+
+
+def _keys_anywhere(obj, where: str = "body"):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield where, k
+            yield from _keys_anywhere(v, f"{where}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _keys_anywhere(v, f"{where}.{i}")
+
+
+def _block_types(messages):
+    for i, m in enumerate(messages or []):
+        content = m.get("content") if isinstance(m, dict) else None
+        for j, b in enumerate(content if isinstance(content, list) else []):
+            if isinstance(b, dict):
+                yield f"messages.{i}.content.{j}", b.get("type")
+
+
+_BEDROCK = re.compile(r"^/model/(?P<model>[^/]+)/(?P<op>invoke|invoke-with-response-stream)$")
+_VERTEX = re.compile(r"^/(?:v1/)?projects/[^/]+/locations/[^/]+/publishers/anthropic/models/"
+                     r"(?P<model>[^/:]+):(?P<op>rawPredict|streamRawPredict)$")
+
+
+def _cloud_route(path: str) -> tuple[str, str, bool] | None:
+    """(cloud, model, streaming) for a Bedrock or Vertex path, else None."""
+    m = _BEDROCK.match(path)
+    if m:
+        return "bedrock", urllib.parse.unquote(m["model"]), m["op"] == "invoke-with-response-stream"
+    m = _VERTEX.match(path)
+    if m:
+        return "vertex", urllib.parse.unquote(m["model"]), m["op"] == "streamRawPredict"
+    return None
+
+
+def _eventstream_chunk(event: dict) -> bytes:
+    """One Bedrock stream event: an AWS event-stream message whose payload carries the Messages
+    event as base64 `bytes` (prelude and message CRC32s as botocore checks them)."""
+    headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+    head = b"".join(bytes([len(k)]) + k.encode() + b"\x07" + struct.pack(">H", len(v)) + v.encode()
+                    for k, v in headers.items())
+    payload = json.dumps({"bytes": base64.b64encode(json.dumps(event).encode()).decode()}).encode()
+    prelude = struct.pack(">II", 12 + len(head) + len(payload) + 4, len(head))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + head + payload
+    return message + struct.pack(">I", zlib.crc32(message))

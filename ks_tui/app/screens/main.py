@@ -175,8 +175,9 @@ class MainScreen(Screen):
 
     def _on_usage(self, e: ev.Usage) -> None:
         context = e.context_tokens / e.context_window if e.context_window and e.context_tokens else None
-        self.query_one(StatusBar).update_info(tokens=e.session_tokens, cost_usd=e.session_cost_usd,
-                                              context=context)
+        bar = self.query_one(StatusBar)
+        bar.update_info(tokens=e.session_tokens, cost_usd=e.session_cost_usd, context=context,
+                        priced=bar.info.priced and e.priced)
 
     def _on_context_compacted(self, e: ev.ContextCompacted) -> None:
         removed = f", {e.removed} oldest messages removed" if e.removed else ""
@@ -221,7 +222,7 @@ class MainScreen(Screen):
         self.query_one("#questions-panel").remove_class("-pending")
         self.query_one(Conversation).remove_children()
         self.query_one(StatusBar).update_info(attempts=0, best_speedup=None, best_correct="", state="idle",
-                                              tokens=0, cost_usd=0.0, harness="", context=None)
+                                              tokens=0, cost_usd=0.0, priced=True, harness="", context=None)
 
     # ---- data loaded by workers ---------------------------------------------------------
 

@@ -30,6 +30,7 @@ class StatusInfo:
     state: str = "idle"
     tokens: int = 0
     cost_usd: float = 0.0
+    priced: bool = True  # False once a turn's model had no price (a compatible server's model)
     harness: str = ""  # "bench 3/18" while a run is in flight
     context: float | None = None  # the last request's share of the context window
 
@@ -66,7 +67,8 @@ class StatusBar(Static):
         ]
         if info.harness:
             parts.append((info.harness, "cyan"))
-        parts.append((f"{_tokens(info.tokens)} tok ${info.cost_usd:.2f}", "dim"))
+        cost = f"${info.cost_usd:.2f}" if info.priced else ("unpriced" if not info.cost_usd else f"${info.cost_usd:.2f}+")
+        parts.append((f"{_tokens(info.tokens)} tok {cost}", "dim"))
         if info.context is not None:
             parts.append((f"ctx {info.context:.0%}", "bold yellow" if info.context >= 0.7 else "dim"))
         parts.append((f"session {info.session}", "dim"))
