@@ -80,7 +80,8 @@ class HeadlessPrinter:
         elif isinstance(e, ev.QuestionAsked):
             self._line(f"?? asked {e.question_id} ({e.category}, chosen by {e.chosen_by})")
         elif isinstance(e, ev.Usage):
-            cost = f"${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})" if e.priced else "cost unpriced (no price for the model in the config)"
+            cost = (f"${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})" if e.priced
+                    else "cost unpriced (no price for the model in the config)")
             window = f"; context {e.context_tokens / e.context_window:.0%} of {e.context_window}" \
                 if e.context_window and e.context_tokens else ""
             self._line(f"   turn {e.turn}: {e.input_tokens} in, {e.output_tokens} out, "
