@@ -10,7 +10,7 @@ import time
 
 from ks_tui.errors import KsError
 
-CONNECT_TIMEOUT_S = 5.0     # an address nobody answers: one line, fast
+CONNECT_TIMEOUT_S = 3.0     # an address nobody answers: one line, fast
 WORKERS_TIMEOUT_S = 60.0    # a local cluster's workers start in seconds; a remote one may have none
 
 

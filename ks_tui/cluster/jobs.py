@@ -53,10 +53,13 @@ def _first_line(e: BaseException) -> str:
 
 class JobRunner:
     def __init__(self, cluster, task, options: dict, on_event: Callable[[dict], None] | None = None,
-                 grace_s: float = GRACE_S):
+                 hang_s: float | None = None):
         self.cl, self.task, self.options = cluster, task, options
         self.on_event = on_event
-        self.limit = float(options["timeout"]) + grace_s
+        # A job not back this long after it started is on a hung worker (the harness child's own
+        # timeout ends a hanging kernel well before).
+        self.limit = float(hang_s) if hang_s else float(options["timeout"]) + GRACE_S
+        self.finished: set[str] = set()
         self.stats = Stats()
         self.hung: set[str] = set()
         self.identities: dict[str, dict] = {}
@@ -183,6 +186,7 @@ class JobRunner:
                 job = futures.pop(f)
                 if f.status == "finished":
                     results[job.key] = f.result()
+                    self.finished.add(job.key)
                     continue
                 self._cancel(futures)
                 raise self._failure(job, f)
@@ -237,9 +241,10 @@ class JobRunner:
             future.cancel()
         except Exception:
             pass
-        busy = {j.worker for j in self._jobs.values() if j is not job}
+        busy = {j.worker for j in self._jobs.values() if j is not job and j.key not in self.finished}
         job.worker = next((w for w in live if w not in busy), live[0])
         job.retried = True
+        job.deadline_slots = 1 if job.worker not in busy else 2  # queued behind a running job
         self.stats.reruns.append({"job": job.label, "from": bad, "to": job.worker, "why": "no answer in time"})
         self._tell({"event": "rerun", "job": job.key, "label": job.label, "worker": job.worker, "from": bad})
         return self._submit(client, bundle, job, builds, topic, loose=False)

@@ -10,7 +10,7 @@ from typing import Callable
 
 from ks_tui.cluster import merge as merge_mod
 from ks_tui.cluster.connect import Cluster
-from ks_tui.cluster.jobs import GRACE_S, Job, JobRunner
+from ks_tui.cluster.jobs import Job, JobRunner
 from ks_tui.errors import KsError
 
 
@@ -59,10 +59,11 @@ def _cluster_record(cl: Cluster, runner: JobRunner, wall_from: float) -> dict:
 def run_sharded(task, source: Path | None, spec, *, mode: str = "check", quick: bool = False,
                 scenarios: list[str] | None = None, timeout: float | None = None, seed: int | None = None,
                 cached_baselines: bool = False, on_event: Callable[[dict], None] | None = None,
-                grace_s: float = GRACE_S) -> dict:
+                hang_s: float | None = None) -> dict:
     """One kernel on the cluster: its scenarios sharded over the workers, each worker timing its
     own baselines; one merged result (the single-machine result's shape plus `workers`, each
-    scenario's `worker` and a `cluster` record). KsError when a worker fails the run."""
+    scenario's `worker` and a `cluster` record). KsError when a worker fails the run. hang_s: how
+    long a started job may take before its worker counts as hung (default: the timeout + 30 s)."""
     if mode not in ("check", "bench"):
         raise KsError(f"mode must be check or bench, not {mode!r}")
     source, timeout = _checked(task, source, scenarios, timeout)
@@ -76,7 +77,7 @@ def run_sharded(task, source: Path | None, spec, *, mode: str = "check", quick: 
         parts = shard(task, task.select(quick=quick, ids=scenarios), workers)
         jobs = [Job(f"shard{i + 1}", f"shard {i + 1}/{len(parts)} ({len(ids)} scenarios)", data, ids, seed,
                     workers[i]) for i, ids in enumerate(parts)]
-        runner = JobRunner(cl, task, _options(mode, quick, timeout, seed, cached_baselines), on_event, grace_s)
+        runner = JobRunner(cl, task, _options(mode, quick, timeout, seed, cached_baselines), on_event, hang_s)
         results = runner.run(jobs, one_if_broken=True)
         record = _cluster_record(cl, runner, t0)
     ordered = [results[j.key] for j in jobs if j.key in results]
@@ -104,7 +105,7 @@ def run_candidates(task, sources: list[Path], cluster: Cluster | None, *, mode: 
                    quick: bool = False, scenarios: list[str] | None = None, timeout: float | None = None,
                    seed: int | None = None, cached_baselines: bool = False, rotate: int = 0,
                    on_event: Callable[[dict], None] | None = None, on_progress: Callable[[dict], None] | None = None,
-                   grace_s: float = GRACE_S) -> list[dict]:
+                   hang_s: float | None = None) -> list[dict]:
     """Several kernel files on the same scenarios and inputs (one seed), one result each, in the
     order given. On a cluster each candidate runs whole on one worker (candidate i on worker
     (i + rotate) mod N, so rounds of a compare can move candidates across devices); without one
@@ -125,7 +126,7 @@ def run_candidates(task, sources: list[Path], cluster: Cluster | None, *, mode: 
     jobs = [Job(f"c{i + 1}", f"candidate {src.name}", src.read_bytes(), scenarios, seed,
                 workers[(i + rotate) % len(workers)]) for i, (src, _) in enumerate(checked)]
     runner = JobRunner(cluster, task, _options(mode, quick, checked[0][1], seed, cached_baselines), on_event,
-                       grace_s)
+                       hang_s)
     results = runner.run(jobs)
     record = _cluster_record(cluster, runner, t0)
     out = []
