@@ -1,0 +1,42 @@
+"""The agent's run_harness with `candidates`: two files the agent wrote, measured side by side on
+the workers of a running scheduler (KS_CLUSTER), each recorded as its own attempt."""
+
+from __future__ import annotations
+
+import pytest
+
+from ks_tui import events as ev
+from ks_tui.config import load_config
+from ks_tui.engine import Session
+from tests.harness import planted
+from tests.support.fake_messages_api import reply, text, tool_use
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def test_candidates_run_side_by_side_and_each_becomes_an_attempt(workspace, fake_api, external, base_env):
+    base_env.setenv("KS_CLUSTER", external.address)
+    kernel = (workspace / "kernels" / "attention_cpu" / "kernel.cpp").read_text()
+    good = kernel + "\n// candidate a: the seed kernel, renamed\n"
+    api = fake_api([reply(tool_use("write_file", {"path": "candidates/a.cpp", "content": good}),
+                          tool_use("write_file", {"path": "candidates/b.cpp", "content": planted.source("zeros")})),
+                    reply(tool_use("run_harness", {"mode": "check", "quick": True,
+                                                   "candidates": ["candidates/a.cpp", "candidates/b.cpp"]})),
+                    reply(text("Measured both."))])
+    session = Session.create(workspace, "attention_cpu", load_config(workspace).with_overrides(max_turns=3),
+                             autonomous=True, human_present=False)
+    seen: list[ev.Event] = []
+    session.subscribe(seen.append)
+    session.run_forever()
+
+    assert not api.rejected
+    out = api.requests[2]["messages"][-1]["content"][0]["content"]
+    assert "candidates/a.cpp on tcp://" in out and "candidates/b.cpp on tcp://" in out
+    assert "the kernel file now holds the best candidate: a.cpp" in out
+    recorded = [e for e in seen if isinstance(e, ev.AttemptRecorded)]
+    # the failing candidate is recorded first, the best last: the kernel file ends holding it
+    assert [e.attempt["status"] for e in recorded] == ["incorrect", "correct"]
+    assert {e.result["worker"] for e in recorded} == set(external.workers)  # one per worker
+    assert session.files.kernel.read_text() == good
+    progress = [e for e in seen if isinstance(e, ev.HarnessProgress)]
+    assert {e.worker for e in progress} >= set(external.workers)  # the screen hears each worker
