@@ -40,3 +40,15 @@ def test_candidates_run_side_by_side_and_each_becomes_an_attempt(workspace, fake
     assert session.files.kernel.read_text() == good
     progress = [e for e in seen if isinstance(e, ev.HarnessProgress)]
     assert {e.worker for e in progress} >= set(external.workers)  # the screen hears each worker
+
+
+def test_the_agent_may_write_candidate_files_and_nothing_else_new(tmp_path):
+    from ks_tui.agent.files import TaskFiles, ToolRefused
+
+    (tmp_path / "kernel.cpp").write_text("// seed\n")
+    files = TaskFiles(tmp_path, tmp_path / "kernel.cpp", [tmp_path / "reference.py"])
+    assert files.write("candidates/a.cpp", "// a\n").startswith("wrote candidates/a.cpp")
+    assert (tmp_path / "candidates" / "a.cpp").read_text() == "// a\n"
+    for path in ("candidates/a.py", "candidates/deeper/a.cpp", "other/a.cpp", "reference.py"):
+        with pytest.raises(ToolRefused):
+            files.write(path, "x")
