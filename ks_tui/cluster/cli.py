@@ -41,11 +41,13 @@ class WorkerProgress:
             text = f"done: {msg.get('status')}"
         elif event == "compile":
             text = "compiling the kernel for its architecture"
+        elif event == "unresponsive":
+            text = f"left out of the run: {msg.get('why')}"
         elif event == "rerun":
             text = f"re-running it here: worker {msg.get('from')} did not bring it back in time"
         else:
             return
-        line = f"[worker {worker}] {label}: {text}".replace(" : ", ": ")
+        line = f"[worker {worker}] " + (f"{label}: {text}" if label else text)
         if self.last.get(worker) != line:
             self.last[worker] = line
             print(line, file=self.stream, flush=True)
@@ -66,6 +68,7 @@ def summary_lines(result: dict) -> str:
                    f"(once per architecture, {shipped / 1024:.0f} KiB shipped), jobs {c.get('jobs_s', 0):.1f}s, "
                    f"total {c.get('wall_s', 0):.1f}s")
         out += [f"  re-ran {r['job']} on {r['to']}: {r['from']} {r['why']}" for r in c.get("reruns") or []]
+        out += [f"  left out {w}: it did not answer" for w in c.get("unresponsive") or []]
     return "workers:\n" + "\n".join(out) if out else ""
 
 

@@ -107,8 +107,13 @@ class Cluster:
     def _start_local(self) -> None:
         from distributed import Client, Nanny, Scheduler, SpecCluster
 
+        import dask
+
         envs = worker_environments(self.spec, self.device)
         _quiet()
+        # Dask sets OMP/MKL/OPENBLAS_NUM_THREADS=1 in its workers; the harness child must see the
+        # environment a run on this machine sees (it sets the task's thread count itself).
+        dask.config.set({"distributed.nanny.pre-spawn-environ": {}})
         # Nannies: a worker killed mid-run is restarted, and its job goes to a live worker.
         workers = {f"ks-{i}": {"cls": Nanny, "options": {"nthreads": 1, "env": env, "host": "127.0.0.1",
                                                          "memory_limit": 0, "dashboard": False,

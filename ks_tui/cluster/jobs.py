@@ -14,6 +14,7 @@ from ks_tui.errors import KsError
 
 GRACE_S = 30.0   # past the harness's own timeout, a job that has not come back is on a hung worker
 POLL_S = 0.5
+IDENTIFY_S = 30.0  # a worker that cannot say who it is in this time is left out of the run
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Stats:
     shipped_bytes: int = 0                            # library bytes sent along with the jobs
     jobs_s: float = 0.0
     reruns: list = field(default_factory=list)
+    unresponsive: list = field(default_factory=list)  # workers left out: no answer when asked who they are
 
 
 def _first_line(e: BaseException) -> str:
@@ -66,6 +68,7 @@ class JobRunner:
         self.token = secrets.token_hex(4)
         self._jobs: dict[str, Job] = {}
         self.last_builds: dict[str, dict] = {}
+        self.identify_s = IDENTIFY_S
 
     # ---------------------------------------------------------------- events
 
@@ -95,10 +98,8 @@ class JobRunner:
         would all fail the same way)."""
         client = self.cl.client
         bundle = wk.task_bundle(self.task)
-        try:
-            self.identities = client.run(wk.identity, bundle)
-        except Exception as e:
-            raise KsError(f"cannot reach the cluster's workers: {_first_line(e)}") from None
+        if not self.identities:
+            self.prepare()
         builds = self.last_builds = self._compile(client, bundle, jobs)
         failed = {sha for sha, per_arch in builds.items()
                   if one_if_broken and per_arch and not any(b["record"].get("ok") for b in per_arch.values())}
@@ -120,6 +121,34 @@ class JobRunner:
                 client.unsubscribe_topic(topic)
             except Exception:
                 pass
+
+    def prepare(self) -> list[str]:
+        """Ask every worker who it is (architecture, host, GPU); the addresses of those that
+        answered in time. A worker that does not answer is left out of the run (and said so)."""
+        from concurrent.futures import ThreadPoolExecutor, TimeoutError as Late
+
+        client, bundle = self.cl.client, wk.task_bundle(self.task)
+        workers = [w for w in self.cl.workers() if w not in self.hung]
+        pool = ThreadPoolExecutor(max(1, len(workers)))
+        try:
+            asked = {w: pool.submit(client.run, wk.identity, bundle, workers=[w]) for w in workers}
+            deadline = time.monotonic() + self.identify_s
+            for w, f in asked.items():
+                try:
+                    self.identities.update(f.result(timeout=max(0.1, deadline - time.monotonic())))
+                except Late:
+                    self.hung.add(w)
+                    self.stats.unresponsive.append(w)
+                    self._tell({"event": "unresponsive", "worker": w, "why": f"no answer in {self.identify_s:g}s"})
+                except Exception as e:  # it died between the listing and the question
+                    self.stats.unresponsive.append(w)
+                    self._tell({"event": "unresponsive", "worker": w, "why": _first_line(e)})
+        finally:
+            pool.shutdown(wait=False)
+        if not self.identities:
+            raise KsError(f"no worker of the cluster answered within {self.identify_s:g}s: "
+                          f"{', '.join(workers) or 'it has none'}")
+        return sorted(self.identities)
 
     def _compile(self, client, bundle: dict, jobs: list[Job]) -> dict[str, dict]:
         """{source sha: {arch: build}}: each source built once per architecture its workers have,
@@ -231,7 +260,7 @@ class JobRunner:
         if job.retried:
             raise KsError(f"worker {bad} did not finish {job.label} within {self.limit:g}s; nothing recorded")
         try:
-            live = [w for w in self.cl.workers() if w not in self.hung]
+            live = [w for w in self.cl.workers() if w not in self.hung and w in self.identities]
         except Exception:
             live = []
         if not live:

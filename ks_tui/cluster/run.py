@@ -32,13 +32,18 @@ def _checked(task, source: Path | None, scenarios: list[str] | None, timeout: fl
 
 
 def shard(task, scenarios, workers: list[str]) -> list[list[str]]:
-    """Scenario ids per worker, balanced by FLOPs (largest first onto the least loaded worker),
-    each shard in the task's order; empty shards dropped."""
+    """Scenario ids per worker, balanced by cost (largest first onto the least loaded worker),
+    each shard in the task's order; empty shards dropped. A scenario's cost is one unit (its
+    checks and timing budget take about as long whatever its size) plus up to one more by its
+    FLOPs (a large shape's reference and calls add to that)."""
+    flops = {s.id: task.flops_of(s) for s in scenarios}
+    top = max(flops.values(), default=0.0) or 1.0
+    cost = {i: 1.0 + f / top for i, f in flops.items()}
     load = {w: 0.0 for w in workers}
     parts: dict[str, list[str]] = {w: [] for w in workers}
-    for sc in sorted(scenarios, key=lambda s: -task.flops_of(s)):
+    for sc in sorted(scenarios, key=lambda s: -cost[s.id]):
         w = min(workers, key=lambda x: (load[x], len(parts[x])))
-        load[w] += task.flops_of(sc)
+        load[w] += cost[sc.id]
         parts[w].append(sc.id)
     rank = {s.id: i for i, s in enumerate(scenarios)}
     return [sorted(parts[w], key=rank.get) for w in workers if parts[w]]
@@ -53,6 +58,7 @@ def _cluster_record(cl: Cluster, runner: JobRunner, wall_from: float) -> dict:
     return {"address": cl.spec.address or "local", "workers": len(runner.identities),
             "start_s": cl.start_s, "compile_s": s.compile_s, "compiled_on": s.compiled_on,
             "shipped_bytes": s.shipped_bytes, "jobs_s": s.jobs_s, "reruns": s.reruns,
+            "unresponsive": s.unresponsive,
             "wall_s": round(time.monotonic() - wall_from, 4)}
 
 
@@ -73,11 +79,11 @@ def run_sharded(task, source: Path | None, spec, *, mode: str = "check", quick: 
     seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
     t0 = time.monotonic()
     with Cluster(spec, task.device) as cl:
-        workers = cl.workers()
+        runner = JobRunner(cl, task, _options(mode, quick, timeout, seed, cached_baselines), on_event, hang_s)
+        workers = runner.prepare()
         parts = shard(task, task.select(quick=quick, ids=scenarios), workers)
         jobs = [Job(f"shard{i + 1}", f"shard {i + 1}/{len(parts)} ({len(ids)} scenarios)", data, ids, seed,
                     workers[i]) for i, ids in enumerate(parts)]
-        runner = JobRunner(cl, task, _options(mode, quick, timeout, seed, cached_baselines), on_event, hang_s)
         results = runner.run(jobs, one_if_broken=True)
         record = _cluster_record(cl, runner, t0)
     ordered = [results[j.key] for j in jobs if j.key in results]
@@ -122,11 +128,11 @@ def run_candidates(task, sources: list[Path], cluster: Cluster | None, *, mode: 
         return [run_harness(task, src, mode=mode, quick=quick, scenarios=scenarios, timeout=t, seed=seed,
                             on_progress=on_progress, cached_baselines=cached_baselines) for src, t in checked]
     t0 = time.monotonic()
-    workers = cluster.workers()
-    jobs = [Job(f"c{i + 1}", f"candidate {src.name}", src.read_bytes(), scenarios, seed,
-                workers[(i + rotate) % len(workers)]) for i, (src, _) in enumerate(checked)]
     runner = JobRunner(cluster, task, _options(mode, quick, checked[0][1], seed, cached_baselines), on_event,
                        hang_s)
+    workers = runner.prepare()
+    jobs = [Job(f"c{i + 1}", f"candidate {src.name}", src.read_bytes(), scenarios, seed,
+                workers[(i + rotate) % len(workers)]) for i, (src, _) in enumerate(checked)]
     results = runner.run(jobs)
     record = _cluster_record(cluster, runner, t0)
     out = []

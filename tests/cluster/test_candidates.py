@@ -52,3 +52,15 @@ def test_the_agent_may_write_candidate_files_and_nothing_else_new(tmp_path):
     for path in ("candidates/a.py", "candidates/deeper/a.cpp", "other/a.cpp", "reference.py"):
         with pytest.raises(ToolRefused):
             files.write(path, "x")
+
+
+def test_a_run_across_device_kinds_reports_the_geomean_per_kind():
+    from ks_tui.cluster.merge import geomean_by_device
+
+    result = {"workers": [{"address": "a", "device": "H100"}, {"address": "b", "device": "H200"},
+                          {"address": "c", "device": "H100"}],
+              "scenarios": [{"worker": "a", "speedup": 2.0}, {"worker": "c", "speedup": 0.5},
+                            {"worker": "b", "speedup": 1.5}]}
+    assert geomean_by_device(result) == {"H100": 1.0, "H200": 1.5}
+    result["workers"][1]["device"] = "H100"
+    assert geomean_by_device(result) is None  # one kind: the headline geomean says it all

@@ -126,6 +126,19 @@ def test_a_hang_with_no_other_worker_fails_naming_it(external, victim, cpu_task)
     assert "\n" not in msg
 
 
+def test_a_worker_that_does_not_answer_is_left_out(external, victim, cpu_task):
+    from ks_tui.cluster.connect import Cluster
+    from ks_tui.cluster.jobs import JobRunner
+
+    os.kill(victim.proc.pid, signal.SIGSTOP)
+    with Cluster(ClusterSpec(address=external.address), "cpu") as cl:
+        runner = JobRunner(cl, cpu_task, {"mode": "check", "quick": True, "timeout": 60, "seed": 1,
+                                          "cached_baselines": False})
+        runner.identify_s = 3
+        assert runner.prepare() == sorted(external.workers)
+    assert runner.stats.unresponsive == [victim.address]
+
+
 def test_unreachable_scheduler_is_one_line_exit_2():
     port = free_port()
     t0 = time.monotonic()
