@@ -22,12 +22,16 @@ from ks_tui.harness import build as build_mod
 MAX_TASK_FILE = 4 << 20  # a task's own files are small; a big one (a results dump) does not travel
 
 
+TASK_SUFFIXES = (".py", ".yaml", ".yml", ".json")  # the task's code and data; notes and logs stay home
+
+
 def task_bundle(task) -> dict:
-    """The task folder's files a harness child needs, as bytes: its top-level files and the
-    files task.yaml names as read-only (reference.py, kernel, helpers)."""
+    """The task folder's files a harness child needs, as bytes: task.yaml, the kernel, the
+    reference, the files task.yaml names as read-only, and the folder's other top-level code."""
     files: dict[str, bytes] = {}
-    wanted = [p for p in sorted(task.dir.iterdir()) if p.is_file() and not p.name.startswith(".")]
-    wanted += [p for p in task.readonly if p.is_file()]
+    wanted = [task.yaml_path, task.kernel, task.reference, *[p for p in task.readonly if p.is_file()]]
+    wanted += [p for p in sorted(task.dir.iterdir()) if p.is_file() and p.suffix in TASK_SUFFIXES
+               and not p.name.startswith(".")]
     for p in wanted:
         try:
             rel = p.resolve().relative_to(task.dir.resolve()).as_posix()
