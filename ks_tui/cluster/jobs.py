@@ -48,6 +48,10 @@ class Stats:
     unresponsive: list = field(default_factory=list)  # workers left out: no answer when asked who they are
 
 
+class Cancelled(Exception):
+    """The run's cancel event was set: its jobs are cancelled, no result is made."""
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0][:300] if text else type(e).__name__
@@ -55,8 +59,9 @@ def _first_line(e: BaseException) -> str:
 
 class JobRunner:
     def __init__(self, cluster, task, options: dict, on_event: Callable[[dict], None] | None = None,
-                 hang_s: float | None = None):
+                 hang_s: float | None = None, cancel=None):
         self.cl, self.task, self.options = cluster, task, options
+        self.cancel = cancel  # a threading.Event: set, the run stops at the next poll
         self.on_event = on_event
         # A job not back this long after it started is on a hung worker (the harness child's own
         # timeout ends a hanging kernel well before).
@@ -173,7 +178,13 @@ class JobRunner:
             self.stats.compiled_on[arch] = builder[arch]
         for f in futures:
             self._tell({"event": "compile", "worker": builder[futures[f][1]], "label": "compile"})
-        wait(list(futures), timeout=self.limit)
+        deadline = time.monotonic() + self.limit
+        while time.monotonic() < deadline and not all(f.done() for f in futures):
+            self._check_cancel(futures)
+            try:
+                wait(list(futures), timeout=POLL_S)
+            except TimeoutError:
+                pass
         builds: dict[str, dict] = {}
         for f, (sha, arch) in futures.items():
             if f.status != "finished":
@@ -207,6 +218,7 @@ class JobRunner:
             futures[f] = job
         results: dict[str, dict] = {}
         while futures:
+            self._check_cancel(futures)
             try:
                 done, _ = wait(list(futures), timeout=POLL_S, return_when="FIRST_COMPLETED")
             except TimeoutError:
@@ -231,6 +243,11 @@ class JobRunner:
                         self._cancel(futures)
                         raise
         return results
+
+    def _check_cancel(self, futures) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            self._cancel(futures)
+            raise Cancelled()
 
     def _cancel(self, futures) -> None:
         for f in futures:

@@ -10,8 +10,9 @@ from typing import Callable
 
 from ks_tui.cluster import merge as merge_mod
 from ks_tui.cluster.connect import Cluster
-from ks_tui.cluster.jobs import Job, JobRunner
+from ks_tui.cluster.jobs import Cancelled, Job, JobRunner
 from ks_tui.errors import KsError
+from ks_tui.harness.result import skeleton, summarize
 
 
 def _checked(task, source: Path | None, scenarios: list[str] | None, timeout: float | None) -> tuple[Path, float]:
@@ -65,7 +66,7 @@ def _cluster_record(cl: Cluster, runner: JobRunner, wall_from: float) -> dict:
 def run_sharded(task, source: Path | None, spec, *, mode: str = "check", quick: bool = False,
                 scenarios: list[str] | None = None, timeout: float | None = None, seed: int | None = None,
                 cached_baselines: bool = False, on_event: Callable[[dict], None] | None = None,
-                hang_s: float | None = None) -> dict:
+                hang_s: float | None = None, cancel=None) -> dict:
     """One kernel on the cluster: its scenarios sharded over the workers, each worker timing its
     own baselines; one merged result (the single-machine result's shape plus `workers`, each
     scenario's `worker` and a `cluster` record). KsError when a worker fails the run. hang_s: how
@@ -79,12 +80,18 @@ def run_sharded(task, source: Path | None, spec, *, mode: str = "check", quick: 
     seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
     t0 = time.monotonic()
     with Cluster(spec, task.device) as cl:
-        runner = JobRunner(cl, task, _options(mode, quick, timeout, seed, cached_baselines), on_event, hang_s)
+        runner = JobRunner(cl, task, _options(mode, quick, timeout, seed, cached_baselines), on_event, hang_s,
+                           cancel)
         workers = runner.prepare()
         parts = shard(task, task.select(quick=quick, ids=scenarios), workers)
         jobs = [Job(f"shard{i + 1}", f"shard {i + 1}/{len(parts)} ({len(ids)} scenarios)", data, ids, seed,
                     workers[i]) for i, ids in enumerate(parts)]
-        results = runner.run(jobs, one_if_broken=True)
+        try:
+            results = runner.run(jobs, one_if_broken=True)
+        except Cancelled:
+            out = skeleton(task, source, mode, quick, seed, scenarios)
+            out.update(status="cancelled", message="cancelled")
+            return summarize(out, total=sum(len(p) for p in parts))
         record = _cluster_record(cl, runner, t0)
     ordered = [results[j.key] for j in jobs if j.key in results]
     compile_record = _compile_record(runner)
@@ -95,6 +102,20 @@ def run_sharded(task, source: Path | None, spec, *, mode: str = "check", quick: 
     merged["timings"]["cluster_start_s"] = record["start_s"]
     merged["timings"]["wall_s"] = record["wall_s"]
     return merged
+
+
+def run_configured(task, source: Path, address: str, *, mode: str, quick: bool,
+                   on_progress: Callable[[dict], None] | None = None, cancel=None) -> dict:
+    """The engine's harness run on the configured scheduler (KS_CLUSTER / config `cluster`):
+    run_sharded, with each worker's progress given as the harness's progress dicts."""
+    from ks_tui.cluster import ClusterSpec
+
+    def on_event(msg: dict) -> None:
+        if msg.get("event") == "progress" and on_progress is not None:
+            on_progress({k: msg.get(k) for k in ("done", "total", "scenario", "phase", "worker")})
+
+    return run_sharded(task, source, ClusterSpec(address=address), mode=mode, quick=quick, on_event=on_event,
+                       cancel=cancel)
 
 
 def _compile_record(runner: JobRunner) -> dict | None:

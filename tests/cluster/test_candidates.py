@@ -64,3 +64,24 @@ def test_a_run_across_device_kinds_reports_the_geomean_per_kind():
     assert geomean_by_device(result) == {"H100": 1.0, "H200": 1.5}
     result["workers"][1]["device"] = "H100"
     assert geomean_by_device(result) is None  # one kind: the headline geomean says it all
+
+
+def test_with_a_cluster_configured_the_agents_run_is_sharded_over_it(workspace, fake_api, external, base_env):
+    base_env.setenv("KS_CLUSTER", external.address)
+    old = "std::vector<float> acc(d);"
+    api = fake_api([reply(tool_use("edit_file", {"path": "kernel.cpp", "old_string": old,
+                                                 "new_string": old + "  // one output row"})),
+                    reply(tool_use("run_harness", {"mode": "check", "quick": True})),
+                    reply(text("Checked."))])
+    session = Session.create(workspace, "attention_cpu", load_config(workspace).with_overrides(max_turns=3),
+                             autonomous=True, human_present=False)
+    seen: list[ev.Event] = []
+    session.subscribe(seen.append)
+    session.run_forever()
+
+    assert not api.rejected
+    [recorded] = [e for e in seen if isinstance(e, ev.AttemptRecorded)]
+    assert recorded.attempt["status"] == "correct" and recorded.result["correct"] == "4/4"
+    assert sorted(w["address"] for w in recorded.result["workers"]) == sorted(external.workers)
+    assert {s["worker"] for s in recorded.result["scenarios"]} == set(external.workers)
+    assert "status: correct, correct 4/4" in api.requests[2]["messages"][-1]["content"][0]["content"]

@@ -177,3 +177,28 @@ def test_the_single_machine_path_imports_no_dask():
                          env={k: v for k, v in os.environ.items() if k != "KS_CLUSTER"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_cancelled_cluster_run_comes_back_cancelled(external, cpu_task):
+    import threading
+
+    from ks_tui.cluster.run import run_sharded
+
+    cancel = threading.Event()
+
+    def on_event(msg: dict) -> None:
+        if msg.get("event") == "start":
+            cancel.set()
+
+    t0 = time.monotonic()
+    r = run_sharded(cpu_task, None, ClusterSpec(address=external.address), mode="check", quick=True,
+                    on_event=on_event, cancel=cancel)
+    assert r["status"] == "cancelled" and r["scenarios"] == [] and r["correct"] == "0/4"
+    assert time.monotonic() - t0 < 60
+    # A worker's thread finishes the job it had begun: wait for that, so later runs find it free.
+    from distributed import Client
+
+    with Client(external.address, timeout=20, set_as_default=False) as c:
+        deadline = time.monotonic() + 120
+        while any(c.processing().values()) and time.monotonic() < deadline:
+            time.sleep(0.5)
