@@ -200,5 +200,6 @@ def test_a_cancelled_cluster_run_comes_back_cancelled(external, cpu_task):
 
     with Client(external.address, timeout=20, set_as_default=False) as c:
         deadline = time.monotonic() + 120
-        while any(c.processing().values()) and time.monotonic() < deadline:
+        while any(c.run(lambda dask_worker: len(dask_worker.active_threads)).values()) and \
+                time.monotonic() < deadline:
             time.sleep(0.5)
