@@ -11,7 +11,7 @@ GIT_IDENTITY = {"GIT_AUTHOR_NAME": "Test Engineer", "GIT_AUTHOR_EMAIL": "test@ex
                 "GIT_COMMITTER_NAME": "Test Engineer", "GIT_COMMITTER_EMAIL": "test@example.com"}
 
 # Variables that would make a test depend on the machine it runs on.
-HOST_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "KS_WORKSPACE")
+HOST_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "KS_WORKSPACE", "KS_CLUSTER")
 
 TEST_BANK = """\
 version: 1
