@@ -31,7 +31,8 @@ COMMAND_MODULES = (
 # The import names of pyproject.toml's dependencies, with the package names pip knows them by.
 DEPENDENCY_MODULES = {"git": "GitPython", "anthropic": "anthropic", "textual": "textual",
                       "yaml": "PyYAML", "numpy": "numpy", "torch": "torch", "plotly": "plotly",
-                      "mcp": "mcp", "pynvml": "nvidia-ml-py"}
+                      "mcp": "mcp", "pynvml": "nvidia-ml-py",
+                      "dask": "dask", "distributed": "distributed"}
 
 
 # Whether the command line being parsed asks for --json: a usage error then also prints the JSON

@@ -3,7 +3,8 @@
 Layered like other terminal agents: built-in defaults, then ~/.config/ks/config.toml
 (`$XDG_CONFIG_HOME` honoured), then <workspace>/.ks/config.toml, then environment variables
 (KS_MODEL, KS_MAX_TOKENS, KS_THINKING, KS_API_MAX_RETRIES, KS_API_TIMEOUT, KS_TURN_RETRIES,
-KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT, KS_CONTEXT_WINDOW, KS_COMPACT_AT, KS_PROVIDER), then
+KS_TURN_RETRY_DELAY, KS_QUESTION_TIMEOUT, KS_BASH_TIMEOUT, KS_CONTEXT_WINDOW, KS_COMPACT_AT, KS_PROVIDER,
+KS_CLUSTER), then
 command-line flags (applied by the caller).
 The API key is never read from these files: the SDK takes it from ANTHROPIC_API_KEY (or the
 cloud's own credentials for the bedrock and vertex providers, ks_tui/agent/providers.py).
@@ -70,6 +71,8 @@ class Config:
     # (ks_tui/agent/context.py): a long session goes on instead of failing with "prompt is too long".
     context_window: int = 200_000
     compact_at: float = 0.8
+    # A running Dask scheduler that check/bench/compare spread their runs over (docs/cluster.md); "" for none.
+    cluster: str = ""
     prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     sources: list[str] = field(default_factory=list)  # files that were read, for `ks doctor`
 
@@ -247,6 +250,7 @@ _ENV = {
     "KS_TURN_RETRIES": "turn_retries", "KS_TURN_RETRY_DELAY": "turn_retry_delay_s",
     "KS_QUESTION_TIMEOUT": "question_timeout_s", "KS_BASH_TIMEOUT": "bash_timeout_s",
     "KS_CONTEXT_WINDOW": "context_window", "KS_COMPACT_AT": "compact_at", "KS_PROVIDER": "provider",
+    "KS_CLUSTER": "cluster",
 }
 
 

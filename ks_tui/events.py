@@ -80,6 +80,7 @@ class HarnessProgress(Event):
     total: int
     scenario: str = ""
     phase: str = ""  # compile | check | bench | recheck
+    worker: str = ""  # the Dask worker's address, in a run spread over a cluster
     kind = "harness_progress"
 
 

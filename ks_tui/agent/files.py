@@ -13,6 +13,9 @@ from pathlib import Path, PurePath
 MAX_READ_CHARS = 200_000
 
 
+CANDIDATES = "candidates"  # the folder of the task where the agent may write candidate kernels
+
+
 class ToolRefused(Exception):
     """The agent asked for something it may not do; becomes an is_error tool_result."""
 
@@ -64,14 +67,21 @@ class TaskFiles:
         full = self.resolve(path)
         if full in self.readonly:
             raise ToolRefused(f"{path}: read-only (part of the task definition)")
-        if full != self.kernel:
-            raise ToolRefused(f"{path}: only the kernel file {self.rel(self.kernel)} may be written")
+        if full != self.kernel and not self.is_candidate(full):
+            raise ToolRefused(f"{path}: only the kernel file {self.rel(self.kernel)} (or candidate files "
+                              f"{CANDIDATES}/*{self.kernel.suffix} for run_harness) may be written")
         return full
+
+    def is_candidate(self, full: Path) -> bool:
+        """A file under the task folder's candidates/ with the kernel's suffix: a variant for
+        run_harness to measure beside others (docs/cluster.md)."""
+        return full.parent == self.root / CANDIDATES and full.suffix == self.kernel.suffix
 
     def write(self, path: str, content: str) -> str:
         if not isinstance(content, str):
             raise ToolRefused("content must be a string")
         full = self.check_writable(path)
+        full.parent.mkdir(exist_ok=True)  # candidates/ on the first candidate
         full.write_text(content)
         return f"wrote {self.rel(full)} ({content.count(chr(10)) + 1} lines, {len(content)} characters)"
 

@@ -16,6 +16,8 @@ _PATH = {"type": "string", "description": "path relative to the task folder, e.g
 _ATTEMPT = {"type": ["integer", "string"],
             "description": "attempt number, commit hash prefix, \"best\" or \"latest\""}
 
+MAX_CANDIDATES = 16
+
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     {"name": "read_file",
      "description": ("Read a text file (or list a folder) in the task folder. For a large file, offset (the "
@@ -39,11 +41,15 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                      "light (the share of the device's limit it reaches, and whether compute, memory or the "
                      "task's own limit bounds it) and a summary per family. Mode profile runs Nsight Compute "
                      "on one scenario's launch (give scenario): SM, tensor and memory throughput, occupancy, "
-                     "stall reasons, L2 hit rate."),
+                     "stall reasons, L2 hit rate. candidates: kernel files (e.g. candidates/a.cpp, written "
+                     "with write_file) measured side by side, one per worker when a cluster is configured; "
+                     "each becomes its own attempt and the kernel file ends holding the best one."),
      "input_schema": {"type": "object", "properties": {"mode": {"type": "string", "enum": ["check", "bench", "profile"]},
                                                        "quick": {"type": "boolean"},
                                                        "scenario": {"type": "string",
-                                                                    "description": "mode profile: the scenario id"}},
+                                                                    "description": "mode profile: the scenario id"},
+                                                       "candidates": {"type": "array", "items": _PATH,
+                                                                      "maxItems": MAX_CANDIDATES}},
                       "required": ["mode"]}},
     {"name": "list_attempts", "description": "List this session's attempts: status, correctness, speedup.",
      "input_schema": {"type": "object", "properties": {}}},
@@ -73,7 +79,7 @@ def tool_schemas(enable_bash: bool) -> list[dict]:
 class ToolHost(Protocol):
     """What the tools need from the engine."""
 
-    def tool_run_harness(self, mode: str, quick: bool) -> str: ...
+    def tool_run_harness(self, mode: str, quick: bool, candidates: list | None = None) -> str: ...
     def tool_profile(self, scenario: str) -> str: ...
     def tool_list_attempts(self) -> str: ...
     def tool_show_attempt(self, ref: str | int) -> str: ...
@@ -122,6 +128,18 @@ class ToolBox:
         except (OSError, ValueError) as e:  # e.g. a NUL byte in a bash command
             return f"{name} failed: {e}", True
 
+    def _candidates(self, given) -> list:
+        """run_harness's candidate files: existing files in the task folder, at most MAX_CANDIDATES."""
+        if not isinstance(given, list) or not all(isinstance(p, str) for p in given):
+            raise ToolRefused("candidates must be a list of file paths relative to the task folder")
+        if len(given) > MAX_CANDIDATES:
+            raise ToolRefused(f"at most {MAX_CANDIDATES} candidates at once, not {len(given)}")
+        paths = [self.files.resolve(p) for p in dict.fromkeys(given)]
+        missing = [p for p, full in zip(dict.fromkeys(given), paths) if not full.is_file()]
+        if missing:
+            raise ToolRefused(f"no such file in the task folder: {', '.join(missing)}")
+        return paths
+
     def _dispatch(self, name: str, a: dict[str, Any]) -> str:
         if name == "read_file":
             return self.files.read(a["path"], _count(a.get("offset"), "offset"), _count(a.get("limit"), "limit"))
@@ -146,7 +164,10 @@ class ToolBox:
                 return self.host.tool_profile(scenario.strip())
             if mode not in ("check", "bench"):
                 raise ToolRefused(f"mode must be check, bench or profile, not {mode!r}")
-            return self.host.tool_run_harness(mode, _flag(a.get("quick", False), "quick"))
+            quick = _flag(a.get("quick", False), "quick")
+            if a.get("candidates"):
+                return self.host.tool_run_harness(mode, quick, candidates=self._candidates(a["candidates"]))
+            return self.host.tool_run_harness(mode, quick)
         if name == "list_attempts":
             return self.host.tool_list_attempts()
         if name == "show_attempt":

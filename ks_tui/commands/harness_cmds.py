@@ -10,6 +10,7 @@ import json
 import os
 import sys
 
+from ks_tui.cluster import add_arguments as cluster_arguments
 from ks_tui.errors import EXIT_KERNEL_FAILED, EXIT_OK, KsError
 from ks_tui.pairs import DECLARED
 
@@ -39,6 +40,7 @@ def register(sub) -> None:
             p.add_argument("--sanitize", action="store_true",
                            help="CUDA: run the smallest scenario of each family (or --scenarios) under "
                                 "compute-sanitizer's memcheck, racecheck, initcheck and synccheck; any finding fails")
+        cluster_arguments(p)
         p.set_defaults(func=lambda a, m=mode: run_cmd(a, m))
 
     text = "bench several kernel files on the same scenarios and inputs, in alternating order"
@@ -64,6 +66,7 @@ def register(sub) -> None:
     p.add_argument("--by", metavar="PARAM[,PARAM]",
                    help="also give the summary rows per group of scenarios with equal values of these task "
                         "parameters (e.g. d,causal): groups a change leaves alone show the noise")
+    cluster_arguments(p)
     p.set_defaults(func=compare_cmd)
 
     p = sub.add_parser("scenarios", help="list a task's scenarios", description="list a task's scenarios")
@@ -115,15 +118,24 @@ def run_cmd(args, mode: str) -> int:
     pair = _pair_tag(args.pair)
     task = _load(args)
     ids = scenario_ids(args.scenarios)
+    spec = cluster_spec(args)
     if getattr(args, "sanitize", False):
         from ks_tui.commands.profile_cmds import sanitize_cmd
 
         return sanitize_cmd(args, task, ids)
     progress = _Progress(live=sys.stderr.isatty(), plain=not args.json)
     try:
-        result = run_harness(task, args.source, mode=mode, quick=args.quick, scenarios=ids,
-                             timeout=args.timeout, seed=args.seed, on_progress=progress,
-                             cached_baselines=args.cached_baselines)
+        if spec is not None:  # Dask is imported only here
+            from ks_tui.cluster.cli import WorkerProgress
+            from ks_tui.cluster.run import run_sharded
+
+            result = run_sharded(task, args.source, spec, mode=mode, quick=args.quick, scenarios=ids,
+                                 timeout=args.timeout, seed=args.seed, cached_baselines=args.cached_baselines,
+                                 on_event=WorkerProgress() if not args.json or sys.stderr.isatty() else None)
+        else:
+            result = run_harness(task, args.source, mode=mode, quick=args.quick, scenarios=ids,
+                                 timeout=args.timeout, seed=args.seed, on_progress=progress,
+                                 cached_baselines=args.cached_baselines)
     finally:
         progress.close()
     if pair:
@@ -132,6 +144,10 @@ def run_cmd(args, mode: str) -> int:
         print(json.dumps(result, indent=1))
     else:
         print(render(result))
+        if spec is not None:
+            from ks_tui.cluster.cli import summary_lines
+
+            print(summary_lines(result))
     return EXIT_OK if result["status"] == "correct" else EXIT_KERNEL_FAILED
 
 
@@ -186,8 +202,13 @@ def compare_cmd(args) -> int:
     order = compare.run_order(len(candidates), args.rounds)
     progress = _Progress(live=sys.stderr.isatty(), plain=False)
     done, stopped = 0, None
+    spec = cluster_spec(args)
     try:
-        for k, i in enumerate(order, 1):
+        if spec is not None:  # each round's files side by side, one per worker
+            from ks_tui.cluster.cli import run_compare_rounds
+
+            done = run_compare_rounds(task, candidates, spec, seeds, run_id, args, ids, quiet=args.json)
+        for k, i in enumerate(order if spec is None else [], 1):
             c = candidates[i]
             seed = seeds[(k - 1) // len(candidates)]
             if not args.json:
@@ -206,6 +227,8 @@ def compare_cmd(args) -> int:
         stopped = 130 if isinstance(e, KeyboardInterrupt) else (e.code if isinstance(e.code, int) else 1)
     finally:
         progress.close()
+    if spec is not None:  # the rounds that finished side by side
+        done = min(len(c.runs) for c in candidates) * len(candidates)
     rounds = args.rounds
     if stopped is not None:
         rounds = done // len(candidates)
@@ -310,6 +333,13 @@ def _agent_report(args) -> dict:
         out["key"] = ("AWS credentials (the boto3 chain or AWS_BEARER_TOKEN_BEDROCK)" if cfg.provider == "bedrock"
                       else "Google application default credentials")
     return out
+
+
+def cluster_spec(args):
+    """--workers / --cluster / KS_CLUSTER / the config's `cluster`: None keeps the run on this machine."""
+    from ks_tui.cluster.cli import spec_for
+
+    return spec_for(args)
 
 
 def scenario_ids(given: list[str] | None) -> list[str] | None:

@@ -28,11 +28,17 @@ class AttemptsMixin:
         def progress(d: dict) -> None:
             p = d.get("progress", d)
             self.emit(ev.HarnessProgress(p.get("done", 0), p.get("total", total), p.get("scenario", ""),
-                                         p.get("phase", "")))
+                                         p.get("phase", ""), worker=p.get("worker") or ""))
 
         measured = _read_or_none(self.files.kernel)  # kept if the file changes during the run
-        result = run_harness(self.task, self.files.kernel, mode=mode, quick=quick, on_progress=progress,
-                             cancel=self._cancel_harness)
+        if getattr(self.cfg, "cluster", ""):  # KS_CLUSTER / config `cluster`: the scenarios spread over its workers
+            from ks_tui.cluster.run import run_configured
+
+            result = run_configured(self.task, self.files.kernel, self.cfg.cluster, mode=mode, quick=quick,
+                                    on_progress=progress, cancel=self._cancel_harness)
+        else:
+            result = run_harness(self.task, self.files.kernel, mode=mode, quick=quick, on_progress=progress,
+                                 cancel=self._cancel_harness)
         if result.get("status") == "cancelled":
             self.emit(ev.HarnessFinished("cancelled", None, "the harness run was cancelled"))
             return "the harness run was cancelled"

@@ -67,7 +67,11 @@ class ToolHostMixin:
     def after_edit(self) -> None:
         self._kernel_known = self._kernel_sha()
 
-    def tool_run_harness(self, mode: str, quick: bool) -> str:
+    def tool_run_harness(self, mode: str, quick: bool, candidates: list | None = None) -> str:
+        if candidates:
+            from ks_tui.engine.candidates import run_candidates
+
+            return run_candidates(self, mode, quick, candidates)
         return self._run_harness(mode, quick, author="agent")
 
     def tool_profile(self, scenario: str) -> str:

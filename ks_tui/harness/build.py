@@ -106,17 +106,30 @@ def _evict(build_dir: Path, keep: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def build(source: Path, *, language: str, compiler: str, flags: list[str], arch: str | None,
-          shown_name: str, timeout: float | None = None) -> tuple[dict, Path | None]:
-    """Compile `source`; returns (the result's `compile` record, the library path or None)."""
-    src_bytes = Path(source).read_bytes()
+def build_plan(src_bytes: bytes, *, language: str, compiler: str, flags: list[str], arch: str | None,
+               shown_name: str) -> tuple[str, list[str], str, str]:
+    """(file name compiled, command, compiler version, cache key) of one build on this machine."""
     suffix = ".cu" if language == "cuda" else ".cpp"
     name = shown_name if shown_name.endswith(suffix) or language != "cuda" else shown_name + suffix
     cmd = compile_command(language, compiler, flags, arch, name, "kernel.so")
     version = compiler_version(compiler)
     key = hashlib.sha256(b"\0".join([src_bytes, json.dumps(cmd).encode(), version.encode(),
                                      str(CACHE_VERSION).encode()])).hexdigest()
-    entry = cache_root() / "build" / key[:2] / key
+    return name, cmd, version, key
+
+
+def cache_entry(key: str) -> Path:
+    """The folder of one cached build: compile.json and kernel.so."""
+    return cache_root() / "build" / key[:2] / key
+
+
+def build(source: Path, *, language: str, compiler: str, flags: list[str], arch: str | None,
+          shown_name: str, timeout: float | None = None) -> tuple[dict, Path | None]:
+    """Compile `source`; returns (the result's `compile` record, the library path or None)."""
+    src_bytes = Path(source).read_bytes()
+    name, cmd, version, key = build_plan(src_bytes, language=language, compiler=compiler, flags=flags,
+                                         arch=arch, shown_name=shown_name)
+    entry = cache_entry(key)
     record_path, lib_path = entry / "compile.json", entry / "kernel.so"
 
     if record_path.is_file() and lib_path.is_file():
