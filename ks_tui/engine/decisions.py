@@ -28,8 +28,8 @@ class DecisionsMixin:
         last = self.results.get(history[-1].number) if history else None
         context = build_context(history, last, self.task.language)
         ranked = select(self.bank, point, self.asked, self.efficacy.stats(noise=self.bank.config.noise), context, k=3)
-        if self.human_present:  # the state says "waiting" by the time the questions show
-            self._set_state("waiting_question")
+        if self.human_present and self.agent_enabled:  # the agent waits: the state says so by the time
+            self._set_state("waiting_question")        # the questions show (in human mode nothing waits)
         self.emit(ev.DecisionPointReached(point, reason, [q.to_dict() for q in ranked]))
         if not self.human_present:
             if ranked:
@@ -69,4 +69,4 @@ class DecisionsMixin:
         self.asked.append(q.id)
         self.pending_question = q.id
         self.emit(ev.QuestionAsked(q.id, q.text, q.category, chosen_by))
-        self._user(prompts.question_message(q.text), "question")
+        self._user(prompts.question_message(q.text, q.id, q.category, chosen_by), "question")

@@ -11,6 +11,7 @@ from textual.widgets import Static
 from ks_tui.app import formatting as fmt
 
 STATE_LABEL = {
+    "opening": ("opening session…", "yellow"),
     "idle": ("idle", "dim"),
     "running": ("agent running", "bold green"),
     "waiting_question": ("waiting for a question", "bold yellow"),
@@ -27,7 +28,7 @@ class StatusInfo:
     attempts: int = 0
     best_speedup: float | None = None
     best_correct: str = ""
-    state: str = "idle"
+    state: str = "opening"  # until the session is open and its engine says what it does
     tokens: int = 0
     cost_usd: float = 0.0
     harness: str = ""  # "bench 3/18" while a run is in flight
