@@ -132,7 +132,7 @@ class KernelSeekApp(App):
         self.run_plan = backend.run_plan() or self.run_plan
         self._offer_full = False
         status = self.main_screen.query_one("#status")
-        status.update_info(task=backend.task_name, session=backend.session_id)
+        status.update_info(task=backend.task_name, session=backend.session_id, agent=backend.has_agent)
         if backend.engine is None:
             status.update_info(state="idle")  # browsing: nothing will say otherwise
         self.load_attempts()
@@ -354,8 +354,6 @@ class KernelSeekApp(App):
             return self.opener is not None
         if action == "run" and len(parameters) == 2 and not self._run_label_shown(*parameters):
             return False
-        if action in km.NEEDS_SESSION and self.backend is None and not self._opening:
-            return None  # shown disabled: no session, and none opening to wait for
         return True
 
     def _run_label_shown(self, which: str, label: str) -> bool:

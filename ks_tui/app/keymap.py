@@ -7,8 +7,8 @@ maps ids to keys (`run = "ctrl+r"`), applied with Textual's App.set_keymap. Entr
 share an id (`p` pauses or resumes; `r` and `R` each have two labels, one per run plan) and move together.
 
 `needs_session`: what the key does goes to the session (the engine or its attempt store). Pressed while
-the session is still opening, the app keeps it and carries it out once the session is open; with no
-session opening, the footer shows it disabled.
+the session is still opening, the app keeps it and carries it out once the session is open (`a` opens
+its input at once; the question waits); with no session at all, it says so.
 """
 
 from __future__ import annotations

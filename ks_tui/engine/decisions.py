@@ -28,8 +28,8 @@ class DecisionsMixin:
         last = self.results.get(history[-1].number) if history else None
         context = build_context(history, last, self.task.language)
         ranked = select(self.bank, point, self.asked, self.efficacy.stats(noise=self.bank.config.noise), context, k=3)
-        if self.human_present and self.agent_enabled:  # the agent waits: the state says so by the time
-            self._set_state("waiting_question")        # the questions show (in human mode nothing waits)
+        if self.human_present:  # the state says "waiting" by the time the questions show
+            self._set_state("waiting_question")
         self.emit(ev.DecisionPointReached(point, reason, [q.to_dict() for q in ranked]))
         if not self.human_present:
             if ranked:
