@@ -144,15 +144,19 @@ class HistoryScreen(Screen):
         fill_table(table, ATTEMPT_COLUMNS, [])
         self.query_one("#history-diff-panel").border_title = "Diff"
         self.query_one("#history-results-panel").border_title = "Results"
-        self.set_class(self.size.width < NARROW_WIDTH, "-narrow")
+        self._set_narrow(self.size.width < NARROW_WIDTH)
         table.focus()
         self.reload()
 
     def on_resize(self, event) -> None:
         narrow = event.size.width < NARROW_WIDTH
         if narrow != self.has_class("-narrow"):
-            self.set_class(narrow, "-narrow")
+            self._set_narrow(narrow)
             self.refresh_bindings()
+
+    def _set_narrow(self, narrow: bool) -> None:
+        self.set_class(narrow, "-narrow")
+        self.query_one(Footer).show_command_palette = not narrow  # 80 columns: the keys, `q Quit` included
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "toggle_detail":

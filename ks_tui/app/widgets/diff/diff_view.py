@@ -27,7 +27,7 @@ def printable(text: str) -> str:
 
 def hunks_only(diff: str) -> str:
     """Drop git's file header (diff --git, index, ---/+++): one file, so it says nothing."""
-    lines = diff.splitlines()
+    lines = diff.split("\n")  # not splitlines: a carriage return inside a line is that line's
     for i, line in enumerate(lines):
         if line.startswith("@@"):
             return "\n".join(lines[i:])
@@ -53,7 +53,7 @@ class DiffView(ScrollableContainer, can_focus=True):
             self._body.update(Text("No change in the kernel.", style="dim"))
         else:
             # The diff lexer colours +/- lines and hunk headers; a fixed theme keeps snapshots stable.
-            self._body.update(Syntax(printable(hunks_only(diff)), "diff", theme="monokai", background_color="default",
+            self._body.update(Syntax(hunks_only(printable(diff)), "diff", theme="monokai", background_color="default",
                                      word_wrap=False))
         self.scroll_home(animate=False)
 
