@@ -239,6 +239,9 @@ class KernelSeekApp(App):
                         "or run `ks try --session ID`", severity="warning", timeout=8, markup=False)
             return
         self._harness_busy = True  # until the engine says the run finished
+        if self._offer_full:  # the offer is for the run after a quick pass: this one
+            self._offer_full = False
+            self.refresh_bindings()
         self.notify(f"running {plan.describe(which)}: check and bench", timeout=3)
         self._call_backend_on(self.backend, "run_harness_now", plan.is_quick(which))
 

@@ -58,17 +58,16 @@ def run_tui(args: argparse.Namespace) -> int:
         loaded = load_task(task or default_task(workspace), workspace)
         task_name = loaded.name
         plan = task_plan(loaded)  # which run r starts, for the screen's first footer
+    from ks_tui.app.keymap import check_keymap  # the table only: Textual loads with the screen
+
+    if cfg.keymap and (wrong := check_keymap(cfg.keymap)):
+        raise KsError(f"config [keymap]: {wrong}", hint="the ids are listed in docs/tui.md, \"Moving keys\"")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # Without a terminal Textual would write escape codes into a file or pipe until killed.
         raise KsError("the screen needs a terminal on stdin and stdout",
                       hint="without one, run the agent with `ks run TASK --headless`")
 
     import os
-
-    from ks_tui.app.keymap import check_keymap
-
-    if cfg.keymap and (wrong := check_keymap(cfg.keymap)):
-        raise KsError(f"config [keymap]: {wrong}", hint="see docs/tui.md, \"Keys\", for the ids")
 
     from ks_tui.app.app import KernelSeekApp
     from ks_tui.app.connect import SessionOpener

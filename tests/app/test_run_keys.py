@@ -170,6 +170,7 @@ async def test_on_a_large_task_r_runs_the_quick_subset_then_offers_the_full_grid
         await pilot.press("R")
         await wait_for(pilot, lambda: len(started(opener.seen)) == 2, "the full grid's run")
         assert (started(opener.seen)[1].quick, started(opener.seen)[1].total) == (False, 44)
+        await wait_for(pilot, lambda: "R Run full" in footer(app) and "◀" not in footer(app), "the offer taken")
         await pilot.press("q")  # stops the run: the test needs only its start
         await wait_for(pilot, lambda: not app.is_running, "the app to quit")
 
