@@ -355,8 +355,8 @@ class KernelSeekApp(App):
             return agent and (self.agent_state == "paused") == (action == "resume")
         if action == "sessions":
             return self.opener is not None
-        if action == "run" and len(parameters) == 2 and not self._run_label_shown(*parameters):
-            return False
+        if action == "run" and len(parameters) == 2:
+            return self._run_label_shown(*parameters)
         return True
 
     def _run_label_shown(self, which: str, label: str) -> bool:

@@ -34,7 +34,7 @@ class Key:
     def action_name(self) -> str:
         return self.action.partition("(")[0]
 
-    def binding(self) -> "Binding":
+    def binding(self) -> Binding:
         from textual.binding import Binding  # here, so `ks tui` checks a keymap before Textual loads
 
         return Binding(self.key, self.action, self.description, show=self.show, id=self.id)
@@ -84,7 +84,7 @@ ALL_KEYS: tuple[Key, ...] = APP_KEYS + MAIN_KEYS + HISTORY_KEYS
 NEEDS_SESSION: frozenset[str] = frozenset(k.action_name for k in APP_KEYS if k.needs_session)
 
 
-def bindings(keys: tuple[Key, ...]) -> list["Binding"]:
+def bindings(keys: tuple[Key, ...]) -> list[Binding]:
     return [k.binding() for k in keys]
 
 

@@ -9,7 +9,6 @@ from rich.text import Text
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
-
 # C0 controls but tab and newline, DEL, and C1: a terminal acts on them (a carriage return or an escape
 # sequence inside a kernel's comment would move the cursor and break the panel's border).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
