@@ -13,6 +13,7 @@ import yaml
 from ks_tui.app import keymap as km
 from ks_tui.app.app import KernelSeekApp
 from ks_tui.app.connect import SessionOpener
+from ks_tui.app.screens.history import HistoryScreen
 from ks_tui.config import load_config
 from ks_tui.run_plan import DEFAULT, OTHER, QUICK_FIRST_ABOVE, full_grid_offer, plan_for
 from tests.app.conftest import screen_text, shown, wait_for
@@ -106,17 +107,20 @@ async def test_keys_pressed_before_the_session_opens_are_carried_out_when_it_ope
                        "the footer naming the full grid on r (attention_cpu: 20 scenarios)")
 
         await pilot.press("a", *"why so slow", "enter")
-        await pilot.press("r", "r")
+        await pilot.press("r", "r", "h")
         assert app.backend is None
         assert told == ["the question goes out once the session is open",
                         "run the full grid (20 scenarios) once the session is open",
-                        "run the full grid (20 scenarios): already waiting for the session to open"]
+                        "run the full grid (20 scenarios): already waiting for the session to open",
+                        "the history opens once the session is open"]
         assert not any(m.startswith("running") for m in told)  # no run has started
 
         gated.gate.set()
         await wait_for(pilot, lambda: started(gated.seen), "the run pressed before the session opened", timeout=120)
         assert [(e.mode, e.quick, e.total) for e in started(gated.seen)] == [("bench", False, 20)]
         assert "running the full grid (20 scenarios): check and bench" in told
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen), "the history pressed before it opened")
+        await pilot.press("escape")
         await wait_for(pilot, lambda: any(e.kind == "question" and e.text == "why so slow" for e in gated.seen),
                        "the question typed before the session opened")
         await wait_for(pilot, lambda: "r Run full" in footer(app), "the footer")
