@@ -74,6 +74,9 @@ class Config:
     # A running Dask scheduler that check/bench/compare spread their runs over (docs/cluster.md); "" for none.
     cluster: str = ""
     prices: dict[str, dict[str, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    # The screen's keys moved by binding id ([keymap] run = "ctrl+r"); ids are checked by the screen's
+    # keymap table (ks_tui/app/keymap.py) before it opens.
+    keymap: dict[str, str] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)  # files that were read, for `ks doctor`
 
     def resolved_model(self) -> str:
@@ -112,7 +115,7 @@ def price_name(model: str) -> str:
     return _CLOUD_PREFIX.sub("", model.strip())
 
 
-_SCALARS = {f.name: f.type for f in fields(Config) if f.name not in ("prices", "sources")}
+_SCALARS = {f.name: f.type for f in fields(Config) if f.name not in ("prices", "sources", "keymap")}
 
 
 def user_config_path(env=None) -> Path:
@@ -150,10 +153,14 @@ def _apply_file(cfg: Config, path: Path) -> Config:
     for key, value in data.items():
         if key == "prices":
             updates["prices"] = {**cfg.prices, **_check_prices(path, value)}
+        elif key == "keymap":
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise InputFileError(path, '[keymap] must map binding ids to key names, e.g. run = "ctrl+r"')
+            updates["keymap"] = {**cfg.keymap, **value}
         elif key in _SCALARS:
             updates[key] = _coerce(path, key, value)
         else:
-            known = ", ".join(sorted([*_SCALARS, "prices"]))
+            known = ", ".join(sorted([*_SCALARS, "prices", "keymap"]))
             raise InputFileError(path, f"unknown setting {key!r} (known: {known})")
     return replace(cfg, sources=[*cfg.sources, str(path)], **updates)
 

@@ -6,6 +6,8 @@ system prompt holds nothing that changes during a session, so it stays cached.
 
 from __future__ import annotations
 
+from ks_tui.questions.vocab import HUMAN_CATEGORY
+
 
 def system_prompt(task_name: str, description: str, kernel: str, entry: str, files: list[str],
                   readonly: list[str], enable_bash: bool) -> str:
@@ -42,8 +44,14 @@ def first_message(task_name: str, kernel: str) -> str:
             "Start by reading it and running the harness to see where it stands.")
 
 
-def question_message(text: str) -> str:
-    return f"Question from the engineer: {text}"
+def question_message(text: str, question_id: str = "", category: str = "human", chosen_by: str = "human") -> str:
+    """The user message that carries a question: a typed one is the engineer's; a bank question says so, with
+    its id, and who chose it (the engineer from the ranked list, the bank itself, or the bank after nobody
+    answered in time)."""
+    if category == HUMAN_CATEGORY:
+        return f"Question from the engineer: {text}"
+    picked = {"human": ", picked by the engineer", "timeout": ", picked by the bank (nobody answered in time)"}
+    return f"Question from the bank ({question_id}{picked.get(chosen_by, '')}): {text}"
 
 
 def rollback_note(to_attempt: int, undone: list[str]) -> str:

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import os
 import shlex
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from textual import on, work
+from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from ks_tui.app import keymap as km
 from ks_tui.app.backend import Backend
 from ks_tui.app.event_pump import EventPump
 from ks_tui.app.messages import AttemptsLoaded, EventsWaiting, QuestionAnswered, SessionReady
@@ -29,35 +33,33 @@ from ks_tui.app.screens.main import MainScreen
 from ks_tui.errors import KsError
 from ks_tui.events import (AttemptRecorded, BashApprovalRequested, Event, HarnessFinished, HarnessStarted,
                            RolledBack, SessionEnded, StateChanged)
+from ks_tui.run_plan import DEFAULT, OTHER, RunPlan, full_grid_offer, plan_for
+
+SMALL_TASK = plan_for(0, 0)  # the plan until a task's is known: r runs the full grid
 
 
 class KernelSeekApp(App):
     TITLE = "KernelSeek"
-    BINDINGS = [
-        Binding("h", "history", "History"),
-        Binding("p", "pause", "Pause"),
-        Binding("p", "resume", "Resume"),
-        Binding("a", "ask", "Ask"),
-        Binding("r", "run_harness", "Run"),
-        Binding("R", "run_harness(True)", "Quick run", show=False),
-        Binding("e", "edit_kernel", "Edit"),
-        Binding("d", "toggle_diff", "Diff base"),
-        Binding("o", "sessions", "Sessions", show=False),
-        Binding("q", "quit", "Quit"),
-    ]
+    BINDINGS = km.bindings(km.APP_KEYS)
 
     def __init__(self, backend: Backend | None = None, *, opener=None, session_id: str | None = None,
-                 pick_session: bool = False):
+                 pick_session: bool = False, keymap: dict[str, str] | None = None):
         """Either a ready `backend`, or an `opener` (connect.SessionOpener) that opens
         `session_id` (None: a new session) in a worker once the screen is drawn.
-        `pick_session` shows the sessions picker first."""
+        `pick_session` shows the sessions picker first. `keymap`: binding ids to keys (keymap.py)."""
         super().__init__()
         self.backend = backend
         self.opener = opener
         self.session_id = session_id
         self.pick_session = pick_session
+        self.user_keymap = dict(keymap or {})
         self.agent_state = "idle"
         self._harness_busy = False  # a run asked for or in flight: another r would only queue a repeat
+        self.run_plan: RunPlan | None = None  # which run r and R start (ks_tui/run_plan.py)
+        self._offer_full = False  # the latest quick run passed with a new best: R's label says so
+        self._opening = False  # a session is being opened
+        # Keys pressed while it opens, carried out once it is open: (what, call), in order.
+        self._waiting: list[tuple[str, Callable[[], Any]]] = []
         self._unsubscribe = lambda: None
         self.pump = EventPump(lambda: self.post_message(EventsWaiting()))
         self.main_screen = MainScreen()
@@ -65,18 +67,60 @@ class KernelSeekApp(App):
     # ---- start-up ------------------------------------------------------------------------
 
     async def on_mount(self) -> None:
+        if self.user_keymap:
+            self.set_keymap(self.user_keymap)
+        if self.opener is not None and self.backend is None:
+            self.run_plan = self.opener.run_plan()  # the task's, so the first footer names the right run
         await self.push_screen(self.main_screen)
+        if self.opener is not None and not self.pick_session:
+            self.main_screen.query_one("#status").update_info(task=self.opener.task_name)
         if self.backend is not None:
             self._attach(self.backend)
         elif self.pick_session:
             self.action_sessions()
         elif self.opener is not None:
             self.main_screen.query_one("#conversation").note("opening the session…")
-            self._open_session(self.session_id)
+            self._open(self.session_id)
+
+    def _open(self, session_id: str | None) -> None:
+        self._opening = True
+        self.main_screen.query_one("#status").update_info(state="opening")
+        self.refresh_bindings()
+        self._open_session(session_id)
 
     @work(thread=True, exclusive=True, group="open", exit_on_error=False, description="opening the session")
     def _open_session(self, session_id: str | None) -> None:
         self.post_message(SessionReady(self.opener(session_id)))
+
+    def _open_failed(self) -> None:
+        """The session did not open (the worker's error is its own notification): drop what waited for it."""
+        if any(w.group == "open" and w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers):
+            return  # another open took its place (the picker): what waits goes to that one
+        self._opening = False
+        dropped, self._waiting = [what for what, _ in self._waiting], []
+        self.main_screen.query_one("#status").update_info(state="idle")
+        if dropped:
+            self.notify(f"not done, the session did not open: {'; '.join(dropped)}", severity="warning",
+                        timeout=8, markup=False)
+        self.refresh_bindings()
+
+    def _when_open(self, what: str, call: Callable[[], Any]) -> None:
+        """Keep `call` for when the session opens (once per `what`), or say that there is no session."""
+        if not self._opening:
+            self.notify("no session is open", severity="warning")
+            return
+        if any(w == what for w, _ in self._waiting):
+            self.notify(f"{what}: already waiting for the session to open", timeout=3, markup=False)
+            return
+        self._waiting.append((what, call))
+        self.notify(f"{what} once the session is open", timeout=3, markup=False)
+
+    async def _carry_out_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for _, call in waiting:
+            done = call()
+            if inspect.isawaitable(done):
+                await done
 
     @on(SessionReady)
     def _session_ready(self, message: SessionReady) -> None:
@@ -84,12 +128,20 @@ class KernelSeekApp(App):
 
     def _attach(self, backend: Backend) -> None:
         self.backend = backend
-        self.main_screen.query_one("#status").update_info(task=backend.task_name, session=backend.session_id)
+        self._opening = False
+        self.run_plan = backend.run_plan() or self.run_plan
+        self._offer_full = False
+        status = self.main_screen.query_one("#status")
+        status.update_info(task=backend.task_name, session=backend.session_id, agent=backend.has_agent)
+        if backend.engine is None:
+            status.update_info(state="idle")  # browsing: nothing will say otherwise
         self.load_attempts()
         if backend.engine is not None:
             self._unsubscribe = backend.engine.subscribe(self.pump.push)
             backend.start()
         self.refresh_bindings()
+        if self._waiting:
+            self.call_later(self._carry_out_waiting)
 
     @work(thread=True, exclusive=True, group="attempts", exit_on_error=False, description="reading attempts")
     def load_attempts(self) -> None:
@@ -119,6 +171,21 @@ class KernelSeekApp(App):
                 self.load_attempts()  # a rollback or a human edit: the store has the result
         self.main_screen.apply(batch)
         self._forward_to_overlay(batch)
+        if any(isinstance(e, AttemptRecorded) and e.result for e in batch):
+            self._offer_full_grid()
+
+    def _offer_full_grid(self) -> None:
+        """After a person's quick run that passed with a new best, on a task that runs quick first: say
+        that the full grid is worth its minutes, and R's footer label points at it."""
+        plan = self.run_plan or SMALL_TASK
+        why = full_grid_offer(self.main_screen.attempts) if plan.quick_first else None
+        if bool(why) != self._offer_full:
+            self._offer_full = bool(why)
+            self.refresh_bindings()
+        if why:
+            line = f"{why}: {km.key_of('run-other', self.user_keymap)} runs {plan.describe(OTHER)}"
+            self.main_screen.query_one("#conversation").note(line)
+            self.notify(line, title="quick run passed", timeout=10, markup=False)
 
     def _forward_to_overlay(self, batch: list[Event]) -> None:
         """An open history screen refreshes when a new attempt lands."""
@@ -142,7 +209,8 @@ class KernelSeekApp(App):
 
     def _call_backend(self, method: str, *args) -> None:
         if self.backend is None:
-            self.notify("no session is open yet", severity="warning")
+            what = {"answer": "the question goes out"}.get(method, method)
+            self._when_open(what, lambda: self._call_backend(method, *args))
             return
         self._call_backend_on(self.backend, method, *args)
 
@@ -157,14 +225,25 @@ class KernelSeekApp(App):
     def action_resume(self) -> None:
         self._call_backend("resume")
 
-    def action_run_harness(self, quick: bool = False) -> None:
+    def action_run(self, which: str = DEFAULT, label: str = "") -> None:
+        """Run `which` of the plan (DEFAULT for r, OTHER for R); `label` only picks the footer's entry."""
+        plan = self.run_plan or SMALL_TASK
+        if self.backend is None:
+            self._when_open(f"run {plan.describe(which)}", lambda: self.action_run(which))
+            return
         if self._harness_busy:
             self.notify("the harness is already running; its result comes first", severity="warning", timeout=3)
             return
-        if self.backend is not None and self.backend.engine_running:
-            self._harness_busy = True  # until the engine says the run finished
-        self.notify(f"running the harness ({'quick ' if quick else ''}bench)", timeout=2)
-        self._call_backend("run_harness_now", quick)
+        if not self.backend.engine_running:
+            self.notify("this session's loop has ended, so nothing runs the harness: open the session again (o) "
+                        "or run `ks try --session ID`", severity="warning", timeout=8, markup=False)
+            return
+        self._harness_busy = True  # until the engine says the run finished
+        if self._offer_full:  # the offer is for the run after a quick pass: this one
+            self._offer_full = False
+            self.refresh_bindings()
+        self.notify(f"running {plan.describe(which)}: check and bench", timeout=3)
+        self._call_backend_on(self.backend, "run_harness_now", plan.is_quick(which))
 
     def action_ask(self) -> None:
         if self.screen is not self.main_screen:
@@ -176,7 +255,7 @@ class KernelSeekApp(App):
 
     def action_history(self) -> None:
         if self.backend is None:
-            self.notify("no session is open", severity="warning")
+            self._when_open("the history opens", self.action_history)
             return
         from ks_tui.app.screens.history import HistoryScreen
 
@@ -195,11 +274,11 @@ class KernelSeekApp(App):
         """A session id, None for a new session, False when the picker was cancelled."""
         if choice is False:
             if self.backend is None:
-                self._open_session(self.session_id)  # nothing open yet: what the command line asked
+                self._open(self.session_id)  # nothing open yet: what the command line asked
             return
         if self.backend is not None and choice == self.backend.session_id:
             return
-        self._open_session(choice)
+        self._open(choice)
 
     def _switch_to(self, backend: Backend) -> None:
         old = self.backend
@@ -222,7 +301,7 @@ class KernelSeekApp(App):
 
     async def action_edit_kernel(self) -> None:
         if self.backend is None:
-            self.notify("no session is open", severity="warning")
+            self._when_open("the kernel opens in the editor", self.action_edit_kernel)
             return
         try:
             path: Path = await asyncio.to_thread(self.backend.kernel_path)
@@ -248,7 +327,7 @@ class KernelSeekApp(App):
             self.notify("kernel unchanged", timeout=3)
             return
         # The engine commits the edit as a human attempt before it runs the harness.
-        self.action_run_harness()
+        self.action_run(DEFAULT)
 
     @work(exclusive=True, group="quit")
     async def action_quit(self) -> None:
@@ -272,16 +351,28 @@ class KernelSeekApp(App):
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action in ("pause", "resume"):
-            agent = self.backend is not None and self.backend.engine is not None and self.agent_state != "human"
+            agent = self.backend is not None and self.backend.has_agent and self.agent_state != "human"
             return agent and (self.agent_state == "paused") == (action == "resume")
         if action == "sessions":
             return self.opener is not None
+        if action == "run" and len(parameters) == 2:
+            return self._run_label_shown(*parameters)
         return True
+
+    def _run_label_shown(self, which: str, label: str) -> bool:
+        """r and R each have one footer entry per label; the plan (and a quick run's offer) picks one."""
+        wanted = (self.run_plan or SMALL_TASK).label(which)
+        offer = which == OTHER and self._offer_full
+        if label == "full!":
+            return wanted == "full" and offer
+        return wanted == label and not (label == "full" and offer)
 
     # ---- errors and the command palette --------------------------------------------------
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.report_worker_error(event)
+        if event.worker.group == "open" and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
+            self._open_failed()
 
     def report_worker_error(self, event: Worker.StateChanged) -> None:
         """A failed worker, the app's or a screen's, becomes a notification (plain text)."""
@@ -293,19 +384,12 @@ class KernelSeekApp(App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("History", "Every attempt of the session (h)", self.action_history)
-        yield SystemCommand("Run harness", "Check and time the kernel on every scenario (r)",
-                            self.action_run_harness)
-        yield SystemCommand("Quick run", "Check and time the quick scenarios (R)",
-                            lambda: self.action_run_harness(True))
-        yield SystemCommand("Edit kernel", "Open the kernel in $EDITOR (e)", self.action_edit_kernel)
-        yield SystemCommand("Ask a question", "Type a question for the agent (a)", self.action_ask)
-        if self.check_action("pause", ()):  # only when there is an agent to pause (or resume)
-            yield SystemCommand("Pause agent", "Stop at the next safe point (p)", self.action_pause)
-        if self.check_action("resume", ()):
-            yield SystemCommand("Resume agent", "Carry on after a pause (p)", self.action_resume)
-        yield SystemCommand("Toggle diff base", "Latest vs previous or vs best (d)", self.action_toggle_diff)
-        yield SystemCommand("Sessions", "Open another session (o)", self.action_sessions)
+        for key in km.APP_KEYS:  # the keymap table's entries that the footer would show now
+            _, name, params = parse_action(key.action)
+            if key.palette and self.check_action(name, params):
+                title = key.description.rstrip(" ◀")
+                yield SystemCommand(title, f"{key.palette} ({km.key_of(key.id, self.user_keymap)})",
+                                    partial(self.run_action, key.action))
 
     def on_unmount(self) -> None:
         # Any way out (an exception included) stops the agent thread; it is a daemon anyway.

@@ -71,6 +71,17 @@ class Backend:
             self.engine.approve_bash(request_id, ok)
 
     @property
+    def has_agent(self) -> bool:
+        """An engine with a model behind it (not human mode): something to pause."""
+        return self.engine is not None and bool(getattr(self.engine, "agent_enabled", False))
+
+    def run_plan(self):
+        """Which run r and R start on this session's task (ks_tui.run_plan.RunPlan); None without an engine."""
+        from ks_tui.run_plan import task_plan
+
+        return task_plan(self.engine.task) if self.engine is not None else None
+
+    @property
     def engine_running(self) -> bool:
         """An engine whose loop has not ended (it sets `end` when it finishes)."""
         return self.engine is not None and getattr(self.engine, "end", None) is None
@@ -87,7 +98,8 @@ class Backend:
             self.store.rollback(self.session_id, ref)
 
     def run_harness_now(self, quick: bool = False) -> None:
-        """A bench run of the worktree kernel (a human edit is committed first by the engine)."""
+        """A bench run (check, then timing) of the worktree kernel, on the quick subset or the full grid as
+        the run plan chose (a human edit is committed first by the engine)."""
         if not self.engine_running:
             from ks_tui.errors import KsError
 

@@ -19,7 +19,22 @@ class SessionOpener:
     cfg: Any                    # ks_tui.config.Config
     task_name: str              # for a new session
     use_agent: bool | None = None   # None: the engine decides from the API key
+    plan: Any = None                # ks_tui.run_plan.RunPlan of task_name, when the caller has it
     _store: Any = field(default=None, repr=False)
+
+    def run_plan(self):
+        """Which run r and R start on `task_name`, known before the session opens (None if the task does not
+        load: the session's own task then decides)."""
+        if self.plan is None:
+            from ks_tui.errors import KsError
+            from ks_tui.run_plan import task_plan
+            from ks_tui.task import load_task
+
+            try:
+                self.plan = task_plan(load_task(self.task_name, self.workspace))
+            except KsError:
+                return None
+        return self.plan
 
     def store(self):
         if self._store is None:

@@ -47,6 +47,7 @@ def run_tui(args: argparse.Namespace) -> int:
     from ks_tui.commands.agent_cmds import provider_flag
     from ks_tui.config import load_config
     from ks_tui.paths import find_workspace, main_workspace
+    from ks_tui.run_plan import task_plan
     from ks_tui.task import load_task
 
     workspace = main_workspace(find_workspace(getattr(args, "workspace", None), sessions=True))
@@ -59,10 +60,17 @@ def run_tui(args: argparse.Namespace) -> int:
             providers.check(cfg.provider)  # an endpoint, the SDK's extra: said before the screen opens
     session = getattr(args, "session", None)
     task = getattr(args, "task", None)
+    plan = None
     if session and session != PICK:
         task_name = store.session(session).task  # KsError for an unknown session
     else:
-        task_name = load_task(task or default_task(workspace), workspace).name
+        loaded = load_task(task or default_task(workspace), workspace)
+        task_name = loaded.name
+        plan = task_plan(loaded)  # which run r starts, for the screen's first footer
+    from ks_tui.app.keymap import check_keymap  # the table only: Textual loads with the screen
+
+    if cfg.keymap and (wrong := check_keymap(cfg.keymap)):
+        raise KsError(f"config [keymap]: {wrong}", hint="the ids are listed in docs/tui.md, \"Moving keys\"")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # Without a terminal Textual would write escape codes into a file or pipe until killed.
         raise KsError("the screen needs a terminal on stdin and stdout",
@@ -79,8 +87,8 @@ def run_tui(args: argparse.Namespace) -> int:
     os.environ.pop("LINES", None)
 
     opener = SessionOpener(workspace, cfg, task_name, use_agent=False if getattr(args, "human", False) else None,
-                           _store=store)
+                           plan=plan, _store=store)
     app = KernelSeekApp(opener=opener, session_id=None if session in (None, PICK) else session,
-                        pick_session=session == PICK)
+                        pick_session=session == PICK, keymap=cfg.keymap)
     app.run()
     return app.return_code or 0

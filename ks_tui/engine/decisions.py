@@ -69,4 +69,4 @@ class DecisionsMixin:
         self.asked.append(q.id)
         self.pending_question = q.id
         self.emit(ev.QuestionAsked(q.id, q.text, q.category, chosen_by))
-        self._user(prompts.question_message(q.text), "question")
+        self._user(prompts.question_message(q.text, q.id, q.category, chosen_by), "question")

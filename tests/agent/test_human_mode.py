@@ -58,7 +58,11 @@ def test_answers_typed_questions_and_rollback_with_the_conversation(workspace, f
 
     asked = [(e.question_id, e.chosen_by) for e in seen if isinstance(e, ev.QuestionAsked)]
     assert asked[0] == ("start-where", "human") and asked[1][1] == "human" and asked[1][0].startswith("human-")
-    assert api.requests[3]["messages"][-1]["content"][-1]["text"].endswith("Did you measure before changing anything?")
+    assert api.requests[3]["messages"][-1]["content"][-1]["text"] == (
+        "Question from the engineer: Did you measure before changing anything?")
+    opening = [b["text"] for b in api.requests[0]["messages"][0]["content"]]
+    assert opening[-1] == ("Question from the bank (start-where, picked by the engineer): "
+                           "Where does the time go in this kernel today?")
 
     # Attempt 3 is the rollback commit; the kernel is attempt 1's again.
     attempts = session.store.attempts(session.id)

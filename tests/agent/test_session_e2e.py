@@ -70,7 +70,8 @@ def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max
     assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert first["system"][0]["cache_control"] == {"type": "ephemeral"} and "attention_cpu" in first["system"][0]["text"]
     opening = [b["text"] for b in first["messages"][0]["content"]]
-    assert "Where does the time go in this kernel today?" in opening[-1]  # the session_start question
+    # the session_start question, labelled as the bank's (the bank picked it: nobody is present)
+    assert opening[-1] == "Question from the bank (start-where): Where does the time go in this kernel today?"
 
     # The assistant's content goes back unchanged, answered by tool_result blocks.
     second = api.requests[1]["messages"]
@@ -92,8 +93,8 @@ def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max
     assert "status: correct, correct 4/4" in harness_result and "recorded as attempt 1" in harness_result
 
     # agent_stop: the bank's question is the next user message.
-    assert api.requests[4]["messages"][-1]["content"][-1]["text"].endswith(
-        "Which layer of the system have you not touched yet?")
+    assert api.requests[4]["messages"][-1]["content"][-1]["text"] == (
+        "Question from the bank (stop-layer): Which layer of the system have you not touched yet?")
     asked = [e for e in seen if isinstance(e, ev.QuestionAsked)]
     assert [(q.question_id, q.chosen_by) for q in asked] == [("start-where", "bank"), ("stop-layer", "bank")]
 

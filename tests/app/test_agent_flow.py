@@ -7,7 +7,7 @@ from ks_tui.app.app import KernelSeekApp
 from ks_tui.app.connect import SessionOpener
 from ks_tui.app.screens.confirm import ConfirmScreen
 from ks_tui.config import load_config
-from tests.app.conftest import shown, wait_for
+from tests.app.conftest import screen_text, shown, wait_for
 from tests.support.fake_messages_api import hang, reply, text, tool_use
 
 
@@ -37,6 +37,17 @@ async def test_question_by_key_reaches_agent_and_panels_fill(workspace, fake_api
         await wait_for(pilot, lambda: pane.point == "session_start", "the session_start decision point")
         assert "Where does the time go" in shown(app, "#questions")
         assert app.agent_state == "waiting_question"
+
+        # At 80x24 the footer keeps Pause and Quit, and the tab strip names the panels behind v.
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: "Diff  Compile  Benchmark" in screen_text(app).splitlines()[1], "the tab strip")
+        await wait_for(pilot, lambda: "p Pause" in screen_text(app).splitlines()[-1], "the narrow footer")
+        assert "q Quit" in screen_text(app).splitlines()[-1]
+        await pilot.click("#tab-bench-panel")
+        await wait_for(pilot, lambda: "╭─ Benchmark" in screen_text(app), "the Benchmark panel, by a click on its tab")
+        await pilot.press("v")
+        await wait_for(pilot, lambda: "╭─ Diff" in screen_text(app), "the Diff panel again, by v")
+        await pilot.resize_terminal(120, 36)
 
         await pilot.press("1")  # the first ranked question, by number key
 

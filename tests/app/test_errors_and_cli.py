@@ -57,3 +57,14 @@ def test_the_screen_without_a_terminal_is_refused_in_one_line(workspace):
                          text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and "needs a terminal" in out.stderr and "ks run TASK --headless" in out.stderr
     assert out.stdout == "" and not (workspace / "sessions").exists()  # nothing was started
+
+
+def test_a_keymap_with_an_unknown_binding_id_is_bad_input(workspace):
+    (workspace / ".ks").mkdir(exist_ok=True)
+    (workspace / ".ks" / "config.toml").write_text('[keymap]\nrun = "f5"\nrunn = "f6"\n')
+    out = ks("tui", "attention_cpu", cwd=workspace)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "unknown key binding id 'runn'" in out.stderr and "run-other" in out.stderr  # the known ids
+    (workspace / ".ks" / "config.toml").write_text('[keymap]\nrun = 5\n')
+    out = ks("tui", "attention_cpu", cwd=workspace)
+    assert out.returncode == 2 and "[keymap] must map binding ids to key names" in out.stderr

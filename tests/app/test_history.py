@@ -63,6 +63,16 @@ async def test_history_lists_attempts_compares_and_rolls_back(workspace):
         assert attempts[-1].rollback_of == 1
         assert store.kernel_path(sid).read_bytes() == store.kernel_at(sid, 1)
         assert "rollback of #1" in [str(c) for c in table.get_row_at(3)]
+        # The list was read again (at once, and when the new attempt arrived): the cursor stays on the
+        # attempt rolled back to, so the next remark lands on it.
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        assert history.selected == 1 and table.cursor_row == 0
+        await pilot.press("m")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "RemarkScreen", "the remark box")
+        await pilot.press(*"why we went back", "enter")
+        await wait_for(pilot, lambda: store.attempts(sid)[0].remarks, "the remark on attempt 1")
+        assert [a.number for a in store.attempts(sid) if a.remarks] == [1]
 
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is app.main_screen, "the main screen again")
@@ -186,3 +196,4 @@ async def test_history_says_why_the_best_mark_is_no_gain(workspace):
         assert lines[0].startswith("(last gain above the ") and "#1; 4 attempts since)" in lines[0]
         assert lines[1] == "(#5 leads #4, timed in the same call, by +0.30%: inside the 0.5% same-call noise, so no gain)"
         await pilot.press("q")
+

@@ -183,3 +183,22 @@ async def test_the_palette_offers_pause_only_with_an_agent(base_env):
         app.agent_state = "human"
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Pause agent" not in titles and "Resume agent" not in titles and "History" in titles
+
+
+async def test_a_kernel_with_bytes_that_are_not_utf8_keeps_the_diff_panel_whole(workspace):
+    """A byte that is not UTF-8 and control characters (a carriage return, an escape sequence) in the kernel:
+    the Diff panel draws them as placeholders and its border stays where it belongs."""
+    store, sid = seed_session(workspace)
+    kernel = store.kernel_path(sid)
+    kernel.write_bytes(kernel.read_bytes() + b"// latin-1 \xe9t\xe9 \xff\rback \x1b[2J cleared\n")
+    store.record(sid, None, author="human", summary="a comment in latin-1")
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: "latin-1" in shown(app, "#diff"), "the diff of the latin-1 comment")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        assert "+// latin-1 \ufffdt\ufffd \ufffd^Mback ^[[2J cleared" in shown(app, "#diff")
+        rows = screen_text(app).splitlines()[1:]
+        diff_rows = rows[:next(i for i, r in enumerate(rows) if r.startswith("╰")) + 1]
+        assert all(len(r) == 120 and r[59] in "│╮╯" for r in diff_rows), "\n".join(diff_rows)
+        await pilot.press("q")

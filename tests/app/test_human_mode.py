@@ -10,7 +10,7 @@ from pathlib import Path
 from ks_tui.app.app import KernelSeekApp
 from ks_tui.app.connect import SessionOpener
 from ks_tui.config import load_config
-from tests.app.conftest import shown, wait_for
+from tests.app.conftest import screen_text, shown, wait_for
 
 # Each run adds one more line that uses an undeclared name, so the kernel changes and fails.
 BREAKING_EDITOR = """\
@@ -57,6 +57,9 @@ async def test_edits_become_human_attempts_and_questions_are_offered(workspace, 
             await pilot.press("e")
             await wait_for(pilot, lambda n=n: len(app.main_screen.attempts) == n, f"attempt {n}")
         await wait_for(pilot, lambda: pane.point == "failure_streak", "the failure_streak decision point")
+        # Nobody waits for the person's pick, and there is no agent to pause.
+        assert "human mode" in shown(app, "#status") and "waiting" not in shown(app, "#status")
+        assert "p Pause" not in screen_text(app).splitlines()[-1]
         offered = shown(app, "#questions")
         assert "Which layer of the system" in offered and "What limit are you assuming" in offered
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from rich.text import Text
 from textual import on, work
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
@@ -23,6 +22,7 @@ from textual.worker import get_current_worker
 
 from ks_tui import best_rule
 from ks_tui.app import formatting as fmt
+from ks_tui.app import keymap as km
 from ks_tui.app.screens.confirm import ConfirmScreen
 from ks_tui.app.screens.remark import RemarkScreen
 from ks_tui.app.widgets.bench.bench_panel import headline
@@ -107,14 +107,7 @@ def notes_view(attempt: dict[str, Any] | None) -> Text:
 
 class HistoryScreen(Screen):
     CSS_PATH = Path(__file__).with_name("history.tcss")
-    BINDINGS = [
-        Binding("escape,h", "app.pop_screen", "Back"),
-        Binding("r", "rollback", "Roll back"),
-        Binding("m", "remark", "Remark"),
-        Binding("c", "compare", "Compare"),
-        Binding("d", "toggle_base", "Diff base"),
-        Binding("t", "toggle_detail", "Diff/results"),
-    ]
+    BINDINGS = km.bindings(km.HISTORY_KEYS)
 
     def __init__(self, backend, **kwargs):
         super().__init__(**kwargs)
@@ -153,15 +146,19 @@ class HistoryScreen(Screen):
         fill_table(table, ATTEMPT_COLUMNS, [])
         self.query_one("#history-diff-panel").border_title = "Diff"
         self.query_one("#history-results-panel").border_title = "Results"
-        self.set_class(self.size.width < NARROW_WIDTH, "-narrow")
+        self._set_narrow(self.size.width < NARROW_WIDTH)
         table.focus()
         self.reload()
 
     def on_resize(self, event) -> None:
         narrow = event.size.width < NARROW_WIDTH
         if narrow != self.has_class("-narrow"):
-            self.set_class(narrow, "-narrow")
+            self._set_narrow(narrow)
             self.refresh_bindings()
+
+    def _set_narrow(self, narrow: bool) -> None:
+        self.set_class(narrow, "-narrow")
+        self.query_one(Footer).show_command_palette = not narrow  # 80 columns: the keys, `q Quit` included
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "toggle_detail":
@@ -305,5 +302,6 @@ class HistoryScreen(Screen):
     def _rollback(self, number: int) -> None:
         self.backend.rollback(number)  # the engine does it at its next safe point
         self.app.call_from_thread(self.app.notify, f"rolling back to attempt #{number}", timeout=3)
-        self.selected = None
+        # The cursor stays on the attempt rolled back to (the new one copies it): a remark typed next is
+        # about the attempt the person chose, so the list is read again without moving the selection.
         self.reload()

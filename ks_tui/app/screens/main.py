@@ -1,8 +1,8 @@
 """The main screen: Diff, Compile, Benchmark, Questions and Agent panels under a status bar.
 
 At 120x36 and larger the panels sit in a grid; below 100 columns or 30 rows the screen
-switches to a narrow layout that shows one of Diff/Compile/Benchmark at a time (`v` cycles)
-above the Questions (when a decision point is open) and the Agent panels.
+switches to a narrow layout that shows one of Diff/Compile/Benchmark at a time, named in a tab
+strip above it (`v` or a click switches), above the Questions and the Agent panels.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from textual import on, work
-from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList
+from textual.widgets import Footer, OptionList, Tab, Tabs
 from textual.worker import get_current_worker
 
 from ks_tui import events as ev
+from ks_tui.app import keymap as km
 from ks_tui.app.messages import AttemptsLoaded, DiffLoaded
 from ks_tui.app.widgets.agent.conversation import Conversation
 from ks_tui.app.widgets.bench.bench_panel import BenchPanel
@@ -29,6 +29,7 @@ from ks_tui.app.widgets.status.status_bar import StatusBar
 NARROW_WIDTH = 100
 NARROW_HEIGHT = 30
 TOP_PANELS = ("diff-panel", "compile-panel", "bench-panel")
+TOP_NAMES = ("Diff", "Compile", "Benchmark")
 
 
 def best_attempt(attempts: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -38,9 +39,7 @@ def best_attempt(attempts: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 class MainScreen(Screen):
     CSS_PATH = Path(__file__).with_name("main.tcss")
-    BINDINGS = [
-        Binding("v", "cycle_panel", "View", show=True),
-    ]
+    BINDINGS = km.bindings(km.MAIN_KEYS)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -50,6 +49,9 @@ class MainScreen(Screen):
 
     def compose(self):
         yield StatusBar(id="status")
+        # The narrow layout's names of the three panels it shows one at a time.
+        yield Tabs(*(Tab(name, id=f"tab-{panel}") for name, panel in zip(TOP_NAMES, TOP_PANELS)),
+                   id="panel-tabs")
         with Container(id="panels"):
             with Vertical(id="diff-panel", classes="panel -current"):
                 yield DiffView(id="diff")
@@ -70,6 +72,7 @@ class MainScreen(Screen):
         self.query_one("#questions-panel").border_title = "Questions"
         self.query_one("#agent-panel").border_title = "Agent"
         self._set_diff_title()
+        self.query_one("#panel-tabs", Tabs).can_focus = False  # v and clicks switch it; tab skips it
         self._apply_size(self.size.width, self.size.height)
         self.query_one(Conversation).focus()
 
@@ -80,12 +83,28 @@ class MainScreen(Screen):
         narrow = width < NARROW_WIDTH or height < NARROW_HEIGHT
         if narrow != self.has_class("-narrow"):
             self.set_class(narrow, "-narrow")
+            # The grid places Compile after Questions; stacked, it belongs with Diff and Benchmark on top.
+            panels, compile_panel = self.query_one("#panels"), self.query_one("#compile-panel")
+            questions = self.query_one("#questions-panel")
+            if narrow:
+                panels.move_child(compile_panel, before=questions)
+            else:
+                panels.move_child(compile_panel, after=questions)
+            # 80 columns hold every key but not the palette's hint too (ctrl+p still opens it).
+            self.query_one(Footer).show_command_palette = not narrow
             self.refresh_bindings()
 
     def action_cycle_panel(self) -> None:
-        self._top_panel = (self._top_panel + 1) % len(TOP_PANELS)
-        for i, panel_id in enumerate(TOP_PANELS):
-            self.query_one(f"#{panel_id}").set_class(i == self._top_panel, "-current")
+        self.query_one("#panel-tabs", Tabs).active = f"tab-{TOP_PANELS[(self._top_panel + 1) % len(TOP_PANELS)]}"
+
+    @on(Tabs.TabActivated, "#panel-tabs")
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        panel = (event.tab.id or "").removeprefix("tab-")
+        if panel not in TOP_PANELS:
+            return
+        self._top_panel = TOP_PANELS.index(panel)
+        for panel_id in TOP_PANELS:
+            self.query_one(f"#{panel_id}").set_class(panel_id == panel, "-current")
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action == "cycle_panel":
@@ -222,7 +241,7 @@ class MainScreen(Screen):
         self.query_one(QuestionPane).settle()
         self.query_one("#questions-panel").remove_class("-pending")
         self.query_one(Conversation).remove_children()
-        self.query_one(StatusBar).update_info(attempts=0, best_speedup=None, best_correct="", state="idle",
+        self.query_one(StatusBar).update_info(attempts=0, best_speedup=None, best_correct="", state="opening",
                                               tokens=0, cost_usd=0.0, priced=True, harness="", context=None)
 
     # ---- data loaded by workers ---------------------------------------------------------

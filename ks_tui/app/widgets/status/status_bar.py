@@ -11,6 +11,7 @@ from textual.widgets import Static
 from ks_tui.app import formatting as fmt
 
 STATE_LABEL = {
+    "opening": ("opening session…", "yellow"),
     "idle": ("idle", "dim"),
     "running": ("agent running", "bold green"),
     "waiting_question": ("waiting for a question", "bold yellow"),
@@ -27,10 +28,11 @@ class StatusInfo:
     attempts: int = 0
     best_speedup: float | None = None
     best_correct: str = ""
-    state: str = "idle"
+    state: str = "opening"  # until the session is open and its engine says what it does
     tokens: int = 0
     cost_usd: float = 0.0
     priced: bool = True  # False once a turn's model had no price (a compatible server's model)
+    agent: bool = True  # False in human mode: no agent waits for a question or can be paused
     harness: str = ""  # "bench 3/18" while a run is in flight
     context: float | None = None  # the last request's share of the context window
 
@@ -52,7 +54,10 @@ class StatusBar(Static):
 
     def show(self, info: StatusInfo) -> None:
         self.info = info
-        label, style = STATE_LABEL.get(info.state, (info.state, ""))
+        # In human mode the engine waits at a decision point too, but for nobody's answer in particular: the
+        # questions are offered to the person, who may take one or not.
+        state = "human" if not info.agent and info.state == "waiting_question" else info.state
+        label, style = STATE_LABEL.get(state, (state, ""))
         best = "best —"
         if info.best_speedup is not None:
             best = f"best {fmt.speedup(info.best_speedup)}"
