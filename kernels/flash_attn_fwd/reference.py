@@ -7,8 +7,8 @@ bf16/fp16) sets the error bound of the FlashAttention rule. Baselines: torch SDP
 flash backends) and the FlashAttention packages when installed.
 """
 
-from ks_tui.harness.attention import make_inputs, make_output, reference, reference_lowp
-from ks_tui.harness.attention import call_gpu as call_kernel
-from ks_tui.harness.gpu_baselines import BASELINES
+from ks_tui.tasklib.attention.helpers import make_inputs, make_output, reference, reference_lowp
+from ks_tui.tasklib.attention.helpers import call_gpu as call_kernel
+from ks_tui.tasklib.attention.baselines import BASELINES
 
 __all__ = ["make_inputs", "make_output", "call_kernel", "reference", "reference_lowp", "BASELINES"]

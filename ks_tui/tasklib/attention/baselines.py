@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from ks_tui.harness.attention import reference, scale_of, sdpa_args
+from ks_tui.tasklib.attention.helpers import reference, scale_of, sdpa_args
 from ks_tui.harness.reference_api import Unavailable
 
 # Probe results, keyed by (baseline, scenario kind): None when it passed, else the reason.
