@@ -231,6 +231,7 @@ def _unchanged(args, same) -> None:
 
 
 def cmd_try(args) -> int:
+    from ks_tui import workflow
     from ks_tui.attempts.render import attempt_line, device_change_note
 
     if args.again and args.no_run:
@@ -239,62 +240,58 @@ def cmd_try(args) -> int:
     info = store.session(args.session)
     bank = _bank_for(args) if args.question else None
     question = _bank_question(bank, args.question) if bank else None  # before any long run
-    measured = None  # the kernel's bytes as the harness run read them
-    with store.lock(info.id):
-        store.check(info.id)  # refuse a detached/dirty/locked worktree before a long harness run
-        if args.result:
-            result = _load_result_file(args.result)
-            if result.get("task") not in (None, info.task):
-                raise KsError(f"the result is for task {result.get('task')!r}, session {info.id} works on {info.task!r}")
-            if result.get("selection"):  # made before the harness said so itself: every id named is the grid
-                from ks_tui.harness.result import grid_selection
+    if args.result:
+        recorded = _record_result_file(args, store, info)
+    else:
+        def started(task) -> None:
+            _say(f"running the harness ({'check' if args.check else 'bench'}{', quick' if args.quick else ''}) "
+                 f"on {task.kernel}")
 
-                result["selection"] = grid_selection(store.task(info.id), result["selection"])
-            if args.kernel:
-                store.replace_kernel(info.id, Path(args.kernel), result)
-        elif args.kernel:
-            store.replace_kernel(info.id, Path(args.kernel))
-        if not args.result:
-            same = store.unchanged_since(info.id)
-            if same is not None and not args.again:
-                _unchanged(args, same)
-                _say(f"hint: edit {store.kernel_path(info.id)} first; to record a new measurement of it add --again, "
-                     f"to time it without a commit use `ks bench {info.task} --source {store.kernel_path(info.id)}`")
-                return EXIT_OK
-            if args.no_run:
-                result = {"status": "unchecked"}
-            else:
-                from ks_tui.harness.client import run_harness
-
-                task = store.task(info.id)
-                _say(f"running the harness ({'check' if args.check else 'bench'}{', quick' if args.quick else ''}) "
-                     f"on {task.kernel}")
-                with contextlib.suppress(OSError):  # missing or unreadable: the harness run says so
-                    measured = task.kernel.read_bytes()  # kept if the file changes during the run
-                result = run_harness(task, task.kernel, mode="check" if args.check else "bench", quick=args.quick,
-                                     timeout=args.timeout, on_progress=_progress)
-                if result.get("status") == "cancelled":
-                    raise KsError("the harness run was cancelled; nothing recorded")
-        attempt = store.record_measured(info.id, measured, result, author=args.author,
-                                        question=args.question, summary=args.summary,
-                                        remeasure=bool(args.result) or args.again)
-        if attempt is not None:  # traced under the session lock, as the engine and rollback do
-            compact = {k: result.get(k) for k in ("status", "correct", "geomean_speedup", "mode", "quick", "message")}
-            store.trace(info.id).append("attempt", {"attempt": attempt.to_dict(), "result": compact})
+        recorded = workflow.try_kernel(
+            store, info.id, mode="check" if args.check else "bench", quick=args.quick, author=args.author,
+            question=args.question, summary=args.summary, timeout=args.timeout, on_progress=_progress,
+            again=args.again, no_run=args.no_run, on_start=started,
+            prepare=(lambda: store.replace_kernel(info.id, Path(args.kernel))) if args.kernel else None)
+    if recorded.unchanged_since is not None:
+        _unchanged(args, recorded.unchanged_since)
+        _say(f"hint: edit {store.kernel_path(info.id)} first; to record a new measurement of it add --again, "
+             f"to time it without a commit use `ks bench {info.task} --source {store.kernel_path(info.id)}`")
+        return EXIT_OK
+    attempt, result = recorded.attempt, recorded.result
     if attempt is None:
         _unchanged(args, store.attempts(info.id)[-1])
         return EXIT_OK
-    _record_question(args, store, info.id, question, bank)
+    _record_question(args, store, info.id, question, bank, recorded.attempts)
     if args.json:
         _dump({"attempt": attempt.to_dict(), "result": result})
     else:
         print(attempt_line(attempt).strip())
         if result.get("message") and attempt.status != "correct":
             print(f"  {result['message']}")
-        note = device_change_note(store.attempts(info.id), attempt)
+        note = device_change_note(recorded.attempts, attempt)
         if note:
             print(note)
     return EXIT_OK if attempt.status in ("correct", "unchecked") else EXIT_KERNEL_FAILED
+
+
+def _record_result_file(args, store, info):
+    """`ks try --result FILE [--kernel FILE]`: record a result measured elsewhere (a new measurement
+    of an unchanged kernel too), with the kernel file it measured copied in first."""
+    from ks_tui import workflow
+
+    result = _load_result_file(args.result)
+    if result.get("task") not in (None, info.task):
+        raise KsError(f"the result is for task {result.get('task')!r}, session {info.id} works on {info.task!r}")
+    with store.lock(info.id):
+        store.check(info.id)
+        if result.get("selection"):  # made before the harness said so itself: every id named is the grid
+            from ks_tui.harness.result import grid_selection
+
+            result["selection"] = grid_selection(store.task(info.id), result["selection"])
+        if args.kernel:
+            store.replace_kernel(info.id, Path(args.kernel), result)
+        return workflow.record_run(store, info.id, result, None, author=args.author, question=args.question,
+                                   summary=args.summary, remeasure=True)
 
 
 def _bank_for(args):
@@ -311,9 +308,9 @@ def _bank_question(bank, qid: str):
     return q
 
 
-def _record_question(args, store, session_id: str, question, bank) -> None:
-    """The question bank's efficacy record: this attempt answered `question`; and every
-    earlier ask of the session that now has enough attempts after it gets its outcome."""
+def _record_question(args, store, session_id: str, question, bank, attempts=None) -> None:
+    """The question bank's efficacy record (workflow.settle_questions), from the CLI."""
+    from ks_tui import workflow
     from ks_tui.paths import find_workspace, main_workspace
     from ks_tui.questions import EfficacyStore, views_of
 
@@ -322,16 +319,11 @@ def _record_question(args, store, session_id: str, question, bank) -> None:
             bank = _bank_for(args)
         except KsError:
             return  # no readable bank: nothing to settle against
-    history = views_of(store.attempts(session_id), store.results(session_id))
+    history = views_of(store.attempts(session_id) if attempts is None else attempts, store.results(session_id))
     efficacy = EfficacyStore(main_workspace(find_workspace(args.workspace)), k=bank.config.efficacy_k,
                              config=bank.config)
     try:
-        # Attempts in a row that answer one question are one ask, not a new ask each.
-        again = question is not None and len(history) > 1 and history[-2].question == question.id
-        if question is not None and not again:
-            efficacy.record_asked(session_id, question, point=None, history=history[:-1], chosen_by="human")
-        if question is not None or efficacy.path.exists():
-            efficacy.settle(session_id, history)
+        workflow.settle_questions(efficacy, session_id, history, asked=question)
     except OSError as e:  # the attempt is committed; only the statistics are behind
         _say(f"warning: question record not written ({e})")
 
@@ -361,45 +353,32 @@ def _find_attempt(store, args):
         raise
 
 
-def _plateau(args, store, sid: str, attempts, best: int | None):
-    """The session's plateau (questions.plateau): the last attempt that beat the best before it by
-    more than the noise (the bank's floor, or the spread repeated runs of one kernel showed), or a
-    run of the best kernel timed beside it by more than the paired noise; and, when the best mark
-    sits on a run that was no gain, by how much it leads."""
-    from ks_tui.questions import DecisionConfig, plateau_of, views_of
+def _config(args):
+    """The bank's decision thresholds (the defaults without a readable bank)."""
+    from ks_tui.questions import DecisionConfig
 
     try:
-        config = _bank_for(args).config
-    except KsError:  # no readable bank: the default thresholds
-        config = DecisionConfig()
-    return plateau_of(views_of(attempts, store.results(sid)), config, best)
+        return _bank_for(args).config
+    except KsError:
+        return DecisionConfig()
 
 
 def cmd_log(args) -> int:
-    from ks_tui.attempts.model import since_best
+    from ks_tui import workflow
     from ks_tui.attempts.render import log_table
-    from ks_tui.questions.plateau import gain_needs_lines, plateau_lines
 
     store = _store(args)
     info = _session_for(store, args)
-    attempts = store.attempts(info.id)
-    best, after = since_best(attempts)
-    stand = _plateau(args, store, info.id, attempts, best) if attempts else None
+    view = workflow.log_view(store, info.id, _config(args), info=info)
     if args.json:
-        _dump({"session": info.to_dict(), "attempts": [a.to_dict() for a in attempts],
-               "best": best, "attempts_since_best": after,
-               **(stand.to_dict() if stand else
-                  {"noise": None, "last_gain": None, "attempts_since_gain": None,
-                   "last_gain_paired": None, "best_lead": None, "gain_needs": None, "gain_needs_elsewhere": []})})
-    elif not attempts:
+        _dump(view.to_dict())
+    elif not view.attempts:
         print(f"session {info.id} ({info.task}): no attempts yet")
     else:
         print(f"session {info.id} ({info.task}), branch {info.branch}")
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-        print(log_table(attempts, width))
-        for line in plateau_lines(stand, best):
-            print(line)
-        for line in gain_needs_lines(stand) if stand is not None else ():
+        print(log_table(view.attempts, width))
+        for line in view.plateau_lines() + view.gain_lines():
             print(line)
     return EXIT_OK
 
