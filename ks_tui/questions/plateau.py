@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ks_tui.questions.config import DecisionConfig
-from ks_tui.questions.history import AttemptView
+from ks_tui.questions.thresholds import DecisionConfig
+from ks_tui.questions.views import AttemptView
 from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, effective_noise, standing
 
 

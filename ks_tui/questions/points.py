@@ -12,8 +12,8 @@ from typing import Sequence
 
 from ks_tui import best_rule
 from ks_tui.pairs import DECLARED
-from ks_tui.questions.config import DecisionConfig
-from ks_tui.questions.history import AttemptView
+from ks_tui.questions.thresholds import DecisionConfig
+from ks_tui.questions.views import AttemptView
 from ks_tui.questions.vocab import POINTS
 
 EVENTS = (None, "attempt", "session_start", "agent_stop")

@@ -6,6 +6,16 @@ Import the submodules directly: `baselines` needs a CUDA-capable torch to be use
 """
 
 from ks_tui.tasklib.attention.helpers import (  # noqa: F401
-    CPU_BASELINES, call_cpu, call_gpu, dtype_of, make_inputs, make_output, reference, reference_lowp,
-    scale_of, sdpa_args, sdpa_baseline, shape_of,
+    CPU_BASELINES,
+    call_cpu,
+    call_gpu,
+    dtype_of,
+    make_inputs,
+    make_output,
+    reference,
+    reference_lowp,
+    scale_of,
+    sdpa_args,
+    sdpa_baseline,
+    shape_of,
 )
