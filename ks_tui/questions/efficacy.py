@@ -279,7 +279,7 @@ class EfficacyStore:
                 if not any(h.full_grid and h.timed_speedup is not None for h in counted if h.number <= start):
                     counted = [h for h in counted if not h.full_grid]
                 # And on the device best_before was measured on: runs after a move to another machine read
-                # another speed (v35: 1.1598 on an H200, 1.1479 on an H100), neither gain nor loss.
+                # another speed, neither gain nor loss.
                 here = best_rule.latest_device((h.device, h.measured) for h in history if h.number <= start)
                 if here:
                     counted = [h for h in counted if best_rule.comparable(h.device, here)]
