@@ -92,9 +92,8 @@ class AttemptsMixin:
         return views_of(self.store.attempts(self.id) if attempts is None else attempts, self.results)
 
     def _after_attempt(self, attempts=None) -> None:
-        from ks_tui.questions import detect
-
         from ks_tui import workflow
+        from ks_tui.questions import detect
 
         history = self._history(attempts)
         workflow.settle_questions(self.efficacy, self.id, history)

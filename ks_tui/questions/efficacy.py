@@ -30,9 +30,9 @@ from typing import Any, Iterator, Sequence
 
 from ks_tui import best_rule
 from ks_tui.questions.bank import Question
+from ks_tui.questions.points import effective_noise, gains, measured_noise
 from ks_tui.questions.thresholds import DecisionConfig
 from ks_tui.questions.views import AttemptView, best_speedup
-from ks_tui.questions.points import effective_noise, gains, measured_noise
 
 EFFICACY_FILE = "question_efficacy.jsonl"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, effective_noise, standing
 from ks_tui.questions.thresholds import DecisionConfig
 from ks_tui.questions.views import AttemptView
-from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, effective_noise, standing
 
 
 @dataclass(frozen=True)
