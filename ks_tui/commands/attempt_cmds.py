@@ -222,8 +222,9 @@ def cmd_try(args) -> int:
             prepare=(lambda: store.replace_kernel(info.id, Path(args.kernel))) if args.kernel else None)
     if recorded.unchanged_since is not None:
         _unchanged(args, recorded.unchanged_since)
-        _say(f"hint: edit {store.kernel_path(info.id)} first; to record a new measurement of it add --again, "
-             f"to time it without a commit use `ks bench {info.task} --source {store.kernel_path(info.id)}`")
+        _say(f"hint: edit {store.kernel_path(info.id)} first; to time it without a commit use "
+             f"`ks bench {info.task} --source {store.kernel_path(info.id)}` (a recorded new measurement: "
+             f"`ks lab record -s {info.id} --again`)")
         return EXIT_OK
     attempt, result = recorded.attempt, recorded.result
     if attempt is None:
