@@ -51,7 +51,8 @@ class AttemptStore(SessionBranches, ReadModel, Recorder, RemarkWriter, GitIO):
             repo = git.Repo(workspace, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise KsError(f"{workspace} is not inside a git repository; attempts are kept as git commits",
-                          hint="make a workspace with `ks init DIR`, or run `git init` there and commit kernels/") from None
+                          hint="make a workspace with `ks init DIR`, or run `git init` there and commit "
+                               "kernels/") from None
         if repo.bare or repo.working_tree_dir is None:
             raise KsError(f"{workspace} is a bare git repository", hint="use a checkout (`ks init DIR`)")
         top = Path(repo.working_tree_dir).resolve()
