@@ -24,8 +24,10 @@ COMMAND_MODULES = (
     "ks_tui.commands.attempt_cmds",
     "ks_tui.commands.question_cmds",
     "ks_tui.commands.agent_cmds",
+    "ks_tui.commands.task_cmds",
     "ks_tui.commands.profile_cmds",
     "ks_tui.commands.mcp_cmds",
+    "ks_tui.commands.lab_cmds",
 )
 
 # The import names of pyproject.toml's dependencies, with the package names pip knows them by.

@@ -8,9 +8,9 @@ flash backends) and the FlashAttention packages when installed. `extra_limits` a
 exponentials' throughput to the speed of light (docs/harness.md).
 """
 
-from ks_tui.harness.attention import extra_limits, make_inputs, make_output, reference, reference_lowp
-from ks_tui.harness.attention import call_gpu as call_kernel
-from ks_tui.harness.gpu_baselines import BASELINES
+from ks_tui.tasklib.attention.helpers import extra_limits, make_inputs, make_output, reference, reference_lowp
+from ks_tui.tasklib.attention.helpers import call_gpu as call_kernel
+from ks_tui.tasklib.attention.baselines import BASELINES
 
 __all__ = ["make_inputs", "make_output", "call_kernel", "reference", "reference_lowp", "BASELINES",
            "extra_limits"]

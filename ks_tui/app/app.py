@@ -146,9 +146,9 @@ class KernelSeekApp(App):
     @work(thread=True, exclusive=True, group="attempts", exit_on_error=False, description="reading attempts")
     def load_attempts(self) -> None:
         backend = self.backend
-        attempts = backend.attempts()
-        latest = backend.result("latest") if attempts else None
-        self.main_screen.post_message(AttemptsLoaded(attempts, latest))
+        view = backend.log_view()
+        latest = backend.result("latest") if view.attempts else None
+        self.main_screen.post_message(AttemptsLoaded([a.to_dict() for a in view.attempts], latest, view.best))
 
     # ---- engine events -------------------------------------------------------------------
 

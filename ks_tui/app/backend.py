@@ -23,21 +23,20 @@ class Backend:
     def attempts(self) -> list[dict[str, Any]]:
         return [a.to_dict() for a in self.store.attempts(self.session_id)]
 
-    def history(self) -> tuple[list[dict[str, Any]], list[str]]:
-        """The attempts (as `attempts`) and `ks log`'s lines under its table from one read of the store: the
-        last real gain, and why the best mark sits where it does (questions.plateau), judged at the running
-        bank's thresholds (the defaults without an engine)."""
-        from ks_tui.attempts.model import since_best
-        from ks_tui.questions import DecisionConfig, plateau_lines, plateau_of, views_of
+    def log_view(self):
+        """The session's log view (workflow.LogView) at the running bank's thresholds (the defaults
+        without an engine): attempts, the best mark, the plateau."""
+        from ks_tui import workflow
 
-        attempts = self.store.attempts(self.session_id)
-        if not attempts:
-            return [], []
-        history = views_of(attempts, self.store.results(self.session_id))
         bank = getattr(self.engine, "bank", None)
-        best, _ = since_best(attempts)
-        lines = plateau_lines(plateau_of(history, bank.config if bank else DecisionConfig(), best), best)
-        return [a.to_dict() for a in attempts], lines
+        return workflow.log_view(self.store, self.session_id, bank.config if bank else None)
+
+    def history(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The attempts (as `attempts`) and `ks log`'s plateau lines under its table, from one log view."""
+        view = self.log_view()
+        if not view.attempts:
+            return [], []
+        return [a.to_dict() for a in view.attempts], view.plateau_lines()
 
     def result(self, ref: str | int) -> dict[str, Any]:
         return self.store.result(self.session_id, ref)

@@ -26,6 +26,7 @@ class AttemptsLoaded(Message):
 
     attempts: list[dict[str, Any]]
     latest_result: dict[str, Any] | None
+    best: int | None = None    # the log view's best attempt
 
 
 @dataclass

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from ks_tui.attempts.text import one_line
 from ks_tui.errors import KsError
 
 REMARKS_REF = "refs/notes/ks-remarks"
@@ -37,8 +38,6 @@ def remark_line(text: str, author: str = "human", when: datetime | None = None, 
     """The stored line of one remark (with `pair`, one that declares the run's pair tag; with
     `question`, one that names the question the attempt answered); KsError for an empty text or an
     unknown author."""
-    from ks_tui.attempts.trailers import one_line
-
     if author not in AUTHORS:
         raise KsError(f"a remark's author must be human or agent, not {author!r}")
     flat = one_line(text, MAX_CHARS).replace("\t", " ")

@@ -1,10 +1,10 @@
 """Two recorded benches of one task, scenario by scenario.
 
-Benches made in different device calls differ by the machine as well as by the kernel: the H200's
-clocks and cuDNN's times drift by a percent or two between calls. The baselines' own times show how
-much: a kernel change leaves them alone, so when they moved, the speedups moved with them. (A kernel
-faster by 6% on the 4 scenarios it changed has read lower on the whole grid, because the other 178,
-identical code, drifted.)
+Benches made in different device calls differ by the machine as well as by the kernel: a GPU's
+clocks and the libraries' times drift by a percent or two between calls. The baselines' own times
+show how much: a kernel change leaves them alone, so when they moved, the speedups moved with them
+(a kernel faster on the few scenarios it changed can read slower on the whole grid when the rest,
+identical code, drifted).
 """
 
 from __future__ import annotations

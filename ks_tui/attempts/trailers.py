@@ -12,16 +12,13 @@ from datetime import datetime
 
 from ks_tui.attempts.model import Attempt
 from ks_tui.attempts.remarks import declared_question, parse_remarks
+from ks_tui.attempts.text import FIELD, TRAILER, one_line
 
 # Order in which trailers are written (and shown by `git log`).
 KEYS = ("KS-Session", "KS-Attempt", "KS-Author", "KS-Status", "KS-Correct", "KS-Speedup",
         "KS-Baseline", "KS-Mode", "KS-Device", "KS-Question", "KS-Rollback-Of")
 NONE = "n/a"
 
-# Field and record separators for the log format; control characters never appear in
-# subjects we write, and git prints them verbatim.
-FIELD = "\x1f"
-TRAILER = "\x1d"
 # The body (%b) last but one: it holds the whole summary when the subject had to cut it, then
 # the trailers again (dropped when reading).
 LOG_FORMAT = f"%H{FIELD}%cI{FIELD}%s{FIELD}%(trailers:only,unfold,separator=%x1d){FIELD}%b"
@@ -29,13 +26,6 @@ LOG_FORMAT = f"%H{FIELD}%cI{FIELD}%s{FIELD}%(trailers:only,unfold,separator=%x1d
 LOG_FORMAT_REMARKS = f"{LOG_FORMAT}{FIELD}%N"
 SUBJECT_CHARS = 120
 DESCRIPTION_CHARS = 4000
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    """Collapse whitespace so a value cannot break the trailer block or the subject."""
-    flat = " ".join(str(text).split())
-    flat = flat.replace(FIELD, " ").replace(TRAILER, " ")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def format_speedup(x: float | None) -> str:

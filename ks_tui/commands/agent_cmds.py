@@ -188,7 +188,7 @@ def cmd_report(args) -> int:
     from ks_tui.agent.report import build_report, report_text
     from ks_tui.attempts import AttemptStore
     from ks_tui.paths import find_workspace
-    from ks_tui.session import Trace
+    from ks_tui.trace import Trace
 
     store = AttemptStore(find_workspace(args.workspace, sessions=True))
     if args.session and args.session_opt and args.session != args.session_opt:

@@ -5,7 +5,6 @@ No torch at import time: the harness's heavy work runs in its child process.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -16,35 +15,55 @@ from ks_tui.pairs import DECLARED
 
 
 def register(sub) -> None:
-    for mode, text in (("check", "compile the kernel and check it on every scenario"),
-                       ("bench", "check, then time the kernel against the task's baselines")):
+    from ks_tui.commands import lab_cmds
+
+    for mode, text in RUN_MODES:
         p = sub.add_parser(mode, help=text, description=text)
-        p.add_argument("task", metavar="TASK", help="task name under kernels/, or a path to a task folder")
-        p.add_argument("--source", metavar="FILE", help="kernel file to use instead of the task's own")
-        p.add_argument("--quick", action="store_true", help="only the task's quick subset")
-        p.add_argument("--scenarios", metavar="ID", nargs="+", action="extend",
-                       help="only these scenario ids (space or comma separated)")
-        p.add_argument("--json", action="store_true", help="print only the result JSON on stdout")
-        p.add_argument("--timeout", type=float, metavar="S", help="kill the run after S seconds")
-        p.add_argument("--seed", type=int, help="input seed (default: a new one each run)")
-        p.add_argument("--pair", metavar="TAG",
-                       help="name this run as one of a same-call A/B (the result's 'pair'): attempts recorded "
-                            "from runs with one TAG are compared with each other at the bank's paired_noise")
-        p.add_argument("--cached-baselines", action="store_true",
-                       help="GPU: reuse baseline timings of earlier runs (faster; the ratio then "
-                            "mixes two clock states, +-4%% measured on an H200)")
-        # Timing baselines afresh is the default now; the old flag stays so that recorded
-        # commands in results files still run.
-        p.add_argument("--remeasure-baselines", action="store_true", help=argparse.SUPPRESS)
+        add_run_args(p)
         if mode == "check":
             p.add_argument("--sanitize", action="store_true",
                            help="CUDA: run the smallest scenario of each family (or --scenarios) under "
                                 "compute-sanitizer's memcheck, racecheck, initcheck and synccheck; any finding fails")
         cluster_arguments(p)
+        lab_cmds.add_pair_args(p, hidden=True)  # `ks lab bench`'s; here unlisted, with a notice
         p.set_defaults(func=lambda a, m=mode: run_cmd(a, m))
 
     text = "bench several kernel files on the same scenarios and inputs, in alternating order"
     p = sub.add_parser("compare", help=text, description=text)
+    add_compare_args(p)
+    cluster_arguments(p)
+    lab_cmds.add_compare_lab_args(p, hidden=True)  # `ks lab compare`'s; here unlisted, with a notice
+    p.set_defaults(func=compare_cmd)
+
+    p = sub.add_parser("scenarios", help="list a task's scenarios", description="list a task's scenarios")
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=scenarios_cmd)
+
+    p = sub.add_parser("doctor", help="what this machine offers: GPU, compilers, baselines, API key",
+                       description="what this machine offers: GPU, compilers, baselines, API key")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=doctor_cmd)
+
+
+RUN_MODES = (("check", "compile the kernel and check it on every scenario"),
+             ("bench", "check, then time the kernel against the task's baselines"))
+
+
+def add_run_args(p) -> None:
+    """`ks check` / `ks bench` arguments (also `ks lab check|bench`)."""
+    p.add_argument("task", metavar="TASK", help="task name under kernels/, or a path to a task folder")
+    p.add_argument("--source", metavar="FILE", help="kernel file to use instead of the task's own")
+    p.add_argument("--quick", action="store_true", help="only the task's quick subset")
+    p.add_argument("--scenarios", metavar="ID", nargs="+", action="extend",
+                   help="only these scenario ids (space or comma separated)")
+    p.add_argument("--json", action="store_true", help="print only the result JSON on stdout")
+    p.add_argument("--timeout", type=float, metavar="S", help="kill the run after S seconds")
+    p.add_argument("--seed", type=int, help="input seed (default: a new one each run)")
+
+
+def add_compare_args(p) -> None:
+    """`ks compare` arguments (also `ks lab compare`)."""
     p.add_argument("task", metavar="TASK", help="task name under kernels/, or a path to a task folder")
     p.add_argument("candidates", metavar="NAME=FILE", nargs="+",
                    help="kernel files (at least two); the first is the reference of the 'vs' row")
@@ -57,27 +76,6 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, help="input seed of the first round, +1 per round (default: a new one); "
                                              "every file of a round gets the same inputs")
     p.add_argument("--json", action="store_true", help="print one JSON document (summary and every result)")
-    p.add_argument("--cached-baselines", action="store_true",
-                   help="GPU: time the baselines once and reuse them (faster; the speedup rows then "
-                        "mix clock states, the kernel-time row does not use baselines)")
-    p.add_argument("--times", action="store_true",
-                   help="also print each scenario's kernel time of the first file over each file's, and the median "
-                        "time saved in microseconds (a fixed cost a change removes shows there)")
-    p.add_argument("--by", metavar="PARAM[,PARAM]",
-                   help="also give the summary rows per group of scenarios with equal values of these task "
-                        "parameters (e.g. d,causal): groups a change leaves alone show the noise")
-    cluster_arguments(p)
-    p.set_defaults(func=compare_cmd)
-
-    p = sub.add_parser("scenarios", help="list a task's scenarios", description="list a task's scenarios")
-    p.add_argument("task", metavar="TASK")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=scenarios_cmd)
-
-    p = sub.add_parser("doctor", help="what this machine offers: GPU, compilers, baselines, API key",
-                       description="what this machine offers: GPU, compilers, baselines, API key")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=doctor_cmd)
 
 
 def _load(args):
@@ -112,9 +110,11 @@ class _Progress:
 
 
 def run_cmd(args, mode: str) -> int:
+    from ks_tui.commands.lab_cmds import notice
     from ks_tui.harness.client import run_harness
     from ks_tui.harness.report import render
 
+    notice(args, [("pair", "--pair"), ("cached_baselines", "--cached-baselines")], f"ks {mode}", f"ks lab {mode}")
     pair = _pair_tag(args.pair)
     task = _load(args)
     ids = scenario_ids(args.scenarios)
@@ -162,16 +162,19 @@ def _pair_tag(tag: str | None) -> str:
     if not tag or len(tag) > 100 or any(c.isspace() for c in tag):
         raise KsError(f"--pair wants a tag of 1-100 characters without spaces, not {tag!r}")
     if tag.startswith(DECLARED):
-        raise KsError(f"--pair tags starting with {DECLARED!r} are the ones `ks remark --same-call` declares")
+        raise KsError(f"--pair tags starting with {DECLARED!r} are the ones `ks lab remark --same-call` declares")
     return tag
 
 
 def compare_cmd(args) -> int:
     import secrets
 
+    from ks_tui.commands.lab_cmds import notice
     from ks_tui.harness import compare
     from ks_tui.harness.client import run_harness
 
+    notice(args, [("by", "--by"), ("times", "--times"), ("cached_baselines", "--cached-baselines")],
+           "ks compare", "ks lab compare")
     try:
         candidates = compare.parse_candidates(args.candidates)
     except ValueError as e:
@@ -227,9 +230,9 @@ def compare_cmd(args) -> int:
         stopped = 130 if isinstance(e, KeyboardInterrupt) else (e.code if isinstance(e.code, int) else 1)
     finally:
         progress.close()
+    rounds = args.rounds
     if spec is not None:  # the rounds that finished side by side
         done = min(len(c.runs) for c in candidates) * len(candidates)
-    rounds = args.rounds
     if stopped is not None:
         rounds = done // len(candidates)
         print(f"ks: interrupted after {done} of {len(order)} runs; "
@@ -311,6 +314,20 @@ def _config_report(args) -> dict:
     return out
 
 
+def scenario_ids(given: list[str] | None) -> list[str] | None:
+    """--scenarios as given (space- or comma-separated); None when the option is absent. Given
+    but empty ("" or ",") is refused: running every scenario instead would surprise."""
+    if given is None:
+        return None
+    ids = [x.strip() for item in given for x in item.split(",") if x.strip()]
+    if not ids:
+        raise KsError("--scenarios names no scenario", hint="list them with `ks scenarios TASK`")
+    return ids
+
+
+__all__ = ["register", "KsError"]
+
+
 def _agent_report(args) -> dict:
     """The model's server as the agent would use it: provider, base URL, model, and whether a key
     is set (its name only, never its value)."""
@@ -340,17 +357,3 @@ def cluster_spec(args):
     from ks_tui.cluster.cli import spec_for
 
     return spec_for(args)
-
-
-def scenario_ids(given: list[str] | None) -> list[str] | None:
-    """--scenarios as given (space- or comma-separated); None when the option is absent. Given
-    but empty ("" or ",") is refused: running every scenario instead would surprise."""
-    if given is None:
-        return None
-    ids = [x.strip() for item in given for x in item.split(",") if x.strip()]
-    if not ids:
-        raise KsError("--scenarios names no scenario", hint="list them with `ks scenarios TASK`")
-    return ids
-
-
-__all__ = ["register", "KsError"]

@@ -1,4 +1,4 @@
-"""`ks questions list|validate|stats|next`: browse, check and apply the question bank."""
+"""`ks questions list|validate|stats`: browse and check the question bank (settle and next: lab_cmds)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from ks_tui.errors import KsError
 
 
 def register(sub) -> None:
-    from ks_tui.questions.vocab import POINTS
 
     p = sub.add_parser("questions", help="browse, check and apply the question bank")
     qsub = p.add_subparsers(dest="questions_command", metavar="ACTION", required=True,
@@ -32,23 +31,11 @@ def register(sub) -> None:
     st.add_argument("--json", action="store_true", help="print one JSON document")
     st.set_defaults(func=cmd_stats)
 
-    se = qsub.add_parser("settle", help="close a finished session's pending asks with the attempts that followed them")
-    se.add_argument("--session", "-s", metavar="ID", help="session id (default: the most recently active)")
-    se.add_argument("--bank", metavar="FILE", help="question bank file (for its K; default: the workspace's)")
-    se.add_argument("--keep-open", action="store_true",
-                    help="the session goes on: write only what is due (outcomes of asks with K attempts after them, "
-                         "judgements of same-call gains), and leave the last ask's window open")
-    se.add_argument("--json", action="store_true", help="print one JSON document")
-    se.set_defaults(func=cmd_settle)
+    # Moved to `ks lab settle` / `ks lab next`; the old spellings stay, unlisted, with a notice.
+    from ks_tui.commands import lab_cmds
 
-    nx = qsub.add_parser("next", help="decision points that fire for a session now, and ranked questions")
-    nx.add_argument("--session", "-s", metavar="ID", help="session id (default: the most recently active)")
-    nx.add_argument("--point", choices=POINTS, help="rank for this point even if it does not fire")
-    nx.add_argument("-k", type=int, default=3, metavar="N", help="questions per point (default 3)")
-    nx.add_argument("--bank", metavar="FILE", help="question bank file (default: the workspace's)")
-    nx.add_argument("--json", action="store_true", help="print one JSON document")
-    nx.set_defaults(func=cmd_next)
-
+    lab_cmds.add_settle_parser(qsub, hidden=True)
+    lab_cmds.add_next_parser(qsub, hidden=True)
 
 def _workspace(args) -> Path:
     """The workspace; from inside a session worktree, the one that holds the sessions (and
@@ -142,88 +129,6 @@ def cmd_stats(args) -> int:
         print(row(cat, t))
     if stats.skipped_lines:
         print(f"\n{stats.skipped_lines} unreadable line(s) in {store.path} were skipped")
-    return 0
-
-
-def cmd_settle(args) -> int:
-    """An ask settles once K attempts follow it, or when the next ask ends its window. The last
-    ask of a session driven from the command line (`ks try --question`) has no next ask and may
-    never reach K; `ks run` settles it when the session stops, and this does the same by hand:
-    an ask with at least one measured attempt after it gets its outcome from those."""
-    from ks_tui.attempts import AttemptStore
-    from ks_tui.questions import EfficacyStore, views_of
-    from ks_tui.questions.efficacy import asks_as_retagged
-
-    workspace = _workspace(args)
-    bank = _bank(args, args.bank)
-    store = AttemptStore(workspace)
-    info = store.session(args.session) if args.session else store.latest_session()
-    history = views_of(store.attempts(info.id), store.results(info.id))
-    efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k, config=bank.config)
-    try:
-        written = efficacy.settle(info.id, history, final=not args.keep_open) if efficacy.path.exists() else 0
-    except OSError as e:
-        raise KsError(f"cannot write the question record {efficacy.path}: {e.strerror}") from None
-    records = efficacy.records() if efficacy.path.exists() else []
-    settled = {r.get("ask") for r in records if r.get("kind") == "outcome"}
-    pending = [r for r in asks_as_retagged(records).values() if r.get("session") == info.id
-               and r.get("ask") not in settled]
-    if args.json:
-        _print_json({"session": info.id, "settled_now": written,
-                     "pending": [{"question": r.get("question"), "after_attempt": r.get("after_attempt")}
-                                 for r in pending]})
-        return 0
-    why = (f" (fewer than {bank.config.efficacy_k} measured attempts after them, or none)" if args.keep_open
-           else " (no measured attempt after them yet)")
-    print(f"session {info.id}: {written} ask(s) settled now; {len(pending)} still pending" + (why if pending else ""))
-    for r in pending:
-        print(f"  {r.get('question')} (asked after attempt {r.get('after_attempt')})")
-    return 0
-
-
-def cmd_next(args) -> int:
-    from ks_tui.questions import (DecisionPoint, EfficacyStore, build_context, detect,
-                                  select, views_of)
-
-    from ks_tui.attempts import AttemptStore
-
-    if args.k < 1:
-        raise KsError("-k must be at least 1")
-    workspace = _workspace(args)
-    bank = _bank(args, args.bank)
-    store = AttemptStore(workspace)
-    # as `ks log` and `ks try`: without --session, the most recently active session
-    info = store.session(args.session) if args.session else store.latest_session()
-    attempts = store.attempts(info.id)
-    # Stored results supply device, TFLOP/s and kernel hash (the noise estimate, the peak check).
-    results = store.results(info.id)
-    history = views_of(attempts, results)
-    result = results.get(attempts[-1].number) if attempts else None
-
-    efficacy = EfficacyStore(workspace, k=bank.config.efficacy_k, config=bank.config)
-    asked = efficacy.asked_ids(info.id) or [a.question for a in history if a.question]
-    stats = efficacy.stats(noise=bank.config.noise)
-    context = build_context(history, result, _task_language(store, info.id))
-    if args.point:
-        points = [DecisionPoint(args.point, "requested with --point")]
-    else:
-        points = detect(history, "attempt" if history else "session_start", bank.config)
-    ranked = [(p, select(bank, p.point, asked, stats, context, k=args.k)) for p in points]
-
-    if args.json:
-        _print_json({"session": info.id, "attempts": len(history), "asked": asked,
-                     "context": context,
-                     "points": [{**p.to_dict(), "questions": [q.to_dict() for q in qs]} for p, qs in ranked]})
-        return 0
-    latest = f"after attempt {history[-1].number}" if history else "before the first attempt"
-    if not ranked:
-        print(f"session {info.id}: no decision point fires {latest}")
-        return 0
-    for p, qs in ranked:
-        print(f"{p.point}: {p.reason}")
-        for i, q in enumerate(qs, 1):
-            print(f"  {i}. [{q.category}] {q.id}")
-            print(_wrap(q.text, "     "))
     return 0
 
 

@@ -17,7 +17,7 @@ class AttemptsMixin:
     """Part of Session (ks_tui/engine/session.py)."""
 
     def _run_harness(self, mode: str, quick: bool, author: str) -> str:
-        from ks_tui.harness.client import run_harness
+        from ks_tui import workflow
 
         if self._kernel_sha() != self._kernel_known and author == "agent":
             author = "human"  # the file changed under the agent: the run is of a person's kernel
@@ -30,43 +30,40 @@ class AttemptsMixin:
             self.emit(ev.HarnessProgress(p.get("done", 0), p.get("total", total), p.get("scenario", ""),
                                          p.get("phase", ""), worker=p.get("worker") or ""))
 
-        measured = _read_or_none(self.files.kernel)  # kept if the file changes during the run
-        if getattr(self.cfg, "cluster", ""):  # KS_CLUSTER / config `cluster`: the scenarios spread over its workers
-            from ks_tui.cluster.run import run_configured
-
-            result = run_configured(self.task, self.files.kernel, self.cfg.cluster, mode=mode, quick=quick,
-                                    on_progress=progress, cancel=self._cancel_harness)
-        else:
-            result = run_harness(self.task, self.files.kernel, mode=mode, quick=quick, on_progress=progress,
-                                 cancel=self._cancel_harness)
+        result, measured = workflow.run_harness(self.task, self.files.kernel, mode=mode, quick=quick,
+                                                on_progress=progress, cancel=self._cancel_harness,
+                                                cluster=getattr(self.cfg, "cluster", ""))
         if result.get("status") == "cancelled":
             self.emit(ev.HarnessFinished("cancelled", None, "the harness run was cancelled"))
             return "the harness run was cancelled"
-        attempt, note, attempts = self._record(result, author, mode, quick, measured)
-        self.emit(ev.HarnessFinished(result.get("status", ""), attempt.number if attempt else None, note))
+        recorded = self._record(result, author, mode, quick, measured)
+        attempt = recorded.attempt
+        self.emit(ev.HarnessFinished(result.get("status", ""), attempt.number if attempt else None, recorded.note))
         if attempt is None:
-            return summarize_result(result, None, note=note)
-        self._after_attempt(attempts)
+            return summarize_result(result, None, note=recorded.note)
+        self._after_attempt(recorded.attempts)
         return summarize_result(result, attempt.to_dict())
 
     def _record(self, result: dict, author: str, mode: str, quick: bool, measured: bytes | None = None):
-        """(the attempt, "", the session's attempts after it) or (None, why it was not recorded, None). The
-        attempts are read once here: the event's best mark and the question history both come from them."""
+        """workflow.record_run under the session lock the engine holds; the event stream is the trace.
+        The attempts are read once there: the event's best mark and the question history both come from them."""
+        from ks_tui import workflow
+
         try:
-            attempt = self.store.record_measured(self.id, measured, result, author=author,
-                                                 question=self.pending_question,
-                                                 summary=self._attempt_summary(mode, quick))
+            recorded = workflow.record_run(self.store, self.id, result, measured, author=author,
+                                           question=self.pending_question,
+                                           summary=self._attempt_summary(mode, quick), trace=False)
         except KsError as e:  # e.g. the kernel changed while the harness ran
-            return None, f"not recorded: {e}", None
+            return workflow.Recorded(None, result, note=f"not recorded: {e}")
         self._kernel_known = self._kernel_sha()
+        attempt = recorded.attempt
         if attempt is None:
-            return None, "kernel unchanged since the last attempt: no new attempt recorded", None
+            return recorded
         self.results[attempt.number] = result
         self.marks[attempt.number] = self._mark_now(author)
         self.pending_question = None
-        attempts = self.store.attempts(self.id)
-        self.emit(ev.AttemptRecorded(attempt.to_dict(), result, self.marks[attempt.number], self._best_number(attempts)))
-        return attempt, "", attempts
+        self.emit(ev.AttemptRecorded(attempt.to_dict(), result, self.marks[attempt.number], recorded.best))
+        return recorded
 
     def _best_number(self, attempts=None) -> int:
         """The attempt the store marks best now (0 when none is), of `attempts` when the caller has them."""
@@ -96,10 +93,11 @@ class AttemptsMixin:
         return views_of(self.store.attempts(self.id) if attempts is None else attempts, self.results)
 
     def _after_attempt(self, attempts=None) -> None:
+        from ks_tui import workflow
         from ks_tui.questions import detect
 
         history = self._history(attempts)
-        self.efficacy.settle(self.id, history)
+        workflow.settle_questions(self.efficacy, self.id, history)
         points = detect(history, "attempt", self.bank.config)
         if not points or self._deciding:  # one decision point at a time: the open one still waits
             return
@@ -157,9 +155,3 @@ class AttemptsMixin:
             self.emit(ev.AttemptRecorded(attempt.to_dict(), {}, len(self.conv), self._best_number()))
         self._kernel_known = self._kernel_sha()
 
-
-def _read_or_none(path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:  # missing or unreadable: the harness run says so
-        return None

@@ -46,8 +46,8 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
     def __init__(self, workspace: Path, store, info, cfg: Config, *, autonomous: bool = False,
                  human_present: bool = True, use_agent: bool | None = None):
         from ks_tui.questions import EfficacyStore, default_bank_path, load_bank
-        from ks_tui.session import Trace
         from ks_tui.task import load_task
+        from ks_tui.trace import Trace
 
         self.workspace = Path(workspace)
         self.store = store

@@ -78,8 +78,8 @@ def _rows_over(candidates: list[Candidate], ids: list[str], rows: dict, time_row
 
 # How far one candidate's baseline timing of a scenario may sit from that scenario's median over every run
 # before its speedup cell is flagged. The baselines are the same library calls in every run, so a reading
-# this far off is the baseline's noise, not the candidate's doing (one run has timed cuDNN 38% and 73% slow on two
-# short scenarios, and a kernel 18% slower there read 17% and 46% faster).
+# this far off is the baseline's noise, not the candidate's doing (a library timed slow on a short scenario
+# makes a slower kernel read faster there).
 BASELINE_OFF = 0.10
 
 
@@ -107,8 +107,8 @@ def summarize(candidates: list[Candidate], groups: dict[str, str] | None = None)
 
     `time_vs_first` is the geomean over those scenarios of the first file's kernel time over this
     file's (> 1: faster than the first). It leaves the baselines' own noise out, but not the
-    clock's: on an H200 under sustained load one kernel's long scenarios ran ~10% slower in a
-    call's eighth run than in its first. The speedup row, whose baselines are timed right beside
+    clock's: under sustained load a GPU's clock sinks, so late runs of a call read slower than
+    early ones. The speedup row, whose baselines are timed right beside
     the kernel, cancels that, so it is the one to decide on; the two agree with --cached-baselines.
 
     `groups` (scenario id -> label, from group_labels) adds the same rows per group."""

@@ -54,7 +54,7 @@ def diagnose() -> dict:
     report["nvml"] = _nvml_version()
     report["baselines"] = {"torch_sdpa (CPU)": "yes" if report["torch"] != "not installed" else "no"}
     try:  # the GPU task's own list (sdpa_cudnn, sdpa_flash, fa2, fa3, fa4), with versions
-        from ks_tui.harness.gpu_baselines import availability
+        from ks_tui.tasklib.attention.baselines import availability
 
         report["baselines"].update(availability())
     except ImportError:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ks_tui.harness import build as build_mod
 from ks_tui.harness import contention
-from ks_tui.harness.reference_api import REQUIRED, Unavailable
+from ks_tui.harness.reference_api import Unavailable, check_reference
 from ks_tui.harness.result import failure_message, skeleton, summarize
 
 
@@ -55,9 +55,9 @@ def load_reference(task):
         spec.loader.exec_module(module)
     except Exception as e:
         raise BadTaskInput(f"{task.reference}: cannot import: {type(e).__name__}: {e}") from None
-    missing = [n for n in REQUIRED if not callable(getattr(module, n, None))]
-    if missing:
-        raise BadTaskInput(f"{task.reference}: missing {', '.join(missing)} (see docs/task-format.md)")
+    problems = check_reference(module, str(task.reference))
+    if problems:
+        raise BadTaskInput("; ".join(problems))
     return module
 
 

@@ -14,25 +14,61 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and editors
-    from ks_tui.questions.bank import (BANK_FILE, Bank, BankError, Question, default_bank_path,
-                                       human_question, load_bank, parse_bank)
-    from ks_tui.questions.config import DecisionConfig, check_thresholds
-    from ks_tui.questions.context import build_context
-    from ks_tui.questions.efficacy import EfficacyStats, EfficacyStore, Tally, compute_stats
-    from ks_tui.questions.history import AttemptView, best_speedup, from_attempt_dict, views_of
-    from ks_tui.questions.points import (Bar, DecisionPoint, Gain, Lead, best_lead, detect, device_bars,
-                                         effective_noise, gain_bar, gain_of, gains, last_gain, measured_noise)
-    from ks_tui.questions.plateau import Plateau, gain_needs_lines, plateau_lines, plateau_of
+    from ks_tui.questions.bank import (
+        BANK_FILE,
+        Bank,
+        BankError,
+        Question,
+        default_bank_path,
+        human_question,
+        load_bank,
+        parse_bank,
+    )
+    from ks_tui.questions.conditions import build_context
+    from ks_tui.questions.efficacy import (
+        EfficacyStats,
+        EfficacyStore,
+        Tally,
+        compute_stats,
+    )
+    from ks_tui.questions.plateau import (
+        Plateau,
+        gain_needs_lines,
+        plateau_lines,
+        plateau_of,
+    )
+    from ks_tui.questions.points import (
+        Bar,
+        DecisionPoint,
+        Gain,
+        Lead,
+        best_lead,
+        detect,
+        device_bars,
+        effective_noise,
+        gain_bar,
+        gain_of,
+        gains,
+        last_gain,
+        measured_noise,
+    )
     from ks_tui.questions.selection import rank, select
+    from ks_tui.questions.thresholds import DecisionConfig, check_thresholds
+    from ks_tui.questions.views import (
+        AttemptView,
+        best_speedup,
+        from_attempt_dict,
+        views_of,
+    )
     from ks_tui.questions.vocab import CATEGORIES, HUMAN_CATEGORY, POINTS, REQUIREMENTS
 
 _EXPORTS = {
     "bank": ("BANK_FILE", "Bank", "BankError", "Question", "default_bank_path", "human_question",
              "load_bank", "parse_bank"),
-    "config": ("DecisionConfig", "check_thresholds"),
-    "context": ("build_context",),
+    "thresholds": ("DecisionConfig", "check_thresholds"),
+    "conditions": ("build_context",),
     "efficacy": ("EfficacyStats", "EfficacyStore", "Tally", "compute_stats"),
-    "history": ("AttemptView", "best_speedup", "from_attempt_dict", "views_of"),
+    "views": ("AttemptView", "best_speedup", "from_attempt_dict", "views_of"),
     "points": ("Bar", "DecisionPoint", "Gain", "Lead", "best_lead", "detect", "device_bars", "effective_noise",
                "gain_bar", "gain_of", "gains", "last_gain", "measured_noise"),
     # no name "plateau": the submodule would shadow it

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ks_tui.errors import InputFileError
-from ks_tui.questions.config import DecisionConfig, check_thresholds
+from ks_tui.questions.thresholds import DecisionConfig, check_thresholds
 from ks_tui.questions.vocab import CATEGORIES, HUMAN_CATEGORY, POINTS, REQUIREMENTS
 
 BANK_FILE = "question_bank.yaml"

@@ -30,9 +30,9 @@ from typing import Any, Iterator, Sequence
 
 from ks_tui import best_rule
 from ks_tui.questions.bank import Question
-from ks_tui.questions.config import DecisionConfig
-from ks_tui.questions.history import AttemptView, best_speedup
 from ks_tui.questions.points import effective_noise, gains, measured_noise
+from ks_tui.questions.thresholds import DecisionConfig
+from ks_tui.questions.views import AttemptView, best_speedup
 
 EFFICACY_FILE = "question_efficacy.jsonl"
 
@@ -279,7 +279,7 @@ class EfficacyStore:
                 if not any(h.full_grid and h.timed_speedup is not None for h in counted if h.number <= start):
                     counted = [h for h in counted if not h.full_grid]
                 # And on the device best_before was measured on: runs after a move to another machine read
-                # another speed (one kernel: 1.1598 on an H200, 1.1479 on an H100), neither gain nor loss.
+                # another speed, neither gain nor loss.
                 here = best_rule.latest_device((h.device, h.measured) for h in history if h.number <= start)
                 if here:
                     counted = [h for h in counted if best_rule.comparable(h.device, here)]

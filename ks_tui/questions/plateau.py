@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ks_tui.questions.config import DecisionConfig
-from ks_tui.questions.history import AttemptView
 from ks_tui.questions.points import Bar, Gain, Lead, Round, best_lead, effective_noise, standing
+from ks_tui.questions.thresholds import DecisionConfig
+from ks_tui.questions.views import AttemptView
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,9 @@ def plateau_of(history: Sequence[AttemptView], config: DecisionConfig, best: int
 
 
 def gain_needs_lines(p: Plateau) -> list[str]:
-    """What the next full-grid run must do to count, for `ks log` (a pairing with the fastest reading's kernel, which
-    the rule does not name, does not count): the latest device's bar first (the one the next run on that machine
-    meets), then each other device's the session has a full-grid run on."""
+    """What the next full-grid run must do to count, for `ks log` (the paired bar names the best kernel, not the
+    fastest reading's): the latest device's bar first (the one the next run on that machine meets), then each other
+    device's the session has a full-grid run on."""
     return [_bar_line(b, p.paired_noise) for b in ((p.needs,) if p.needs else ()) + p.elsewhere]
 
 
@@ -106,8 +106,8 @@ def plateau_lines(p: Plateau, best: int | None) -> list[str]:
 
 def lost_round_line(p: Plateau) -> str | None:
     """The latest lost round beside the best kernel, when it came after the last gain and is not the best mark's
-    lead line already: that kernel's paired chance is spent, so timing it beside the same kernel again cannot count
-    (e.g. the same code timed again beside the best kernel, +0.37%)."""
+    lead line already: that kernel's paired chance is spent, so timing it beside the same kernel again cannot
+    count."""
     r, g = p.last_round, p.gain
     if r is None or r.won or p.paired_noise is None or (g.number is not None and r.number < g.number):
         return None

@@ -12,8 +12,8 @@ from typing import Sequence
 
 from ks_tui import best_rule
 from ks_tui.pairs import DECLARED
-from ks_tui.questions.config import DecisionConfig
-from ks_tui.questions.history import AttemptView
+from ks_tui.questions.thresholds import DecisionConfig
+from ks_tui.questions.views import AttemptView
 from ks_tui.questions.vocab import POINTS
 
 EVENTS = (None, "attempt", "session_start", "agent_stop")
@@ -114,10 +114,9 @@ def gains(history: Sequence[AttemptView], noise: float, paired_noise: float | No
     With `paired_noise`, a run timed side by side with a run of the best kernel (one pair tag: a
     `ks compare` round) is also a gain when it beats that run by more than `paired_noise`: the two
     share the call's clock and inputs, so the drift between calls that `noise` allows for is not
-    in their difference (e.g. +0.85% on the grid against the best kernel in one call). A kernel has one such
-    chance per best kernel: its first round beside a run of that kernel. Earlier runs of it that had no such partner
-    (timed alone, or beside another kernel) do not use the chance up, as a re-measure uses up the plain bar's
-    (e.g. timed beside a kernel that was not the log's best, then beside the best's, +1.9%).
+    in their difference. A kernel has one such chance per best kernel: its first round beside a run of that kernel.
+    Earlier runs of it that had no such partner (timed alone, or beside another kernel) do not use the chance up, as
+    a re-measure uses up the plain bar's.
     """
     return _walk(history, noise, paired_noise)[0]
 
@@ -132,7 +131,7 @@ def gain_bar(history: Sequence[AttemptView], noise: float, paired_noise: float |
 
 def device_bars(history: Sequence[AttemptView], noise: float, paired_noise: float | None = None) -> list[Bar]:
     """gain_bar for every device with a full-grid run, the latest full-grid run's device first, then by name. A
-    session that moved machines keeps each device's bar, not only the latest device's."""
+    session that moved machines keeps each device's bar, since its next run may land on either."""
     return standing(history, noise, paired_noise)[3]
 
 
@@ -189,8 +188,8 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
         s = a.timed_speedup
         # A re-measure of a kernel already timed over the same scenarios on the same device (`ks try --again`, or
         # the same code with only its comments or layout edited) is a repeat measurement: its drift is noise, never
-        # a gain. Its first run on another device is not: speeds of two devices are never compared (a kernel's first
-        # grid on a second device, after its runs on the first, is that device's reference, not a re-measure).
+        # a gain. Its first run on another device is not: speeds of two devices are never compared, so that run is
+        # the device's reference, not a re-measure.
         kernel = a.identity
         again = bool(kernel) and (kernel, a.scope, a.device) in seen
         if kernel and s is not None:

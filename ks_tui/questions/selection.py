@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ks_tui.questions.bank import Bank, Question
-from ks_tui.questions.config import DecisionConfig
 from ks_tui.questions.efficacy import EfficacyStats
+from ks_tui.questions.thresholds import DecisionConfig
 
 
 def score(question: Question, stats: EfficacyStats, config: DecisionConfig) -> float:

@@ -30,7 +30,7 @@ def gather(store, sid: str | None) -> dict[str, Any]:
     """Everything the page needs for session `sid` (the most recently active when None)."""
     from ks_tui.errors import KsError
     from ks_tui.questions.efficacy import EfficacyStore
-    from ks_tui.session import Trace
+    from ks_tui.trace import Trace
 
     info = store.session(sid) if sid else store.latest_session()
     attempts = [a.to_dict() for a in store.attempts(info.id)]

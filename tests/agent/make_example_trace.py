@@ -26,7 +26,7 @@ NOTE = ("Example trace, made by tests/agent/make_example_trace.py against the sc
 def main() -> Path:
     from ks_tui.config import load_config
     from ks_tui.engine import Session
-    from ks_tui.session import Trace
+    from ks_tui.trace import Trace
 
     script = [reply(text("I'll start by reading the kernel."), tool_use("read_file", {"path": "kernel.cpp"})),
               reply(text("The scratch row is allocated once per call; noting that in a comment first."),

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 from ks_tui import events as ev
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 from tests.support.fake_messages_api import reply, text, tool_use
 from tests.support.sessions import autonomous_session as start
 from tests.support.workspace import git

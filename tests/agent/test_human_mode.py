@@ -12,7 +12,7 @@ import json
 from ks_tui import events as ev
 from ks_tui.config import load_config
 from ks_tui.engine import Session
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 from tests.support.fake_messages_api import reply, text, tool_use
 
 OLD = "std::vector<float> acc(d);"

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 from tests.support.fake_messages_api import hang, reply, text, tool_use
 from tests.support.processes import wait_gone
 

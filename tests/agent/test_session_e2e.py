@@ -13,7 +13,7 @@ from ks_tui import events as ev
 from ks_tui.agent.tools import TOOL_NAMES
 from ks_tui.config import load_config
 from ks_tui.engine import Session
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 from tests.support.workspace import git
 from tests.support.fake_messages_api import Reply, overloaded, reply, stream_error, text, tool_use
 

@@ -33,7 +33,7 @@ def test_a_whole_grid_run_outranks_a_faster_subset_and_ties_go_to_the_earliest()
 
 def test_the_question_package_reaches_the_rule_without_git():
     """questions/ must not import git (docs/questions.md): best_rule sits outside attempts/ for that."""
-    code = ("import sys; import ks_tui.questions.history, ks_tui.questions.efficacy; "
+    code = ("import sys; import ks_tui.questions.views, ks_tui.questions.efficacy; "
             "print('git' in sys.modules, 'ks_tui.attempts.store' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]

@@ -148,19 +148,19 @@ def test_try_records_a_result_computed_elsewhere(toy_session, tmp_path):
     kernel.write_text(kernel.read_text() + "// tuned on the GPU box\n")
     res_file = tmp_path / "remote.json"
     res_file.write_text(json.dumps(result_for(kernel, speedup=1.8)))
-    out = ks("try", "--session", sid, "--result", str(res_file), "--author", "agent", cwd=ws)
+    out = ks("lab", "record", "--session", sid, "--result", str(res_file), "--author", "agent", cwd=ws)
     assert out.returncode == 0, out.stderr
     log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
     assert (log[0]["speedup"], log[0]["author"], log[0]["best"]) == (1.8, "agent", True)
 
     kernel.write_text(kernel.read_text() + "// edited again\n")
-    bad_input(ks("try", "--session", sid, "--result", str(res_file), cwd=ws), "different kernel")
+    bad_input(ks("lab", "record", "--session", sid, "--result", str(res_file), cwd=ws), "different kernel")
     (tmp_path / "torn.json").write_text('{"status": "correct",')
-    bad_input(ks("try", "--session", sid, "--result", str(tmp_path / "torn.json"), cwd=ws), "torn.json")
+    bad_input(ks("lab", "record", "--session", sid, "--result", str(tmp_path / "torn.json"), cwd=ws), "torn.json")
     other = result_for(kernel)
     other["task"] = "flash_attn_fwd"
     (tmp_path / "other.json").write_text(json.dumps(other))
-    bad_input(ks("try", "--session", sid, "--result", str(tmp_path / "other.json"), cwd=ws), "flash_attn_fwd")
+    bad_input(ks("lab", "record", "--session", sid, "--result", str(tmp_path / "other.json"), cwd=ws), "flash_attn_fwd")
     assert "// edited again" in kernel.read_text()
     assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 1
 
@@ -171,7 +171,7 @@ def test_try_kernel_records_a_file_measured_elsewhere_and_guards_unrecorded_edit
     candidate.write_text(kernel.read_text() + "// candidate benched on the GPU box\n")
     res_file = tmp_path / "remote.json"
     res_file.write_text(json.dumps(result_for(candidate, speedup=1.4)))
-    out = ks("try", "--session", sid, "--kernel", str(candidate), "--result", str(res_file), cwd=ws)
+    out = ks("lab", "record", "--session", sid, "--kernel", str(candidate), "--result", str(res_file), cwd=ws)
     assert out.returncode == 0, out.stderr
     assert kernel.read_text() == candidate.read_text()
     log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
@@ -181,13 +181,13 @@ def test_try_kernel_records_a_file_measured_elsewhere_and_guards_unrecorded_edit
     kernel.write_text(kernel.read_text() + "// unrecorded edit\n")
     other = tmp_path / "other.cpp"
     other.write_text(candidate.read_text() + "// another candidate\n")
-    bad_input(ks("try", "--session", sid, "--kernel", str(other), "--no-run", cwd=ws), "no attempt holds")
+    bad_input(ks("lab", "record", "--session", sid, "--kernel", str(other), "--no-run", cwd=ws), "no attempt holds")
     assert "// unrecorded edit" in kernel.read_text()
-    bad_input(ks("try", "--session", sid, "--kernel", str(tmp_path / "missing.cpp"), "--no-run", cwd=ws),
+    bad_input(ks("lab", "record", "--session", sid, "--kernel", str(tmp_path / "missing.cpp"), "--no-run", cwd=ws),
               "missing.cpp")
     # A result of another file than --kernel: refused before the worktree is touched.
     kernel.write_text(candidate.read_text())
-    bad_input(ks("try", "--session", sid, "--kernel", str(other), "--result", str(res_file), cwd=ws),
+    bad_input(ks("lab", "record", "--session", sid, "--kernel", str(other), "--result", str(res_file), cwd=ws),
               "different kernel")
     assert kernel.read_text() == candidate.read_text()
     assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 1
@@ -202,8 +202,8 @@ def test_try_records_a_new_measurement_of_an_unchanged_kernel(toy_session, tmp_p
     full_result = result_for(kernel, speedup=1.3)
     full_result["seed"] = 99
     full.write_text(json.dumps(full_result))
-    assert ks("try", "--session", sid, "--result", str(subset), cwd=ws).returncode == 0
-    out = ks("try", "--session", sid, "--result", str(full), cwd=ws)
+    assert ks("lab", "record", "--session", sid, "--result", str(subset), cwd=ws).returncode == 0
+    out = ks("lab", "record", "--session", sid, "--result", str(full), cwd=ws)
     assert out.returncode == 0, out.stdout + out.stderr
     log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
     assert [(a["number"], a["speedup"], a["best"]) for a in log] == [(1, 0.9, False), (2, 1.3, True)]
@@ -213,8 +213,8 @@ def test_try_records_a_new_measurement_of_an_unchanged_kernel(toy_session, tmp_p
     shown = json.loads(ks("show", "2", "--session", sid, "--json", cwd=ws).stdout)
     assert shown["result"]["seed"] == 99
     # The same result file twice is a double record, not a measurement.
-    bad_input(ks("try", "--session", sid, "--result", str(full), cwd=ws), "already holds this result")
-    bad_input(ks("try", "--session", sid, "--again", "--no-run", cwd=ws), "needs a harness run")
+    bad_input(ks("lab", "record", "--session", sid, "--result", str(full), cwd=ws), "already holds this result")
+    bad_input(ks("lab", "record", "--session", sid, "--again", "--no-run", cwd=ws), "needs a harness run")
     assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 2
 
 
@@ -223,7 +223,7 @@ def test_try_again_runs_the_harness_on_an_unchanged_kernel(tmp_path, git_env):
     ws = tmp_path / "ws"
     sid = ks("session", "new", "attention_cpu", cwd=ws).stdout.strip()
     assert ks("try", "--session", sid, "--check", "--quick", cwd=ws).returncode == 0
-    again = ks("try", "--session", sid, "--again", "--check", "--json", cwd=ws)
+    again = ks("lab", "record", "--session", sid, "--again", "--check", "--json", cwd=ws)
     assert again.returncode == 0, again.stdout + again.stderr
     doc = json.loads(again.stdout)
     assert doc["attempt"]["number"] == 2 and "re-measure of attempt 1" in doc["attempt"]["summary"]
@@ -304,8 +304,8 @@ def test_a_selection_naming_every_scenario_is_the_full_grid(toy_session, tmp_pat
     every_result = dict(result_for(kernel, speedup=1.2), selection=["n16", "n8"], seed=77)
     some.write_text(json.dumps(some_result))
     every.write_text(json.dumps(every_result))
-    assert ks("try", "--session", sid, "--result", str(some), cwd=ws).returncode == 0
-    assert ks("try", "--session", sid, "--result", str(every), cwd=ws).returncode == 0
+    assert ks("lab", "record", "--session", sid, "--result", str(some), cwd=ws).returncode == 0
+    assert ks("lab", "record", "--session", sid, "--result", str(every), cwd=ws).returncode == 0
     log = json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]
     assert [(a["mode"], a["best"]) for a in log] == [("bench-subset", False), ("bench", True)]
     shown = json.loads(ks("show", "2", "--session", sid, "--json", cwd=ws).stdout)
@@ -321,9 +321,9 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
         kernel.write_text(kernel.read_text() + f"// version {n}\n")
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
-        assert ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}", "--question", "layer-overlap",
+        assert ks("lab", "record", "-s", sid, "--result", str(res), "--summary", f"v{n}", "--question", "layer-overlap",
                   cwd=ws).returncode == 0
-    assert ks("remark", "1", "-s", sid, "the 1.2x was a noisy baseline", cwd=ws).returncode == 0
+    assert ks("lab", "remark", "1", "-s", sid, "the 1.2x was a noisy baseline", cwd=ws).returncode == 0
     before = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
     assert before[0]["remarks"][0]["text"] == "the 1.2x was a noisy baseline"
     trace = (ws / "sessions" / sid / "trace.jsonl").read_bytes()
@@ -364,7 +364,7 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
     assert wt_kernel.read_text() == kernel.read_text()
     wt_kernel.write_text(wt_kernel.read_text() + "// version 3\n")
     (tmp_path / "r3.json").write_text(json.dumps(result_for(wt_kernel, speedup=1.1)))
-    assert ks("try", "-s", sid, "--result", str(tmp_path / "r3.json"), cwd=clone).returncode == 0
+    assert ks("lab", "record", "-s", sid, "--result", str(tmp_path / "r3.json"), cwd=clone).returncode == 0
     assert [a["number"] for a in json.loads(ks("log", "-s", sid, "--json", cwd=clone).stdout)["attempts"]] == [1, 2, 3]
 
     # Again: refused, nothing changed.
@@ -398,7 +398,7 @@ def test_show_compares_speed_with_the_other_attempt_and_flags_baseline_drift(toy
         results.append(r)
         f = tmp_path / f"r{n}.json"
         f.write_text(json.dumps(r))
-        assert ks("try", "-s", sid, "--result", str(f), cwd=ws).returncode == 0
+        assert ks("lab", "record", "-s", sid, "--result", str(f), cwd=ws).returncode == 0
     text = ks("show", "2", "-s", sid, "--against", "1", cwd=ws).stdout
     assert "speed against attempt 1 (2 scenarios timed in both)" in text
     assert "1.2000x -> 1.5625x" in text and "kernel time attempt 1 / this 1.2500" in text
@@ -418,7 +418,7 @@ def record_speedups(toy_session, tmp_path, speedups) -> None:
         kernel.write_text(kernel.read_text() + f"static int try_{i};  // try {i}\n")
         res = tmp_path / f"r{i}.json"
         res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
-        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+        assert ks("lab", "record", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
 
 
 def test_log_counts_the_attempts_since_the_best(toy_session, tmp_path):
@@ -472,7 +472,7 @@ def test_log_counts_no_gain_for_a_remeasure_after_a_comment_only_edit(toy_sessio
                 path.write_text(edited)
             res = tmp_path / f"{sid}-{n}.json"
             res.write_text(json.dumps(result_for(path, speedup=speedup)))
-            assert ks("try", "-s", sid, "--result", str(res), cwd=ws).returncode == 0
+            assert ks("lab", "record", "-s", sid, "--result", str(res), cwd=ws).returncode == 0
     same = json.loads(ks("log", "-s", first, "--json", cwd=ws).stdout)
     changed = json.loads(ks("log", "-s", second, "--json", cwd=ws).stdout)
     assert [a["code"] for a in same["attempts"]][0] == [a["code"] for a in same["attempts"]][1]
@@ -492,7 +492,7 @@ def record_pair(toy_session, tmp_path, tag: str, reference: float, candidate: fl
             kernel.write_text(kernel.read_text() + code + "  // the candidate\n")
         res = tmp_path / f"pair{n}.json"
         res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "pair": tag}))
-        assert ks("try", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
+        assert ks("lab", "record", "--session", sid, "--result", str(res), cwd=ws).returncode == 0
 
 
 def test_log_counts_a_gain_timed_beside_the_best_kernel(toy_session, tmp_path):

@@ -29,8 +29,8 @@ def test_a_result_file_with_impossible_values_records_nothing(toy_session, tmp_p
     edit(result)
     path = tmp_path / "r.json"
     path.write_text(json.dumps(result))  # NaN and inf go out as the bare words Python's json accepts back
-    bad_input(ks("try", "-s", sid, "--result", str(path), cwd=ws), words)
-    bad_input(ks("try", "-s", sid, "--result", str(tmp_path), cwd=ws), "cannot read")  # a folder
+    bad_input(ks("lab", "record", "-s", sid, "--result", str(path), cwd=ws), words)
+    bad_input(ks("lab", "record", "-s", sid, "--result", str(tmp_path), cwd=ws), "cannot read")  # a folder
     assert json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"] == []
     assert "// measured elsewhere" in kernel.read_text()
 
@@ -56,7 +56,7 @@ def test_an_export_cut_short_is_refused_before_anything_is_imported(toy_session,
     kernel.write_text(kernel.read_text() + "// v1\n")
     res = tmp_path / "r.json"
     res.write_text(json.dumps(result_for(kernel, speedup=1.3)))
-    assert ks("try", "-s", sid, "--result", str(res), cwd=ws).returncode == 0
+    assert ks("lab", "record", "-s", sid, "--result", str(res), cwd=ws).returncode == 0
     export = tmp_path / "s.tgz"
     assert ks("session", "export", sid, str(export), cwd=ws).returncode == 0
 
@@ -130,7 +130,7 @@ def test_an_edit_made_while_the_harness_runs_keeps_the_measured_kernel_and_its_r
 
     # The hint's two commands record both, the measured one with its result.
     assert ks("try", "-s", sid, "--no-run", cwd=ws).returncode == 0
-    out = ks("try", "-s", sid, "--kernel", str(kept_kernel), "--result", str(kept_result), cwd=ws)
+    out = ks("lab", "record", "-s", sid, "--kernel", str(kept_kernel), "--result", str(kept_result), cwd=ws)
     assert out.returncode == 0, out.stderr
     log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
     assert [(a["author"], a["status"]) for a in log] == [("human", "unchecked"), ("human", "correct")]
@@ -143,7 +143,7 @@ def test_a_stale_notes_lock_is_named_in_the_error(toy_session):  # noqa: F811
     lock = ws / ".git" / "refs" / "notes" / "ks-remarks.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("")
-    bad_input(ks("remark", "1", "-s", sid, "a remark", cwd=ws), "ks-remarks.lock")
+    bad_input(ks("lab", "remark", "1", "-s", sid, "a remark", cwd=ws), "ks-remarks.lock")
 
 
 def test_a_new_session_is_the_default_at_once(workspace, monkeypatch):

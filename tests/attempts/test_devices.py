@@ -98,17 +98,17 @@ def test_ks_try_and_ks_log_say_when_the_session_moved_machines(workspace, tmp_pa
 
     edit(kernel, "a")
     res.write_text(json.dumps(on(H200, kernel, 1.30)))
-    first = ks("try", "--session", sid, "--result", str(res), cwd=workspace)
+    first = ks("lab", "record", "--session", sid, "--result", str(res), cwd=workspace)
     assert first.returncode == 0, first.stderr
     assert "note:" not in first.stdout  # nothing to compare with yet
     edit(kernel, "b")
     res.write_text(json.dumps(on(H100, kernel, 1.10)))
-    moved = ks("try", "--session", sid, "--result", str(res), cwd=workspace)
+    moved = ks("lab", "record", "--session", sid, "--result", str(res), cwd=workspace)
     assert moved.returncode == 0, moved.stderr
     assert f"note: measured on {H100}; attempt 1 ran on {H200} (fastest on {H200}: #1, 1.300x)" in moved.stdout
     edit(kernel, "c")
     res.write_text(json.dumps(on(H100, kernel, 1.00)))
-    same = ks("try", "--session", sid, "--result", str(res), cwd=workspace)
+    same = ks("lab", "record", "--session", sid, "--result", str(res), cwd=workspace)
     assert same.returncode == 0 and "note:" not in same.stdout  # said once, at the move
 
     log = ks("log", "--session", sid, cwd=workspace).stdout

@@ -17,7 +17,7 @@ def _attempt(ws, sid, kernel, tmp_path, n: int, speedup: float, change: bool = T
         kernel.write_text(kernel.read_text() + f"static int version_{n};  // version {n}\n")  # new code
     res = tmp_path / f"r{n}.json"
     res.write_text(json.dumps({**result_for(kernel, speedup=speedup), **fields}))
-    out = ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}: +17% on q128", cwd=ws)
+    out = ks("lab", "record", "-s", sid, "--result", str(res), "--summary", f"v{n}: +17% on q128", cwd=ws)
     assert out.returncode == 0, out.stderr
 
 
@@ -28,10 +28,10 @@ def test_a_remark_is_added_without_touching_the_attempt_and_shows_everywhere(toy
     branch = f"ks/toy/{sid}"
     tip, first = git(ws, "rev-parse", branch).strip(), git(ws, "rev-parse", f"{branch}~1").strip()
 
-    out = ks("remark", "1", "-s", sid, "the +17%", "was cuDNN timed slow; the kernel was 18% slower", cwd=ws)
+    out = ks("lab", "remark", "1", "-s", sid, "the +17%", "was cuDNN timed slow; the kernel was 18% slower", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert "human: the +17% was cuDNN timed slow; the kernel was 18% slower" in out.stdout
-    assert ks("remark", first[:8], "re-measured in call 2: 0.85", "--author", "agent", cwd=ws).returncode == 0
+    assert ks("lab", "remark", first[:8], "re-measured in call 2: 0.85", "--author", "agent", cwd=ws).returncode == 0
 
     # The commits, the summary and the stored result are as they were.
     assert git(ws, "rev-parse", branch).strip() == tip
@@ -41,7 +41,7 @@ def test_a_remark_is_added_without_touching_the_attempt_and_shows_everywhere(toy
         ("human", "the +17% was cuDNN timed slow; the kernel was 18% slower"),
         ("agent", "re-measured in call 2: 0.85")]
     assert log[1]["remarks"] == []
-    doc = json.loads(ks("remark", "2", "-s", sid, "level in call 3", "--json", cwd=ws).stdout)  # stdout: JSON only
+    doc = json.loads(ks("lab", "remark", "2", "-s", sid, "level in call 3", "--json", cwd=ws).stdout)  # stdout: JSON only
     assert (doc["attempt"]["number"], [r["text"] for r in doc["attempt"]["remarks"]]) == (2, ["level in call 3"])
     assert json.loads(ks("show", "1", "-s", sid, "--json", cwd=ws).stdout)["result"]["geomean_speedup"] == 1.17
 
@@ -59,9 +59,9 @@ def test_a_remark_is_added_without_touching_the_attempt_and_shows_everywhere(toy
 def test_bad_remarks_are_one_line_errors_and_write_nothing(toy_session, tmp_path):
     ws, sid, kernel = toy_session
     _attempt(ws, sid, kernel, tmp_path, 1, 1.1)
-    bad_input(ks("remark", "1", "-s", sid, "   ", cwd=ws), "needs some text")
-    bad_input(ks("remark", "7", "-s", sid, "no such attempt", cwd=ws), "no attempt 7")
-    bad_input(ks("remark", "1", "-s", "nosuchsession", "x", cwd=ws), "nosuchsession")
+    bad_input(ks("lab", "remark", "1", "-s", sid, "   ", cwd=ws), "needs some text")
+    bad_input(ks("lab", "remark", "7", "-s", sid, "no such attempt", cwd=ws), "no attempt 7")
+    bad_input(ks("lab", "remark", "1", "-s", "nosuchsession", "x", cwd=ws), "nosuchsession")
     assert git(ws, "notes", f"--ref={REMARKS_REF}", "list", check=False).strip() == ""
     assert json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"][0]["remarks"] == []
 
@@ -73,7 +73,7 @@ def test_a_remark_is_one_line_and_a_hand_written_note_is_read_as_text(toy_sessio
     assert line.count("\t") == 2 and "\n" not in line and line.endswith("two lines and a tab")
     sha = git(ws, "rev-parse", f"ks/toy/{sid}").strip()
     git(ws, "notes", f"--ref={REMARKS_REF}", "add", "-m", "written with git notes by hand", sha)
-    assert ks("remark", "1", "-s", sid, "and one by ks", cwd=ws).returncode == 0
+    assert ks("lab", "remark", "1", "-s", sid, "and one by ks", cwd=ws).returncode == 0
     remarks = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"][0]["remarks"]
     assert remarks[0] == {"time": "", "author": "", "text": "written with git notes by hand"}
     assert remarks[1]["text"] == "and one by ks"
@@ -88,7 +88,7 @@ def test_a_remark_is_one_line_and_a_hand_written_note_is_read_as_text(toy_sessio
 def test_an_export_carries_remarks_and_an_older_export_without_them_imports(toy_session, tmp_path):
     ws, sid, kernel = toy_session
     _attempt(ws, sid, kernel, tmp_path, 1, 1.1)
-    assert ks("remark", "1", "-s", sid, "kept across checkouts", cwd=ws).returncode == 0
+    assert ks("lab", "remark", "1", "-s", sid, "kept across checkouts", cwd=ws).returncode == 0
     export = tmp_path / "s.tgz"
     assert ks("session", "export", sid, str(export), cwd=ws).returncode == 0
 
@@ -129,7 +129,7 @@ def test_a_summary_longer_than_the_subject_is_kept_whole_in_the_commit_body(toy_
     kernel.write_text(kernel.read_text() + "// long\n")
     res = tmp_path / "r.json"
     res.write_text(json.dumps(result_for(kernel, speedup=1.1)))
-    assert ks("try", "-s", sid, "--result", str(res), "--summary", long, "--author", "agent", cwd=ws).returncode == 0
+    assert ks("lab", "record", "-s", sid, "--result", str(res), "--summary", long, "--author", "agent", cwd=ws).returncode == 0
     a = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"][0]
     assert len(a["summary"]) == 120 and a["summary"].endswith("…") and long.startswith(a["summary"][:-1])
     assert a["description"] == long
@@ -140,7 +140,7 @@ def test_a_summary_longer_than_the_subject_is_kept_whole_in_the_commit_body(toy_
     # A short summary has no body; a rollback's subject quotes the cut one.
     kernel.write_text(kernel.read_text() + "// short\n")
     res.write_text(json.dumps(result_for(kernel, speedup=1.0)))
-    assert ks("try", "-s", sid, "--result", str(res), "--summary", "short one", cwd=ws).returncode == 0
+    assert ks("lab", "record", "-s", sid, "--result", str(res), "--summary", "short one", cwd=ws).returncode == 0
     assert ks("rollback", "1", "-s", sid, cwd=ws).returncode == 0
     log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
     assert log[1]["description"] == "" and "summary:" not in ks("show", "2", "-s", sid, cwd=ws).stdout
@@ -158,7 +158,7 @@ def test_a_same_call_remark_pairs_two_runs_and_the_log_judges_them_side_by_side(
     doc = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)
     assert (doc["last_gain"], doc["last_gain_paired"]) == (1, None)
 
-    out = ks("remark", "3", "-s", sid, "--same-call", "2", "call 5, one interleaved round", cwd=ws)
+    out = ks("lab", "remark", "3", "-s", sid, "--same-call", "2", "call 5, one interleaved round", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert "timed in the same call as #2: call 5, one interleaved round" in out.stdout
     log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)
@@ -176,17 +176,17 @@ def test_a_same_call_remark_pairs_two_runs_and_the_log_judges_them_side_by_side(
 
     # What cannot be one call's pair is refused, and nothing is written.
     notes = git(ws, "notes", f"--ref={REMARKS_REF}", "list")
-    bad_input(ks("remark", "3", "-s", sid, "--same-call", "1", "again", cwd=ws), "attempt 3 is already paired")
-    bad_input(ks("remark", "4", "-s", sid, "--same-call", "1", "x", cwd=ws), "ran on different devices")
-    bad_input(ks("remark", "1", "-s", sid, "--same-call", "1", "x", cwd=ws), "beside itself")
-    bad_input(ks("remark", "1", "-s", sid, "--same-call", "9", "x", cwd=ws), "no attempt 9")
-    bad_input(ks("remark", "1", "-s", sid, "--same-call", "2", "  ", cwd=ws), "needs the evidence")
+    bad_input(ks("lab", "remark", "3", "-s", sid, "--same-call", "1", "again", cwd=ws), "attempt 3 is already paired")
+    bad_input(ks("lab", "remark", "4", "-s", sid, "--same-call", "1", "x", cwd=ws), "ran on different devices")
+    bad_input(ks("lab", "remark", "1", "-s", sid, "--same-call", "1", "x", cwd=ws), "beside itself")
+    bad_input(ks("lab", "remark", "1", "-s", sid, "--same-call", "9", "x", cwd=ws), "no attempt 9")
+    bad_input(ks("lab", "remark", "1", "-s", sid, "--same-call", "2", "  ", cwd=ws), "needs the evidence")
     assert ks("rollback", "1", "-s", sid, cwd=ws).returncode == 0
-    bad_input(ks("remark", "5", "-s", sid, "--same-call", "1", "x", cwd=ws), "a rollback")
+    bad_input(ks("lab", "remark", "5", "-s", sid, "--same-call", "1", "x", cwd=ws), "a rollback")
     assert git(ws, "notes", f"--ref={REMARKS_REF}", "list") == notes
 
     # A third run joins the pair's tag; the declared pairs travel with an export.
-    assert ks("remark", "1", "-s", sid, "--same-call", "2", "also in call 5", cwd=ws).returncode == 0
+    assert ks("lab", "remark", "1", "-s", sid, "--same-call", "2", "also in call 5", cwd=ws).returncode == 0
     log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)
     assert log["attempts"][0]["remarks"][0]["pair"] == remarks[3][0]["pair"]
     assert len(log["attempts"][1]["remarks"]) == 1  # #2 had a tag already: no second remark on it
@@ -202,8 +202,8 @@ def test_a_run_with_its_own_pair_tag_is_not_declared_again(toy_session, tmp_path
     ws, sid, kernel = toy_session
     _attempt(ws, sid, kernel, tmp_path, 1, 1.0, pair="run7:1")
     _attempt(ws, sid, kernel, tmp_path, 2, 1.1)
-    bad_input(ks("remark", "1", "-s", sid, "--same-call", "2", "x", cwd=ws), "already paired (tag run7:1)")
-    assert ks("remark", "2", "-s", sid, "--same-call", "1", "round 1 of run7", cwd=ws).returncode == 0
+    bad_input(ks("lab", "remark", "1", "-s", sid, "--same-call", "2", "x", cwd=ws), "already paired (tag run7:1)")
+    assert ks("lab", "remark", "2", "-s", sid, "--same-call", "1", "round 1 of run7", cwd=ws).returncode == 0
     log = json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]
     assert log[1]["remarks"][0]["pair"] == "run7:1" and log[0]["remarks"] == []  # it joins the run's own tag
 
@@ -222,7 +222,7 @@ def test_a_question_remark_corrects_the_recorded_question_in_the_log_and_the_eff
         kernel.write_text(kernel.read_text() + f"static int version_{n};\n")
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps(result_for(kernel, speedup=speedup)))
-        out = ks("try", "-s", sid, "--result", str(res), "--summary", f"v{n}", *(["--question", q] if q else []),
+        out = ks("lab", "record", "-s", sid, "--result", str(res), "--summary", f"v{n}", *(["--question", q] if q else []),
                  cwd=ws)
         assert out.returncode == 0, out.stderr
     stats = lambda: json.loads(ks("questions", "stats", "--json", cwd=ws).stdout)["questions"]  # noqa: E731
@@ -230,11 +230,11 @@ def test_a_question_remark_corrects_the_recorded_question_in_the_log_and_the_eff
     tip = git(ws, "rev-parse", f"ks/toy/{sid}").strip()
 
     # #3 continued the ask #2 opened: declaring it first changes how it reads, and says which attempt holds the ask.
-    out = ks("remark", "3", "-s", sid, "--question", "limit-residency", "the same probe", cwd=ws)
+    out = ks("lab", "remark", "3", "-s", sid, "--question", "limit-residency", "the same probe", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert ("question record unchanged: it continued the ask after attempt 1 (that ask counts for limit-inherited); "
             "to count that ask for limit-residency, declare attempt 2, which opened it") in out.stderr
-    out = ks("remark", "2", "-s", sid, "--question", "limit-residency", "the probe asked whether one CTA an SM",
+    out = ks("lab", "remark", "2", "-s", sid, "--question", "limit-residency", "the probe asked whether one CTA an SM",
              "is the cap", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert "answered limit-residency, not limit-inherited: the probe asked whether one CTA an SM is the cap" in out.stdout
@@ -248,7 +248,7 @@ def test_a_question_remark_corrects_the_recorded_question_in_the_log_and_the_eff
     assert stats()["limit-residency"]["asked"] == 1 and "limit-inherited" not in stats()
     assert stats()["limit-residency"]["text"].startswith("Which resource caps")
 
-    out = ks("remark", "4", "-s", sid, "--question", "limit-floor", "asked but not recorded", cwd=ws)
+    out = ks("lab", "remark", "4", "-s", sid, "--question", "limit-floor", "asked but not recorded", cwd=ws)
     assert out.returncode == 0, out.stderr
     assert "unchanged: it recorded no question, so it opened no ask (that ask counts for limit-residency)" in out.stderr
     assert [a["question"] for a in json.loads(ks("log", "-s", sid, "--json", cwd=ws).stdout)["attempts"]] == [
@@ -259,13 +259,13 @@ def test_a_question_remark_corrects_the_recorded_question_in_the_log_and_the_eff
 
     # Bad declarations are one-line errors and write nothing.
     notes = git(ws, "notes", f"--ref={REMARKS_REF}", "list")
-    bad_input(ks("remark", "2", "-s", sid, "--question", "limit-nope", "x", cwd=ws), "unknown question id 'limit-nope'")
-    bad_input(ks("remark", "2", "-s", sid, "--question", "limit-residency", "x", cwd=ws), "already reads as answering")
-    bad_input(ks("remark", "1", "-s", sid, "--question", "limit-floor", "  ", cwd=ws), "needs the reason")
-    bad_input(ks("remark", "1", "-s", sid, "--question", "limit-floor", "--same-call", "2", "x", cwd=ws),
+    bad_input(ks("lab", "remark", "2", "-s", sid, "--question", "limit-nope", "x", cwd=ws), "unknown question id 'limit-nope'")
+    bad_input(ks("lab", "remark", "2", "-s", sid, "--question", "limit-residency", "x", cwd=ws), "already reads as answering")
+    bad_input(ks("lab", "remark", "1", "-s", sid, "--question", "limit-floor", "  ", cwd=ws), "needs the reason")
+    bad_input(ks("lab", "remark", "1", "-s", sid, "--question", "limit-floor", "--same-call", "2", "x", cwd=ws),
               "not allowed with argument")
     assert ks("rollback", "1", "-s", sid, cwd=ws).returncode == 0
-    bad_input(ks("remark", "5", "-s", sid, "--question", "limit-floor", "x", cwd=ws), "a rollback")
+    bad_input(ks("lab", "remark", "5", "-s", sid, "--question", "limit-floor", "x", cwd=ws), "a rollback")
     assert git(ws, "notes", f"--ref={REMARKS_REF}", "list") == notes
 
     # The declaration travels with an export.

@@ -10,7 +10,7 @@ import pytest
 
 from ks_tui.attempts import AttemptStore
 from ks_tui.errors import KsError
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 from tests.attempts.conftest import git, result_for
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ks_tui.errors import InputFileError
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,7 +57,7 @@ def test_damage_in_the_middle_is_reported_with_its_line(tmp_path):
 
 def test_events_written_before_a_sigkill_survive(tmp_path):
     path = tmp_path / "trace.jsonl"
-    code = ("import sys; from ks_tui.session import Trace\n"
+    code = ("import sys; from ks_tui.trace import Trace\n"
             "t = Trace(sys.argv[1])\n"
             "i = 0\n"
             "while True:\n"

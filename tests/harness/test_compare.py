@@ -139,7 +139,7 @@ def test_compare_two_files_with_the_real_harness(tmp_path):
     assert len(run_ids) == 1 and sorted(p.rsplit(":", 1)[1] for p in pairs["a"]) == ["1", "2"]
     assert all(doc["geomean"][n] > 0 for n in ("a", "b")) and doc["vs_first"]["a"] == 1.0
 
-    text = run_ks("compare", "attention_cpu", f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}",
+    text = run_ks("lab", "compare", "attention_cpu", f"a={tmp_path / 'a.cpp'}", f"b={tmp_path / 'b.cpp'}",
                   "--scenarios", IDS, "--by", "causal")
     assert text.returncode == 0, text.stderr
     assert "vs a" in text.stdout and "geomean (common scenarios)" in text.stdout
@@ -160,15 +160,18 @@ def test_a_broken_candidate_is_reported_and_the_others_still_measured(tmp_path):
 
 
 def test_bench_pair_tags_the_result_and_refuses_a_tag_that_names_nothing(tmp_path):
-    out = run_ks("bench", "attention_cpu", "--scenarios", IDS.split(",")[0], "--pair", "call5:1", "--json")
+    out = run_ks("lab", "bench", "attention_cpu", "--scenarios", IDS.split(",")[0], "--pair", "call5:1", "--json")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["pair"] == "call5:1"
+    assert json.loads(out.stdout)["pair"] == "call5:1" and "ks: note" not in out.stderr
     plain = run_ks("bench", "attention_cpu", "--scenarios", IDS.split(",")[0], "--json")
     assert "pair" not in json.loads(plain.stdout)
-    bad = run_ks("bench", "attention_cpu", "--pair", "two words")
+    bad = run_ks("lab", "bench", "attention_cpu", "--pair", "two words")
     assert bad.returncode == 2 and "--pair wants a tag" in bad.stderr and "Traceback" not in bad.stderr
-    taken = run_ks("bench", "attention_cpu", "--pair", "declared:abc")  # the prefix of pairs a remark declares
-    assert taken.returncode == 2 and "ks remark --same-call" in taken.stderr and "Traceback" not in taken.stderr
+    taken = run_ks("lab", "bench", "attention_cpu", "--pair", "declared:abc")  # the prefix of pairs a remark declares
+    assert taken.returncode == 2 and "ks lab remark --same-call" in taken.stderr and "Traceback" not in taken.stderr
+    # The old spelling still works, and says where the option lives now.
+    old = run_ks("bench", "attention_cpu", "--pair", "two words")
+    assert old.returncode == 2 and "`ks bench --pair` is now `ks lab bench --pair`" in old.stderr
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -8,8 +8,8 @@ import shutil
 from tests.harness.conftest import CPU_TASK_DIR, run_ks
 
 NO_BASELINE_REFERENCE = '''
-from ks_tui.harness.attention import make_inputs, make_output, reference, shape_of
-from ks_tui.harness.attention import call_cpu as call_kernel
+from ks_tui.tasklib.attention.helpers import make_inputs, make_output, reference, shape_of
+from ks_tui.tasklib.attention.helpers import call_cpu as call_kernel
 from ks_tui.harness.reference_api import Unavailable
 
 

@@ -194,7 +194,7 @@ def _wait_for(path: Path) -> None:
 
 
 FAULTY_REFERENCE = '''
-from ks_tui.harness.attention import make_inputs, make_output, call_cpu as call_kernel
+from ks_tui.tasklib.attention.helpers import make_inputs, make_output, call_cpu as call_kernel
 
 
 def reference(inputs, p):  # stands in for torch failing after the call, as after a CUDA fault

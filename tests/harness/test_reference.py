@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ks_tui.harness import attention
+from ks_tui.tasklib.attention import helpers as attention
 from ks_tui.harness.correctness import fp32_relative, lowp_relative
 
 SHAPES = [

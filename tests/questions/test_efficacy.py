@@ -250,7 +250,7 @@ def test_attempts_in_a_row_that_answer_one_question_are_one_ask(tmp_path, monkey
         kernel.write_text(kernel.read_text() + f"static int v{n};\n")  # new code: a comment would be the same kernel
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
-        assert main(["try", "-s", sid, "--result", str(res), "--question", q]) == 0
+        assert main(["lab", "record", "-s", sid, "--result", str(res), "--question", q]) == 0
     asked = [r["question"] for r in EfficacyStore(ws).records() if r["kind"] == "asked"]
     assert asked == ["layer-untouched", "limit-floor"]
     assert os.path.exists(ws / "sessions" / "question_efficacy.jsonl")
@@ -279,15 +279,15 @@ def test_settle_command_closes_the_last_ask_of_a_command_line_session(tmp_path, 
         kernel.write_text(kernel.read_text() + f"static int v{n};\n")  # new code: a comment would be the same kernel
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
-        assert main(["try", "-s", sid, "--result", str(res), *(["--question", q] if q else [])]) == 0
+        assert main(["lab", "record", "-s", sid, "--result", str(res), *(["--question", q] if q else [])]) == 0
     outcomes = lambda: {r["question"]: r for r in EfficacyStore(ws).records() if r["kind"] == "outcome"}  # noqa: E731
     assert set(outcomes()) == {"layer-untouched"}  # closed by the next ask; limit-floor waits for K = 3 attempts
     capsys.readouterr()
-    assert main(["questions", "settle", "-s", sid, "--json"]) == 0
+    assert main(["lab", "settle", "-s", sid, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"session": sid, "settled_now": 1, "pending": []}
     assert outcomes()["limit-floor"]["attempts"] == 1 and outcomes()["limit-floor"]["best_after"] == pytest.approx(1.3)
-    assert main(["questions", "settle", "-s", sid]) == 0  # again: nothing left, nothing written twice
+    assert main(["lab", "settle", "-s", sid]) == 0  # again: nothing left, nothing written twice
     assert "0 ask(s) settled now; 0 still pending" in capsys.readouterr().out
     assert sum(1 for r in EfficacyStore(ws).records() if r["kind"] == "outcome") == 2
 
@@ -336,15 +336,15 @@ def test_settle_keep_open_writes_what_is_due_and_leaves_the_last_ask_pending(tmp
         kernel.write_text(kernel.read_text() + f"static int v{n};\n")  # new code: a comment would be the same kernel
         res = tmp_path / f"r{n}.json"
         res.write_text(json.dumps({**result_for(kernel, speedup=speedup), "task": "attention_cpu"}))
-        assert main(["try", "-s", sid, "--result", str(res), *(["--question", q] if q else [])]) == 0
+        assert main(["lab", "record", "-s", sid, "--result", str(res), *(["--question", q] if q else [])]) == 0
     kernel.write_text(kernel.read_text() + "// v3\n")
     res = tmp_path / "r3.json"
     res.write_text(json.dumps({**result_for(kernel, speedup=1.2), "task": "attention_cpu"}))
-    assert main(["try", "-s", sid, "--result", str(res)]) == 0
+    assert main(["lab", "record", "-s", sid, "--result", str(res)]) == 0
     capsys.readouterr()
-    assert main(["questions", "settle", "-s", sid, "--keep-open", "--json"]) == 0
+    assert main(["lab", "settle", "-s", sid, "--keep-open", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["pending"] == [{"question": "limit-floor", "after_attempt": 1}]
-    assert main(["questions", "settle", "-s", sid, "--json"]) == 0
+    assert main(["lab", "settle", "-s", sid, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"session": sid, "settled_now": 1, "pending": []}
 
 

@@ -43,7 +43,7 @@ def session(workspace):
 
 
 def run_next(workspace, capsys, *args):
-    code = main(["--workspace", str(workspace), "questions", "next", *args, "--json"])
+    code = main(["--workspace", str(workspace), "lab", "next", *args, "--json"])
     out = capsys.readouterr()
     assert code == 0, out.err
     return json.loads(out.out)
@@ -80,7 +80,7 @@ def test_nothing_fires_after_a_plain_gain(session, capsys):
     attempt("correct", 1.0)
     doc = run_next(workspace, capsys, "--session", sid)
     assert doc["points"] == []
-    assert main(["--workspace", str(workspace), "questions", "next", "--session", sid]) == 0
+    assert main(["--workspace", str(workspace), "lab", "next", "--session", sid]) == 0
     assert "no decision point fires after attempt 2" in capsys.readouterr().out
 
 
@@ -104,14 +104,14 @@ def test_asked_questions_are_not_offered_again_while_their_category_has_others(s
 
 def test_text_output_and_bad_input(session, capsys):
     workspace, sid, _ = session
-    assert main(["--workspace", str(workspace), "questions", "next", "--session", sid]) == 0
+    assert main(["--workspace", str(workspace), "lab", "next", "--session", sid]) == 0
     out = capsys.readouterr().out
     assert out.startswith("session_start: the session starts")
     assert "  1. [" in out
-    assert main(["--workspace", str(workspace), "questions", "next", "--session", "20990101-000000-abcd"]) == 2
+    assert main(["--workspace", str(workspace), "lab", "next", "--session", "20990101-000000-abcd"]) == 2
     assert "no session" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        main(["--workspace", str(workspace), "questions", "next", "--session", sid, "--point", "lunch"])
+        main(["--workspace", str(workspace), "lab", "next", "--session", sid, "--point", "lunch"])
     assert e.value.code == 2
 
 
@@ -120,7 +120,7 @@ def test_from_inside_the_session_worktree_the_workspace_records_are_read(session
     bank = load_bank(default_bank_path(workspace))
     EfficacyStore(workspace).record_asked(sid, bank.questions[0], point="session_start", history=[])
     monkeypatch.chdir(workspace / "sessions" / sid / "worktree" / "kernels" / "attention_cpu")
-    assert main(["questions", "next", "--session", sid, "--json"]) == 0
+    assert main(["lab", "next", "--session", sid, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["asked"] == [bank.questions[0].id]
     assert main(["questions", "stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["questions"][bank.questions[0].id]["asked"] == 1
@@ -136,6 +136,6 @@ def test_without_a_session_the_most_recently_active_one_answers(session, capsys)
 
 
 def test_without_any_session_it_says_how_to_start_one(workspace, capsys):
-    assert main(["--workspace", str(workspace), "questions", "next"]) == 2
+    assert main(["--workspace", str(workspace), "lab", "next"]) == 2
     err = capsys.readouterr().err
     assert "no sessions" in err and "ks session new" in err and "Traceback" not in err

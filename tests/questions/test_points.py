@@ -196,7 +196,7 @@ def test_measured_noise_ignores_one_kernel_measured_over_different_scenarios():
 
 
 def test_scope_comes_from_the_attempt_mode_or_else_the_result():
-    from ks_tui.questions.history import from_attempt_dict
+    from ks_tui.questions.views import from_attempt_dict
 
     base = {"number": 1, "status": "correct", "speedup": 1.0}
     assert from_attempt_dict({**base, "mode": "bench"}).scope == "full"
@@ -225,14 +225,14 @@ def test_a_kernels_first_run_on_another_device_can_be_that_devices_gain():
 
 
 def test_a_rollback_to_a_failed_attempt_does_not_extend_a_failure_streak():
-    from ks_tui.questions.history import AttemptView
+    from ks_tui.questions.views import AttemptView
     rb = AttemptView(number=4, status="incorrect", rollback_of=2)
     h = [ok(1, 1.0), AttemptView(number=2, status="incorrect"), AttemptView(number=3, status="incorrect"), rb]
     assert "failure_streak" not in points(h)
 
 
 def test_history_points_do_not_fire_again_on_an_attempt_that_measured_nothing():
-    from ks_tui.questions.history import AttemptView
+    from ks_tui.questions.views import AttemptView
     h = [ok(1, 1.0), ok(2, 1.0), ok(3, 1.0), ok(4, 1.0)]
     assert "plateau" in points(h)
     assert "plateau" not in points([*h, AttemptView(number=5, status="correct", speedup=1.0, rollback_of=1)])
@@ -416,7 +416,7 @@ def test_a_comment_only_copy_of_the_best_kernel_timed_beside_it_is_no_paired_gai
 
 
 def test_an_attempt_views_identity_is_its_code_else_its_file_sha256():
-    from ks_tui.questions.history import AttemptView, from_attempt_dict
+    from ks_tui.questions.views import AttemptView, from_attempt_dict
 
     base = {"number": 1, "status": "correct", "speedup": 1.0}
     assert from_attempt_dict({**base, "code": "c0de"}, {"kernel_sha256": "f11e"}).identity == "c0de"
@@ -487,7 +487,7 @@ def test_every_device_keeps_its_own_gain_bar_the_latest_first():
 
 
 def test_an_invalid_timing_is_a_suspicious_gain_whatever_its_size():
-    from ks_tui.questions.history import from_attempt_dict
+    from ks_tui.questions.views import from_attempt_dict
 
     found = detect([ok(1, 1.0), ok(2, 1.01, invalid=2)], "attempt", CFG)
     assert [p.point for p in found] == ["suspicious_gain"]

@@ -32,11 +32,6 @@ TOP_PANELS = ("diff-panel", "compile-panel", "bench-panel")
 TOP_NAMES = ("Diff", "Compile", "Benchmark")
 
 
-def best_attempt(attempts: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The attempt the store marked best (the store decides what best means)."""
-    return next((a for a in reversed(attempts) if a.get("best")), None)
-
-
 class MainScreen(Screen):
     CSS_PATH = Path(__file__).with_name("main.tcss")
     BINDINGS = km.bindings(km.MAIN_KEYS)
@@ -44,6 +39,7 @@ class MainScreen(Screen):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.attempts: list[dict[str, Any]] = []
+        self.best: int | None = None  # the attempt the log view marks best, as the engine or a reload told
         self.diff_base = "previous"  # or "best"
         self._top_panel = 0
 
@@ -163,12 +159,10 @@ class MainScreen(Screen):
     def _on_attempt(self, e: ev.AttemptRecorded) -> None:
         number = e.attempt.get("number")
         self.attempts = [a for a in self.attempts if a.get("number") != number] + [e.attempt]
-        if e.best is not None:  # the store's mark, wherever it moved (another device's run moves it back)
-            for a in self.attempts:
-                a["best"] = a.get("number") == e.best
-        elif e.attempt.get("best"):  # not told: the new attempt took the mark, only one attempt carries it
-            for a in self.attempts[:-1]:
-                a["best"] = False
+        if e.best is not None:  # the log view's mark, wherever it moved (another device's run moves it back)
+            self.best = e.best or None
+        elif e.attempt.get("best"):  # not told: the recorded attempt says it holds the mark
+            self.best = number
         self.show_attempts(self.attempts)
         if e.result:
             self.show_result(e.result)
@@ -233,7 +227,7 @@ class MainScreen(Screen):
 
     def reset(self) -> None:
         """Empty every panel before another session is shown."""
-        self.attempts = []
+        self.attempts, self.best = [], None
         self.query_one(DiffView).show_message("No attempt yet.")
         self.query_one(CompilePanel).show_result({})
         self.query_one(BenchPanel).show_result({})
@@ -247,8 +241,11 @@ class MainScreen(Screen):
     # ---- data loaded by workers ---------------------------------------------------------
 
     def show_attempts(self, attempts: list[dict[str, Any]]) -> None:
+        """Show the attempts with the mark on `self.best` (the log view's), nothing decided here."""
         self.attempts = list(attempts)
-        best = best_attempt(self.attempts)
+        for a in self.attempts:
+            a["best"] = self.best is not None and a.get("number") == self.best
+        best = next((a for a in self.attempts if a["best"]), None)
         self.query_one(StatusBar).update_info(
             attempts=len(self.attempts),
             best_speedup=best.get("speedup") if best else None,
@@ -267,6 +264,8 @@ class MainScreen(Screen):
         loaded = {a.get("number") for a in message.attempts}
         newer = [a for a in self.attempts if a.get("number") not in loaded
                  and a.get("number", 0) > max(loaded, default=0)]
+        if not newer:  # a later event's mark stands over an older read
+            self.best = message.best
         self.show_attempts(message.attempts + newer)
         if message.latest_result and not newer:
             self.show_result(message.latest_result)

@@ -23,8 +23,8 @@ from typing import Callable
 
 import torch
 
-from ks_tui.harness.attention import reference, scale_of, sdpa_args
 from ks_tui.harness.reference_api import Unavailable
+from ks_tui.tasklib.attention.helpers import reference, scale_of, sdpa_args
 
 # Probe results, keyed by (baseline, scenario kind): None when it passed, else the reason.
 _probe_cache: dict[tuple, str | None] = {}

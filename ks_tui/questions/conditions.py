@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ks_tui.questions.history import AttemptView, best_speedup
+from ks_tui.questions.views import AttemptView, best_speedup
 
 
 def build_context(history: Sequence[AttemptView], result: dict[str, Any] | None = None,

@@ -1,0 +1,8 @@
+"""Old import path of `ks_tui.tasklib.attention.baselines`, kept for reference.py files in
+workspaces made by an earlier `ks init`. New code imports the task library."""
+
+import sys
+
+from ks_tui.tasklib.attention import baselines as _baselines
+
+sys.modules[__name__] = _baselines
