@@ -46,9 +46,9 @@ def run_candidates(session, mode: str, quick: bool, paths: list[Path], author: s
     attempts = None
     for i in sorted(range(len(paths)), key=lambda i: _rank(results[i])):
         kernel.write_bytes(sources[paths[i]])
-        attempt, note, got = session._record(results[i], author, mode, quick, sources[paths[i]])
-        recorded[i] = (attempt, note)
-        attempts = got or attempts
+        rec = session._record(results[i], author, mode, quick, sources[paths[i]])
+        recorded[i] = (rec.attempt, rec.note)
+        attempts = rec.attempts or attempts
     best = max(range(len(paths)), key=lambda i: _rank(results[i]))
     for i, p in enumerate(paths):
         attempt, note = recorded[i]
