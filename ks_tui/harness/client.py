@@ -110,10 +110,12 @@ def child_command(task, source: Path, mode: str, quick: bool, scenarios, seed, o
 def run_harness(task, source: Path | None = None, *, mode: str = "check", quick: bool = False,
                 scenarios: list[str] | None = None, timeout: float | None = None, seed: int | None = None,
                 on_progress: Callable[[dict], None] | None = None,
-                cancel: threading.Event | None = None, cached_baselines: bool = False) -> dict:
+                cancel: threading.Event | None = None, cached_baselines: bool = False, pool=None) -> dict:
     """Compile, check (and for mode="bench" time) one kernel in a child process.
 
-    Kernel failures are statuses in the returned dict; KsError only for bad input.
+    Kernel failures are statuses in the returned dict; KsError only for bad input. With a
+    harness.warm.WarmPool, a pre-started child of the same key serves the run, and the next one is
+    started when it ends.
     """
     if mode not in ("check", "bench"):
         raise KsError(f"mode must be check or bench, not {mode!r}")
@@ -137,12 +139,17 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines)
         mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
         env = dict(marked_environ(mark), PYTHONUNBUFFERED="1")
+        warm = _take_warm(pool, task, env)
         spawned = time.time()
         t0 = time.monotonic()
-        # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),
-        # so a `kill -9` of ks leaves no kernel running on.
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        if warm is not None:  # pre-started under its own mark; it reads the job, then holds stdin as below
+            proc, mark = warm.proc, warm.mark
+            warm.hand(cmd[cmd.index("ks_tui.harness") + 1:])
+        else:
+            # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),
+            # so a `kill -9` of ks leaves no kernel running on.
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True, env=env)
         reader = _StderrReader(proc.stdout, on_progress)
         reader.start()
         ended_by = None
@@ -170,6 +177,9 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         wall = time.monotonic() - t0
         left = end_leftovers(proc.pid, mark)  # before the join: a leftover holding the pipe would stall it
         reader.join(timeout=5)
+        if pool is not None:  # the next run's child starts loading while this result is read
+            next_mark = new_mark()
+            pool.prestart(task.dir, dict(marked_environ(next_mark), PYTHONUNBUFFERED="1"), next_mark)
 
         if reader.bad_input is not None and proc.returncode == 2 and _said_in(out, reader.bad_input):
             raise KsError(reader.bad_input)
@@ -204,6 +214,14 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         inside = sum(timings.get(k, 0.0) for k in ("startup_s", "setup_s", "total_s"))
         timings["other_s"] = round(max(0.0, wall - inside), 4)
     return result
+
+
+def _take_warm(pool, task, env: dict):
+    if pool is None:
+        return None
+    from ks_tui.harness.warm import pool_key
+
+    return pool.take(pool_key(task.dir, env))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
