@@ -342,14 +342,15 @@ class Runner:
             if calls is not None:
                 funcs[name] = calls
         if gpu is not None:
-            timed, errors = gpu.time_interleaved(funcs, task.timing, rounds=task.timing.rounds)
+            spec = task.timing.for_run(self.result["quick"])  # --quick may time with a smaller budget
+            timed, errors = gpu.time_interleaved(funcs, spec, rounds=spec.rounds)
             if "" in errors:
                 raise errors[""]  # the kernel failing while timed is a crash, not a skip
             for name, e in errors.items():  # e.g. out of memory in a library: skip, do not fail
                 entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
                 self._sync_quietly()
         else:
-            timed = time_cpu(funcs, task.timing)
+            timed = time_cpu(funcs, task.timing.for_run(self.result["quick"]))
         kt = timed.pop("")
         entry["time_ms"], entry["timing"] = kt["median_ms"], kt
         entry["tflops"] = task.flops_of(sc) / (kt["median_ms"] * 1e-3) / 1e12
