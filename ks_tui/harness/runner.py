@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ks_tui.harness import build as build_mod
-from ks_tui.harness import contention
+from ks_tui.harness import contention, sass_later
 from ks_tui.harness.reference_api import REQUIRED, Unavailable
 from ks_tui.harness.result import failure_message, skeleton, summarize
 
@@ -103,6 +103,7 @@ class Runner:
         self.at: dict = {}  # the last progress sent: where an exception (e.g. a CUDA fault) hit
         self._kernel_ran = False  # after the first call, a CUDA error may be the kernel's doing
         self.gpu_before = None  # nvidia-smi's reading at the start (GPU bench runs), on a thread
+        self._sass_job = None  # the build's SASS summary, made on a thread (harness/sass_later.py)
 
     def _progress(self, done: int, scenario: str, phase: str) -> None:
         self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
@@ -115,6 +116,8 @@ class Runner:
         try:
             self._run()
         finally:
+            if self._sass_job is not None:  # made while the kernel was checked: on the record before it is written
+                self._sass_job.finish(self.timings)
             self.timings["total_s"] = round(time.monotonic() - t_all, 4)
         return self.result
 
@@ -132,8 +135,9 @@ class Runner:
         t0 = time.monotonic()
         record, lib_path = build_mod.build(
             self.source, language=task.language, compiler=task.build.compiler, flags=task.build.flags,
-            arch=task.build.arch, shown_name=task.kernel.name, timeout=task.timeout_s)
+            arch=task.build.arch, shown_name=task.kernel.name, timeout=task.timeout_s, sass_later=True)
         self.timings["compile_s"] = round(time.monotonic() - t0, 4)
+        self._sass_job = sass_later.start(record, lib_path)
         res["compile"] = record
         emit("partial", {"compile": record})
         if lib_path is None:

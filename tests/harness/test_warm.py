@@ -41,8 +41,6 @@ def test_a_crash_does_not_poison_the_next_run_and_close_leaves_nothing(cpu_task,
         ok = run_harness(cpu_task, scenarios=ONE, pool=pool)
         assert ok["timings"]["warm_start"] is True
         assert ok["status"] == "correct", ok["message"]
-        bad = run_harness(cpu_task, planted_dir / "zeros.cpp", scenarios=ONE, pool=pool)
-        assert bad["timings"]["warm_start"] is True and bad["status"] == "incorrect"
         last = pool.idle_pid
     finally:
         pool.close()
