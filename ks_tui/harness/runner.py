@@ -302,10 +302,10 @@ class Runner:
         before = after = None
         if self.gpu_before is not None:
             self._sync()
-            time.sleep(contention.GPU_IDLE_S)  # this run idle for a whole sample period: what is left is not ours
+            idle_since = time.monotonic()  # this run idle for a whole sample period: what is left is not ours
             bus = contention.bus_id(self.torch.cuda.get_device_properties(self.torch.cuda.current_device()))
             before = contention.this_gpu(self.gpu_before.result(), bus)
-            after = contention.this_gpu(contention.gpu_utilization(), bus)
+            after = contention.idle_reading(contention.gpu_utilization, bus, idle_since)
             self.timings["sharing_s"] = round(time.monotonic() - t0, 4)
         cpus = os.cpu_count() or 1
         self.result["sharing"] = {"other_cpu_cores": None if cores is None else round(cores, 2), "cpus": cpus,
