@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ks_tui.harness import build as build_mod
-from ks_tui.harness import contention, sass_later
+from ks_tui.harness import contention, prefetch, sass_later
 from ks_tui.harness.reference_api import REQUIRED, Unavailable
 from ks_tui.harness.result import failure_message, skeleton, summarize
 
@@ -104,6 +104,7 @@ class Runner:
         self._kernel_ran = False  # after the first call, a CUDA error may be the kernel's doing
         self.gpu_before = None  # nvidia-smi's reading at the start (GPU bench runs), on a thread
         self._sass_job = None  # the build's SASS summary, made on a thread (harness/sass_later.py)
+        self._prefetch = None  # references computed while the compiler ran (harness/prefetch.py)
 
     def _progress(self, done: int, scenario: str, phase: str) -> None:
         self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
@@ -131,6 +132,9 @@ class Runner:
         # The GPU's utilization before this process touches it: any is another process's work.
         if task.device == "cuda" and self.mode == "bench":
             self.gpu_before = _Background(contention.gpu_utilization)
+        if prefetch.enabled():
+            self._prefetch = prefetch.RefPrefetch(torch_import, load_reference, task, self.scenarios, self.seed,
+                                                  _draw_seed, threads if task.device == "cpu" else None)
         self._progress(0, "", "compile")
         t0 = time.monotonic()
         record, lib_path = build_mod.build(
@@ -138,6 +142,9 @@ class Runner:
             arch=task.build.arch, shown_name=task.kernel.name, timeout=task.timeout_s, sass_later=True)
         self.timings["compile_s"] = round(time.monotonic() - t0, 4)
         self._sass_job = sass_later.start(record, lib_path)
+        if self._prefetch is not None:
+            self._prefetch.stop(finish=prefetch.finish_all())
+            self.timings.update(self._prefetch.timings())
         res["compile"] = record
         emit("partial", {"compile": record})
         if lib_path is None:
@@ -214,8 +221,9 @@ class Runner:
             raise BadTaskInput(f"{self.task.reference}: {name} failed on scenario {sc.id} "
                                f"({_params_text(sc.params)}): {type(e).__name__}: {e}") from None
 
-    def _call_and_judge(self, ref, fn, inputs: dict, out, p: dict) -> dict:
-        """Poison the output, call once, and judge; inputs must come back untouched."""
+    def _call_and_judge(self, ref, fn, inputs: dict, out, p: dict, refs=None) -> dict:
+        """Poison the output, call once, and judge; inputs must come back untouched. refs: the references of
+        these inputs when already computed (harness/prefetch.py)."""
         torch = self.torch
         before = {k: v.clone() for k, v in inputs.items()}
         out.fill_(float("nan"))
@@ -232,7 +240,7 @@ class Runner:
                         "what": f"kernel wrote into its input {name!r}"}
         from ks_tui.harness.correctness import judge
 
-        return judge(out, ref, inputs, p, self.task.tolerance)
+        return judge(out, ref, inputs, p, self.task.tolerance, refs)
 
     def _check_one(self, ref, fn, sc) -> dict:
         p = sc.params
@@ -247,7 +255,8 @@ class Runner:
                 # Later draws refill the SAME buffers: a kernel caching results by pointer fails.
                 for k, v in self._new_inputs(ref, sc, draw).items():
                     inputs[k].copy_(v)
-            verdict = self._call_and_judge(ref, fn, inputs, out, p)
+            pre = self._prefetch.take(self.torch, sc.id, draw, inputs) if self._prefetch is not None else None
+            verdict = self._call_and_judge(ref, fn, inputs, out, p, pre)
             verdict["draw"] = draw
             entry["draws"] = draw + 1
             if not verdict["ok"]:
@@ -268,6 +277,9 @@ class Runner:
             emit("partial", {"scenario": entry})
         self._progress(n, "", "check")
         self.timings["check_s"] = round(time.monotonic() - t0, 4)
+        if self._prefetch is not None:
+            self.timings.update(self._prefetch.timings())
+            self._prefetch = None  # what was not used is freed
 
     # ------------------------------------------------------------ timing
 
