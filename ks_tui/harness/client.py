@@ -178,8 +178,7 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         left = end_leftovers(proc.pid, mark)  # before the join: a leftover holding the pipe would stall it
         reader.join(timeout=5)
         if pool is not None:  # the next run's child starts loading while this result is read
-            next_mark = new_mark()
-            pool.prestart(task.dir, dict(marked_environ(next_mark), PYTHONUNBUFFERED="1"), next_mark)
+            pool.prime(task.dir)
 
         if reader.bad_input is not None and proc.returncode == 2 and _said_in(out, reader.bad_input):
             raise KsError(reader.bad_input)

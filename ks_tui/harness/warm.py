@@ -115,6 +115,13 @@ class WarmPool:
                 self._child = None
             child.kill()
 
+    def prime(self, task_dir: Path) -> None:
+        """Start the next child for task_dir under this process's environment, as run_harness would run it."""
+        from ks_tui.harness.leftovers import marked_environ, new_mark
+
+        mark = new_mark()
+        self.prestart(task_dir, dict(marked_environ(mark), PYTHONUNBUFFERED="1"), mark)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
