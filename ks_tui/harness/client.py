@@ -138,13 +138,12 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         out = Path(tmp) / "result.json"
         cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines)
         mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
-        env = dict(marked_environ(mark), PYTHONUNBUFFERED="1")
-        warm = _take_warm(pool, task, env)
+        env = child_env(mark)
+        warm = _hand_to_warm(pool, task, env, cmd)
         spawned = time.time()
         t0 = time.monotonic()
-        if warm is not None:  # pre-started under its own mark; it reads the job, then holds stdin as below
+        if warm is not None:  # pre-started under its own mark; it has the job, and holds stdin as below
             proc, mark = warm.proc, warm.mark
-            warm.hand(cmd[cmd.index("ks_tui.harness") + 1:])
         else:
             # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),
             # so a `kill -9` of ks leaves no kernel running on.
@@ -215,12 +214,26 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     return result
 
 
-def _take_warm(pool, task, env: dict):
+def child_env(mark: str) -> dict[str, str]:
+    """The harness child's environment (a pre-started child's too: harness/warm.py)."""
+    return dict(marked_environ(mark), PYTHONUNBUFFERED="1")
+
+
+def _hand_to_warm(pool, task, env: dict, cmd: list[str]):
+    """The pool's pre-started child made for this environment, given the job; None to start one cold."""
     if pool is None:
         return None
     from ks_tui.harness.warm import pool_key
 
-    return pool.take(pool_key(task.dir, env))
+    warm = pool.take(pool_key(task.dir, env))
+    if warm is None:
+        return None
+    try:
+        warm.hand(cmd[cmd.index("ks_tui.harness") + 1:])
+    except OSError:  # it died just now: start cold
+        warm.kill()
+        return None
+    return warm
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

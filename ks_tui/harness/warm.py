@@ -117,10 +117,11 @@ class WarmPool:
 
     def prime(self, task_dir: Path) -> None:
         """Start the next child for task_dir under this process's environment, as run_harness would run it."""
-        from ks_tui.harness.leftovers import marked_environ, new_mark
+        from ks_tui.harness.client import child_env
+        from ks_tui.harness.leftovers import new_mark
 
         mark = new_mark()
-        self.prestart(task_dir, dict(marked_environ(mark), PYTHONUNBUFFERED="1"), mark)
+        self.prestart(task_dir, child_env(mark), mark)
 
     def close(self) -> None:
         with self._lock:

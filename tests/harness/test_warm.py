@@ -64,12 +64,10 @@ def test_a_child_made_under_another_environment_is_not_used(cpu_task, monkeypatc
 def test_the_waiting_child_dies_with_its_parent(cpu_task, tmp_path):
     # A parent killed with SIGKILL runs no atexit: the child sees its stdin end and exits.
     script = textwrap.dedent(f"""
-        import sys, time
-        from ks_tui.harness.leftovers import marked_environ, new_mark
+        import time
         from ks_tui.harness.warm import WarmPool
         pool = WarmPool()
-        mark = new_mark()
-        pool.prestart({str(cpu_task.dir)!r}, marked_environ(mark), mark)
+        pool.prime({str(cpu_task.dir)!r})
         print(pool.idle_pid, flush=True)
         time.sleep(600)
     """)
