@@ -124,6 +124,10 @@ class RefPrefetch:
         self._thread.join()
         self.wait_s = time.monotonic() - t0
 
+    def cancel(self) -> None:
+        """Compute no more, without waiting for the thread (it ends at its next reference)."""
+        self._stop.set()
+
     def take(self, torch, scenario_id: str, draw: int, inputs: dict):
         """(reference, low-precision reference) for these exact inputs, or None (then compute them)."""
         found = self._refs.pop((scenario_id, draw), None)

@@ -142,12 +142,12 @@ class Runner:
             arch=task.build.arch, shown_name=task.kernel.name, timeout=task.timeout_s, sass_later=True)
         self.timings["compile_s"] = round(time.monotonic() - t0, 4)
         self._sass_job = sass_later.start(record, lib_path)
-        if self._prefetch is not None:
-            self._prefetch.stop(finish=prefetch.finish_all())
-            self.timings.update(self._prefetch.timings())
         res["compile"] = record
         emit("partial", {"compile": record})
         if lib_path is None:
+            if self._prefetch is not None:  # not joined: a compile error is reported without waiting for torch
+                self._prefetch.cancel()
+                self._prefetch = None
             e = record["errors"][0] if record["errors"] else {}
             where = f"{e.get('file')}:{e['line']}: " if e.get("line") else ""
             res["status"], res["message"] = "compile_error", f"{where}{e.get('message', 'compile failed')}"
@@ -156,6 +156,9 @@ class Runner:
         t0 = time.monotonic()
         torch = torch_import.result()
         self.timings["import_wait_s"] = round(time.monotonic() - t0, 4)
+        if self._prefetch is not None:  # the compiler is done: no more references made ahead
+            self._prefetch.stop(finish=prefetch.finish_all())
+            self.timings.update(self._prefetch.timings())
         self.torch = torch
         if task.device == "cpu":
             torch.set_num_threads(threads)
