@@ -31,7 +31,8 @@ import glob, json, os, sys
 keys = ["wall_s", "startup_s", "setup_s", "compile_s", "import_s", "check_s", "bench_s", "sharing_s", "sass_s",
         "sass_wait_s", "ref_prefetch_s", "ref_prefetch_wait_s", "other_s"]
 files = sorted(glob.glob(os.path.join(sys.argv[1], "loop-*.json"))) + sorted(glob.glob(os.path.join(sys.argv[1], "loop-4-pool", "*.json")))
-print(f"{'run':26} {'status':9} {'gm':>6} warm refs  " + " ".join(f"{k[:-2][:9]:>9}" for k in keys))
+label = {"sass_wait_s": "sass_wait", "ref_prefetch_s": "refs_thr", "ref_prefetch_wait_s": "refs_wait"}
+print(f"{'run':26} {'status':9} {'gm':>6} warm refs  " + " ".join(f"{label.get(k, k[:-2])[:9]:>9}" for k in keys))
 for f in files:
     try:
         r = json.load(open(f))
