@@ -176,6 +176,7 @@ def serve(task: str, started_at: float, run_main) -> int:
         return 2
     got = time.time()
     warm = {"started_at": got, "warm_start": True, "warm_pid": os.getpid(),
-            "warm_preload_s": round(ready - t0, 4), "warm_idle_s": round(got - ready, 4), "warm_process_start_s": round(t0 - started_at, 4)}
+            "warm_preload_s": round(ready - t0, 4), "warm_idle_s": round(got - ready, 4),
+            "warm_process_start_s": round(t0 - started_at, 4)}
     return run_main(job, warm=warm)
 
