@@ -63,3 +63,24 @@ def test_a_reference_is_used_only_for_the_exact_inputs_it_was_made_from(cpu_task
     assert pre.take(torch, sc.id, 1, other) is None
     assert (pre.used, pre.missed) == (1, 1)
     assert pre.take(torch, sc.id, 0, same) is None  # taken once only
+
+
+def test_the_low_precision_rule_judges_the_same_with_given_references():
+    # The FlashAttention rule takes two references; given ones must give the verdict computed ones give,
+    # for an honest output and for a wrong one.
+    torch = importlib.import_module("torch")
+    from ks_tui.harness import attention
+    from ks_tui.harness.correctness import judge
+
+    p = {"b": 1, "s_q": 33, "s_k": 47, "h_q": 4, "h_kv": 2, "d": 32, "causal": True, "dtype": "bf16"}
+    gen = torch.Generator()
+    gen.manual_seed(5)
+    inputs = attention.make_inputs(p, gen, "cpu")
+    tol = {"rule": "lowp_relative", "factor": 2.0, "atol": 1e-5}
+    refs = (attention.reference(inputs, p), attention.reference_lowp(inputs, p))
+    honest = attention.reference_lowp(inputs, p)
+    wrong = honest.clone()
+    wrong[0, 7, 1, 3] += 0.5
+    for out in (honest, wrong):
+        assert judge(out, attention, inputs, p, tol, refs) == judge(out, attention, inputs, p, tol)
+    assert judge(honest, attention, inputs, p, tol, refs)["ok"] and not judge(wrong, attention, inputs, p, tol, refs)["ok"]
