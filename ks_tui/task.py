@@ -8,6 +8,7 @@ yaml's node marks, so a user never sees a traceback for a typo.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
 import keyword
 import os
@@ -31,7 +32,8 @@ TOP_KEYS = {"name", "description", "kernel", "entry", "build", "reference", "tim
             "constraints", "bytes", "family"}
 BUILD_KEYS = {"compiler", "flags", "arch"}
 SCENARIO_KEYS = {"grid", "list", "id", "derive", "defaults"}
-TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "threads", "draws", "rounds"}
+TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "threads", "draws", "rounds", "quick"}
+QUICK_TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "rounds"}  # what a --quick run may spend less of
 EXPR_FUNCS = {"min": min, "max": max, "abs": abs}
 
 
@@ -57,6 +59,13 @@ class Timing:
     threads: int | None = None     # CPU: same count for kernel and baselines
     draws: int = 2                 # correctness draws per scenario (at least 2)
     rounds: int = 5                # GPU: kernel and baselines timed in this many alternating blocks
+    quick: tuple = ()              # (key, value) overrides of the keys above for --quick runs (QUICK_TIMING_KEYS)
+
+    def for_run(self, quick: bool) -> "Timing":
+        """The timing a run uses: a --quick run takes the `quick` overrides; draws and threads never change."""
+        if not quick or not self.quick:
+            return self
+        return dataclasses.replace(self, **dict(self.quick), quick=())
 
 
 @dataclass(frozen=True)
@@ -427,17 +436,30 @@ def _timing(doc: _Doc, spec) -> Timing:
     if not isinstance(spec, dict):
         raise doc.error(("timing",), "timing must be a mapping")
     _unknown_keys(doc, spec, TIMING_KEYS, ("timing",))
+    quick = spec.get("quick")
+    values = _timing_values(doc, {k: v for k, v in spec.items() if k != "quick"}, ("timing",))
+    if quick is not None:
+        if not isinstance(quick, dict):
+            raise doc.error(("timing", "quick"), "timing.quick must be a mapping",
+                            hint="allowed keys: " + ", ".join(sorted(QUICK_TIMING_KEYS)))
+        _unknown_keys(doc, quick, QUICK_TIMING_KEYS, ("timing", "quick"))
+        values["quick"] = tuple(sorted(_timing_values(doc, quick, ("timing", "quick")).items()))
+    t = Timing(**values)
+    if t.draws < 2:
+        raise doc.error(("timing", "draws"), "timing.draws must be at least 2")
+    for where, got in ((("timing",), t), (("timing", "quick"), t.for_run(True))):
+        if got.min_reps > got.max_reps:
+            raise doc.error(where + ("min_reps",), f"{'.'.join(where)}.min_reps is larger than max_reps")
+    return t
+
+
+def _timing_values(doc: _Doc, spec: dict, path: tuple) -> dict:
     for k, v in spec.items():
         kind = (int, float) if k == "budget_s" else int  # counts: 2.5 warm-up calls means nothing
         if not isinstance(v, kind) or isinstance(v, bool) or v <= 0:
             what = "a positive number" if k == "budget_s" else "a positive whole number"
-            raise doc.error(("timing", k), f"timing.{k} must be {what}")
-    t = Timing(**{k: (float(v) if k == "budget_s" else v) for k, v in spec.items()})
-    if t.draws < 2:
-        raise doc.error(("timing", "draws"), "timing.draws must be at least 2")
-    if t.min_reps > t.max_reps:
-        raise doc.error(("timing", "min_reps"), "timing.min_reps is larger than timing.max_reps")
-    return t
+            raise doc.error(path + (k,), f"{'.'.join(path)}.{k} must be {what}")
+    return {k: (float(v) if k == "budget_s" else v) for k, v in spec.items()}
 
 
 def _build_spec(doc: _Doc, spec, language: str) -> BuildSpec:

@@ -83,9 +83,10 @@ def read_kernel(path: Path) -> bytes | None:
 
 def run_harness(task, kernel: Path, *, mode: str, quick: bool, timeout: float | None = None,
                 on_progress: Callable[[dict], None] | None = None, cancel=None,
-                cluster: str = "") -> tuple[dict, bytes | None]:
+                cluster: str = "", pool=None) -> tuple[dict, bytes | None]:
     """(the harness result, the kernel bytes it measured). A cancelled run's status is 'cancelled'.
-    `cluster` (KS_CLUSTER / the config's `cluster`): the scenarios spread over that Dask scheduler's workers."""
+    `cluster` (KS_CLUSTER / the config's `cluster`): the scenarios spread over that Dask scheduler's workers;
+    `pool` (harness.warm.WarmPool): a pre-started harness child serves a run on this machine."""
     from ks_tui.harness.client import run_harness as client_run
 
     measured = read_kernel(kernel)
@@ -99,7 +100,7 @@ def run_harness(task, kernel: Path, *, mode: str, quick: bool, timeout: float | 
 
         kw.pop("timeout", None)  # each worker's run keeps the task's own limit
         return run_configured(task, kernel, cluster, mode=mode, quick=quick, **kw), measured
-    return client_run(task, kernel, mode=mode, quick=quick, **kw), measured
+    return client_run(task, kernel, mode=mode, quick=quick, pool=pool, **kw), measured
 
 
 def record_run(store, sid: str, result: dict, measured: bytes | None, *, author: str,

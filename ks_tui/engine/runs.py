@@ -32,7 +32,8 @@ class AttemptsMixin:
 
         result, measured = workflow.run_harness(self.task, self.files.kernel, mode=mode, quick=quick,
                                                 on_progress=progress, cancel=self._cancel_harness,
-                                                cluster=getattr(self.cfg, "cluster", ""))
+                                                cluster=getattr(self.cfg, "cluster", ""),
+                                                pool=self._harness_pool())
         if result.get("status") == "cancelled":
             self.emit(ev.HarnessFinished("cancelled", None, "the harness run was cancelled"))
             return "the harness run was cancelled"
@@ -43,6 +44,20 @@ class AttemptsMixin:
             return summarize_result(result, None, note=recorded.note)
         self._after_attempt(recorded.attempts)
         return summarize_result(result, attempt.to_dict())
+
+    def _harness_pool(self):
+        """The session's pre-started harness child (harness/warm.py): the next run skips the child's start-up
+        and torch import. KS_WARM_HARNESS=0 turns it off."""
+        from ks_tui.harness.warm import WarmPool, enabled
+
+        if getattr(self, "_warm_pool", None) is None and enabled():
+            self._warm_pool = WarmPool()
+        return getattr(self, "_warm_pool", None)
+
+    def _close_harness_pool(self) -> None:
+        pool, self._warm_pool = getattr(self, "_warm_pool", None), None
+        if pool is not None:
+            pool.close()
 
     def _record(self, result: dict, author: str, mode: str, quick: bool, measured: bytes | None = None):
         """workflow.record_run under the session lock the engine holds; the event stream is the trace.

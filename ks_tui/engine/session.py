@@ -246,6 +246,7 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
             self.emit(ev.ErrorEvent(f"internal error: {type(e).__name__}: {e}", recoverable=False))
             reason = "internal error"
         finally:
+            self._close_harness_pool()  # no pre-started harness child outlives the run
             self._finish(reason)
         return self.end
 

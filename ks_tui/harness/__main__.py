@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--cached-baselines", action="store_true")
     r.add_argument("--die-with-parent", action="store_true",
                    help="stdin is a pipe the parent holds open: at its end, kill this process group")
+    w = sub.add_parser("warm", help="pre-load for TASK, then run the one job (run's arguments, JSON) read from stdin")
+    w.add_argument("--task", required=True)
     return p
 
 
@@ -65,8 +67,12 @@ def _bad_input(message: str, out: str | None) -> int:
     return 2
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, warm: dict | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmd == "warm":
+        from ks_tui.harness.warm import serve
+
+        return serve(args.task, STARTED_AT, main)
     if args.die_with_parent:
         _die_with_parent()
     faulthandler.enable()  # a segfault prints the Python stack: which scenario, which call
@@ -88,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         return _bad_input(str(e), args.out)
     result = runner.result
     result["timings"]["started_at"] = STARTED_AT
-    result["timings"]["setup_s"] = round(time.time() - STARTED_AT, 4)  # harness imports + task load
+    if warm:  # a pre-started child (harness/warm.py): its run starts when the job came
+        result["timings"].update(warm)
+    # harness imports + task load
+    result["timings"]["setup_s"] = round(time.time() - result["timings"]["started_at"], 4)
     try:
         runner.run()
     except BadTaskInput as e:

@@ -72,7 +72,7 @@ def _demangle(names: list[str]) -> dict[str, str]:
     return dict(zip(names, out.stdout.splitlines()))
 
 
-def _sass(lib: Path) -> tuple[dict | None, str | None]:
+def sass_summary(lib: Path) -> tuple[dict | None, str | None]:
     exe = shutil.which("cuobjdump")
     if exe is None:
         return None, "cuobjdump not found on PATH"
@@ -124,8 +124,10 @@ def cache_entry(key: str) -> Path:
 
 
 def build(source: Path, *, language: str, compiler: str, flags: list[str], arch: str | None,
-          shown_name: str, timeout: float | None = None) -> tuple[dict, Path | None]:
-    """Compile `source`; returns (the result's `compile` record, the library path or None)."""
+          shown_name: str, timeout: float | None = None, sass_later: bool = False) -> tuple[dict, Path | None]:
+    """Compile `source`; returns (the result's `compile` record, the library path or None).
+
+    sass_later: leave a CUDA build's SASS summary pending (harness/sass_later.py makes it)."""
     src_bytes = Path(source).read_bytes()
     name, cmd, version, key = build_plan(src_bytes, language=language, compiler=compiler, flags=flags,
                                          arch=arch, shown_name=shown_name)
@@ -183,7 +185,12 @@ def build(source: Path, *, language: str, compiler: str, flags: list[str], arch:
             for k in kernels:
                 k["demangled"] = names.get(k["name"], k["name"])
             record["kernels"] = kernels
-            record["sass"], record["sass_reason"] = _sass(scratch / "kernel.so")
+            if sass_later:
+                from ks_tui.harness.sass_later import PENDING
+
+                record["sass_reason"] = PENDING
+            else:
+                record["sass"], record["sass_reason"] = sass_summary(scratch / "kernel.so")
         (scratch / "compile.json").write_text(json.dumps(record))
         try:
             os.replace(scratch, entry)  # atomic publish

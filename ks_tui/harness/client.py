@@ -115,11 +115,13 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
                 scenarios: list[str] | None = None, timeout: float | None = None, seed: int | None = None,
                 on_progress: Callable[[dict], None] | None = None,
                 cancel: threading.Event | None = None, cached_baselines: bool = False,
-                wrapper: list[str] | None = None, env: dict | None = None) -> dict:
+                wrapper: list[str] | None = None, env: dict | None = None, pool=None) -> dict:
     """Compile, check (and for mode="bench" time) one kernel in a child process.
 
     `wrapper`: a command the child runs under (ncu, compute-sanitizer), `env`: extra variables for it.
-    Kernel failures are statuses in the returned dict; KsError only for bad input.
+    Kernel failures are statuses in the returned dict; KsError only for bad input. With a
+    harness.warm.WarmPool, a pre-started child of the same key serves the run, and the next one is
+    started when it ends.
     """
     if mode not in ("check", "bench", "profile"):
         raise KsError(f"mode must be check, bench or profile, not {mode!r}")
@@ -142,13 +144,17 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         out = Path(tmp) / "result.json"
         cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines, wrapper)
         mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
-        env = dict(marked_environ(mark), PYTHONUNBUFFERED="1", **(env or {}))
+        env = dict(child_env(mark), **(env or {}))
+        warm = _hand_to_warm(pool, task, env, cmd) if not wrapper else None
         spawned = time.time()
         t0 = time.monotonic()
-        # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),
-        # so a `kill -9` of ks leaves no kernel running on.
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        if warm is not None:  # pre-started under its own mark; it has the job, and holds stdin as below
+            proc, mark = warm.proc, warm.mark
+        else:
+            # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),
+            # so a `kill -9` of ks leaves no kernel running on.
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True, env=env)
         reader = _StderrReader(proc.stdout, on_progress)
         reader.start()
         ended_by = None
@@ -176,6 +182,8 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         wall = time.monotonic() - t0
         left = end_leftovers(proc.pid, mark)  # before the join: a leftover holding the pipe would stall it
         reader.join(timeout=5)
+        if pool is not None:  # the next run's child starts loading while this result is read
+            pool.prime(task.dir)
 
         if reader.bad_input is not None and proc.returncode == 2 and _said_in(out, reader.bad_input):
             raise KsError(reader.bad_input)
@@ -210,6 +218,28 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         inside = sum(timings.get(k, 0.0) for k in ("startup_s", "setup_s", "total_s"))
         timings["other_s"] = round(max(0.0, wall - inside), 4)
     return result
+
+
+def child_env(mark: str) -> dict[str, str]:
+    """The harness child's environment (a pre-started child's too: harness/warm.py)."""
+    return dict(marked_environ(mark), PYTHONUNBUFFERED="1")
+
+
+def _hand_to_warm(pool, task, env: dict, cmd: list[str]):
+    """The pool's pre-started child made for this environment, given the job; None to start one cold."""
+    if pool is None:
+        return None
+    from ks_tui.harness.warm import pool_key
+
+    warm = pool.take(pool_key(task.dir, env))
+    if warm is None:
+        return None
+    try:
+        warm.hand(cmd[cmd.index("ks_tui.harness") + 1:])
+    except OSError:  # it died just now: start cold
+        warm.kill()
+        return None
+    return warm
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

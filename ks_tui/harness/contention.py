@@ -24,6 +24,7 @@ from pathlib import Path
 
 OTHER_CORES_WARN = 0.5  # other processes' average use over timing, in cores, that earns a warning
 GPU_IDLE_S = 1.1  # the driver's utilization sample period is up to 1 s: idle this long before the last read
+GPU_POLL_S = 0.15  # while waiting for that, read this often: a 0 ends the wait early (idle_reading)
 _SMI_TIMEOUT_S = 10
 
 
@@ -107,6 +108,24 @@ def this_gpu(readings: dict[str, int] | None, bus: str | None) -> int | None:
     if bus is not None and bus.upper() in readings:
         return readings[bus.upper()]
     return next(iter(readings.values())) if len(readings) == 1 else None
+
+
+def idle_reading(read, bus: str | None, idle_since: float, idle_s: float = GPU_IDLE_S, poll_s: float = GPU_POLL_S,
+                 clock=time.monotonic, sleep=time.sleep) -> int | None:
+    """This GPU's utilization once this run has left it idle (since `idle_since`, on `clock`).
+
+    The driver reports the share of its last sample period (1/6 s to 1 s, by product) in which any kernel
+    ran. A reading taken after a whole period of this run's idleness is someone else's work; so is any
+    reading at all, but a nonzero one taken sooner may still hold this run's last kernels. So: read every
+    poll_s; a 0 settles it at once (no process, this one included, ran a kernel over a whole sample period,
+    the same question the full wait asks, of a window as long); a nonzero reading only counts once idle_s
+    has passed, as before. Without nvidia-smi (read gives None) there is nothing to wait for."""
+    while True:
+        late = clock() - idle_since >= idle_s
+        reading = this_gpu(read(), bus)
+        if reading is None or reading == 0 or late:
+            return reading
+        sleep(max(0.0, min(poll_s, idle_since + idle_s - clock())))
 
 
 # ------------------------------------------------------------------ the verdict

@@ -125,6 +125,16 @@ def kernel_lines(result: dict, *, every: bool = True) -> list[str]:
     return out
 
 
+def _overlapped(t: dict) -> list[str]:
+    """Work done beside the phases above (a pre-started child, the SASS summary, prefetched references)."""
+    out = ["warm start"] if t.get("warm_start") else []
+    if "sass_s" in t:
+        out.append(f"sass {t['sass_s']:.2f}s beside the check (waited {t.get('sass_wait_s', 0):.2f}s)")
+    if t.get("ref_prefetched"):
+        out.append(f"references {t.get('ref_prefetch_used', 0)}/{t['ref_prefetched']} made during the compile")
+    return out
+
+
 def family_lines(result: dict) -> list[str]:
     """Speed of light per family: geomean fraction, range, bounds; and the peaks it used."""
     sol = result.get("speed_of_light") or {}
@@ -177,7 +187,8 @@ def summary_line(result: dict) -> str:
         if caveat:
             parts.append(caveat)
     split = [f"compile {t['compile_s']:.2f}s{' cached' if comp.get('cached') else ''}"] if "compile_s" in t else []
-    split += [f"{k[:-2]} {t[k]:.2f}s" for k in ("startup_s", "import_s", "check_s", "bench_s") if k in t]
+    split += [f"{k[:-2]} {t[k]:.2f}s" for k in ("startup_s", "import_s", "check_s", "bench_s", "sharing_s") if k in t]
+    split += _overlapped(t)
     wall = t.get("wall_s", t.get("total_s"))
     if wall is not None:
         parts.append(f"{wall:.1f}s" + (f" ({', '.join(split)})" if split else ""))

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ks_tui.harness import build as build_mod
-from ks_tui.harness import contention
+from ks_tui.harness import contention, prefetch, sass_later
 from ks_tui.harness.reference_api import Unavailable, check_reference
 from ks_tui.harness.result import failure_message, skeleton, summarize
 
@@ -103,6 +103,8 @@ class Runner:
         self.at: dict = {}  # the last progress sent: where an exception (e.g. a CUDA fault) hit
         self._kernel_ran = False  # after the first call, a CUDA error may be the kernel's doing
         self.gpu_before = None  # nvidia-smi's reading at the start (GPU bench runs), on a thread
+        self._sass_job = None  # the build's SASS summary, made on a thread (harness/sass_later.py)
+        self._prefetch = None  # references computed while the compiler ran (harness/prefetch.py)
 
     def _progress(self, done: int, scenario: str, phase: str) -> None:
         self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
@@ -115,6 +117,8 @@ class Runner:
         try:
             self._run()
         finally:
+            if self._sass_job is not None:  # made while the kernel was checked: on the record before it is written
+                self._sass_job.finish(self.timings)
             self.timings["total_s"] = round(time.monotonic() - t_all, 4)
         return self.result
 
@@ -128,15 +132,22 @@ class Runner:
         # The GPU's utilization before this process touches it: any is another process's work.
         if task.device == "cuda" and self.mode == "bench":
             self.gpu_before = _Background(contention.gpu_utilization)
+        if prefetch.enabled():
+            self._prefetch = prefetch.RefPrefetch(torch_import, load_reference, task, self.scenarios, self.seed,
+                                                  _draw_seed, threads if task.device == "cpu" else None)
         self._progress(0, "", "compile")
         t0 = time.monotonic()
         record, lib_path = build_mod.build(
             self.source, language=task.language, compiler=task.build.compiler, flags=task.build.flags,
-            arch=task.build.arch, shown_name=task.kernel.name, timeout=task.timeout_s)
+            arch=task.build.arch, shown_name=task.kernel.name, timeout=task.timeout_s, sass_later=True)
         self.timings["compile_s"] = round(time.monotonic() - t0, 4)
+        self._sass_job = sass_later.start(record, lib_path)
         res["compile"] = record
         emit("partial", {"compile": record})
         if lib_path is None:
+            if self._prefetch is not None:  # not joined: a compile error is reported without waiting for torch
+                self._prefetch.cancel()
+                self._prefetch = None
             e = record["errors"][0] if record["errors"] else {}
             where = f"{e.get('file')}:{e['line']}: " if e.get("line") else ""
             res["status"], res["message"] = "compile_error", f"{where}{e.get('message', 'compile failed')}"
@@ -145,6 +156,9 @@ class Runner:
         t0 = time.monotonic()
         torch = torch_import.result()
         self.timings["import_wait_s"] = round(time.monotonic() - t0, 4)
+        if self._prefetch is not None:  # the compiler is done: no more references made ahead
+            self._prefetch.stop(finish=prefetch.finish_all())
+            self.timings.update(self._prefetch.timings())
         self.torch = torch
         if task.device == "cpu":
             torch.set_num_threads(threads)
@@ -212,8 +226,9 @@ class Runner:
             raise BadTaskInput(f"{self.task.reference}: {name} failed on scenario {sc.id} "
                                f"({_params_text(sc.params)}): {type(e).__name__}: {e}") from None
 
-    def _call_and_judge(self, ref, fn, inputs: dict, out, p: dict) -> dict:
-        """Poison the output, call once, and judge; inputs must come back untouched."""
+    def _call_and_judge(self, ref, fn, inputs: dict, out, p: dict, refs=None) -> dict:
+        """Poison the output, call once, and judge; inputs must come back untouched. refs: the references of
+        these inputs when already computed (harness/prefetch.py)."""
         torch = self.torch
         before = {k: v.clone() for k, v in inputs.items()}
         out.fill_(float("nan"))
@@ -230,7 +245,7 @@ class Runner:
                         "what": f"kernel wrote into its input {name!r}"}
         from ks_tui.harness.correctness import judge
 
-        return judge(out, ref, inputs, p, self.task.tolerance)
+        return judge(out, ref, inputs, p, self.task.tolerance, refs)
 
     def _check_one(self, ref, fn, sc) -> dict:
         p = sc.params
@@ -245,7 +260,8 @@ class Runner:
                 # Later draws refill the SAME buffers: a kernel caching results by pointer fails.
                 for k, v in self._new_inputs(ref, sc, draw).items():
                     inputs[k].copy_(v)
-            verdict = self._call_and_judge(ref, fn, inputs, out, p)
+            pre = self._prefetch.take(self.torch, sc.id, draw, inputs) if self._prefetch is not None else None
+            verdict = self._call_and_judge(ref, fn, inputs, out, p, pre)
             verdict["draw"] = draw
             entry["draws"] = draw + 1
             if not verdict["ok"]:
@@ -266,6 +282,9 @@ class Runner:
             emit("partial", {"scenario": entry})
         self._progress(n, "", "check")
         self.timings["check_s"] = round(time.monotonic() - t0, 4)
+        if self._prefetch is not None:
+            self.timings.update(self._prefetch.timings())
+            self._prefetch = None  # what was not used is freed
 
     # ------------------------------------------------------------ timing
 
@@ -348,10 +367,10 @@ class Runner:
         before = after = None
         if self.gpu_before is not None:
             self._sync()
-            time.sleep(contention.GPU_IDLE_S)  # this run idle for a whole sample period: what is left is not ours
+            idle_since = time.monotonic()  # this run idle for a whole sample period: what is left is not ours
             bus = contention.bus_id(self.torch.cuda.get_device_properties(self.torch.cuda.current_device()))
             before = contention.this_gpu(self.gpu_before.result(), bus)
-            after = contention.this_gpu(contention.gpu_utilization(), bus)
+            after = contention.idle_reading(contention.gpu_utilization, bus, idle_since)
             self.timings["sharing_s"] = round(time.monotonic() - t0, 4)
         cpus = os.cpu_count() or 1
         self.result["sharing"] = {"other_cpu_cores": None if cores is None else round(cores, 2), "cpus": cpus,
@@ -392,14 +411,15 @@ class Runner:
             if calls is not None:
                 funcs[name] = calls
         if gpu is not None:
-            timed, errors = gpu.time_interleaved(funcs, task.timing, rounds=task.timing.rounds)
+            spec = task.timing.for_run(self.result["quick"])  # --quick may time with a smaller budget
+            timed, errors = gpu.time_interleaved(funcs, spec, rounds=spec.rounds)
             if "" in errors:
                 raise errors[""]  # the kernel failing while timed is a crash, not a skip
             for name, e in errors.items():  # e.g. out of memory in a library: skip, do not fail
                 entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
                 self._sync_quietly()
         else:
-            timed = time_cpu(funcs, task.timing)
+            timed = time_cpu(funcs, task.timing.for_run(self.result["quick"]))
         kt = timed.pop("")
         entry["time_ms"], entry["timing"] = kt["median_ms"], kt
         from ks_tui.harness.timing import hidden_work_reason

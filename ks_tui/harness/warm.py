@@ -1,0 +1,182 @@
+"""A pre-started harness child for long-lived callers (the engine behind the TUI and headless runs, `ks mcp`).
+
+Starting the child costs its Python start-up and the torch import (seconds with CUDA), every run. A caller
+that runs the harness again and again owns a `WarmPool`: right after a run ends it starts the NEXT child,
+which loads the task, imports torch and numpy, and then blocks reading one JSON job (the `run` arguments)
+from its stdin. The next run_harness(..., pool=pool) whose key matches hands the job to that child instead
+of spawning a cold one.
+
+Crash isolation is as without the pool: each child serves exactly one run and is never reused; a crashed,
+hung, killed or cancelled child is handled by run_harness as a cold one would be. The pool holds at most one
+idle child, kills it when the key no longer matches, on close(), and at interpreter exit; a child whose parent
+dies sees its stdin end and exits (or kills its group once it has a job, as --die-with-parent does).
+
+One-shot commands (`ks check`, `ks bench`) exit right after their run and pass no pool.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+from ks_tui.harness.leftovers import MARK_VARIABLE, end_leftovers
+
+
+def enabled() -> bool:
+    return os.environ.get("KS_WARM_HARNESS", "1").strip().lower() not in ("0", "no", "false", "off")
+
+
+def pool_key(task_dir: Path, env: dict[str, str]) -> tuple:
+    """What a pre-started child was made for: the interpreter, the task folder, the environment (the run's
+    own mark aside). A child started under another KS_THREADS, cache folder or PATH is not used."""
+    return (sys.executable, str(Path(task_dir).resolve()),
+            tuple(sorted((k, v) for k, v in env.items() if k != MARK_VARIABLE)))
+
+
+@dataclass
+class WarmChild:
+    proc: subprocess.Popen
+    mark: str
+    key: tuple
+    spawned: float  # time.time() of the spawn
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def hand(self, job: list[str]) -> None:
+        """Give the child its one job; stdin then stays open (and unwritten) as the parent-alive pipe."""
+        self.proc.stdin.write((json.dumps(job) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        end_leftovers(self.proc.pid, self.mark)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+_POOLS: "weakref.WeakSet[WarmPool]" = weakref.WeakSet()
+
+
+class WarmPool:
+    """At most one pre-started harness child. Thread-safe; close() when done (also run at exit)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._child: WarmChild | None = None
+        self._closed = False
+        _POOLS.add(self)
+
+    def take(self, key: tuple) -> WarmChild | None:
+        """The idle child when it is alive and was made for KEY (the caller now owns it); else None, and a
+        child made for another key is killed."""
+        with self._lock:
+            child, self._child = self._child, None
+        if child is None:
+            return None
+        if child.key == key and child.alive():
+            return child
+        child.kill()
+        return None
+
+    def prestart(self, task_dir: Path, env: dict[str, str], mark: str) -> None:
+        """Start the next child for task_dir under env (which carries the run mark `mark`), replacing any idle
+        one. Failing to start is not an error: the next run starts cold."""
+        key = pool_key(task_dir, env)
+        cmd = [sys.executable, "-m", "ks_tui.harness", "warm", "--task", str(Path(task_dir).resolve())]
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True, env=env)
+        except OSError:
+            return
+        child = WarmChild(proc, mark, key, time.time())
+        with self._lock:
+            old, self._child = self._child, child
+            closed = self._closed
+        if old is not None:
+            old.kill()
+        if closed:  # closed while starting: leave nothing behind
+            with self._lock:
+                self._child = None
+            child.kill()
+
+    def prime(self, task_dir: Path) -> None:
+        """Start the next child for task_dir under this process's environment, as run_harness would run it."""
+        from ks_tui.harness.client import child_env
+        from ks_tui.harness.leftovers import new_mark
+
+        mark = new_mark()
+        self.prestart(task_dir, child_env(mark), mark)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            child, self._child = self._child, None
+        if child is not None:
+            child.kill()
+
+    @property
+    def idle_pid(self) -> int | None:
+        with self._lock:
+            return self._child.proc.pid if self._child is not None else None
+
+
+@atexit.register
+def _close_all() -> None:
+    for pool in list(_POOLS):
+        pool.close()
+
+
+# ------------------------------------------------------------------ the child side
+
+def serve(task: str, started_at: float, run_main) -> int:
+    """`python -m ks_tui.harness warm --task DIR`: load what every run loads, then wait for one job, which
+    run_main (the entry's main) runs as `python -m ks_tui.harness run ...` would."""
+    t0 = time.time()
+    task_dir = Path(task).resolve()
+    try:
+        from ks_tui.harness.runner import thread_count
+        from ks_tui.task import load_task
+
+        loaded = load_task(task_dir, task_dir.parent.parent)
+        if loaded.device == "cpu":
+            # As the runner does, before torch's OpenMP starts: the kernel and torch get the same count.
+            os.environ["OMP_NUM_THREADS"] = str(thread_count(loaded))
+        import numpy  # noqa: F401
+        import torch  # noqa: F401
+
+        import ks_tui.harness.correctness  # noqa: F401
+        import ks_tui.harness.timing  # noqa: F401
+    except Exception:
+        pass  # the job, run as usual, reports whatever is wrong
+    ready = time.time()
+    line = sys.stdin.buffer.readline()  # the parent's end (EOF) before a job: nothing to do
+    if not line.strip():
+        return 0
+    try:
+        job = json.loads(line)
+    except ValueError:
+        return 2
+    if not isinstance(job, list) or not all(isinstance(a, str) for a in job) or job[:1] != ["run"]:
+        return 2
+    got = time.time()
+    warm = {"started_at": got, "warm_start": True, "warm_pid": os.getpid(),
+            "warm_preload_s": round(ready - t0, 4), "warm_idle_s": round(got - ready, 4),
+            "warm_process_start_s": round(t0 - started_at, 4)}
+    return run_main(job, warm=warm)
+
