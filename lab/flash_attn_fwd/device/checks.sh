@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device call of checks (from the repository root, .whl carried): ks doctor, nvcc split or not on the best
+# kernel, the inner loop's speed (loop_speed.sh), then the GPU tests. Everything lands in $OUT/checks.tgz
+# (the device returns few files); short tables are printed as it goes.
+#   bash lab/flash_attn_fwd/device/checks.sh [doctor compile loop tests]
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+FINAL_OUT=${OUT:-/tmp/ks-out}
+export OUT=$FINAL_OUT/work
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD
+source lab/flash_attn_fwd/device/with_fa3.sh
+STEPS=${1:-"doctor compile loop tests"}
+for step in $STEPS; do
+  case $step in
+  doctor)
+    { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv; python3 -m ks_tui doctor; } > "$OUT/doctor.txt" 2>&1
+    grep -iE "H100|H200|fa3|sandbox|nvml|ncu|sanitizer" "$OUT/doctor.txt" | cut -c1-200 ;;
+  compile)
+    bash lab/flash_attn_fwd/device/fa3_bench.sh compile 2>&1 | tail -3 ;;
+  loop)
+    KS_CALL_SECONDS=${KS_LOOP_SECONDS:-200} bash lab/flash_attn_fwd/device/loop_speed.sh 2>&1 | tail -12 ;;
+  tests)
+    timeout ${KS_TEST_SECONDS:-260} python3 -m pytest -m gpu -q -rs -p no:cacheprovider ${KS_GPU_TESTS:-tests/harness tests/flash} \
+      > "$OUT/pytest-gpu.txt" 2>&1
+    grep -E "passed|failed|FAILED|ERROR|SKIPPED" "$OUT/pytest-gpu.txt" | cut -c1-220 | tail -25 ;;
+  esac
+done
+tar czf "$FINAL_OUT/checks.tgz" -C "$FINAL_OUT" work && rm -rf "$OUT"
+echo "files: $FINAL_OUT/checks.tgz"
