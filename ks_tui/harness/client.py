@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Callable
 
 from ks_tui.errors import KsError
+from ks_tui.harness import sandbox, taskguard
+from ks_tui.harness.build import cache_root
 from ks_tui.harness.leftovers import end_leftovers, marked_environ, new_mark
 from ks_tui.harness.result import skeleton, summarize, where_text
+from ks_tui.harness.secret_env import child_environ, redact
 
 TAIL_LINES = 60
 LINE_LIMIT = 1 << 20   # a kernel printing without newlines must not grow the parent's memory
@@ -132,11 +135,20 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     if not timeout > 0:  # also NaN, which never compares as elapsed
         raise KsError("--timeout must be a positive number of seconds")
 
+    box = sandbox.current()  # KsError when KS_SANDBOX asks for a mode this machine lacks
+    guard = taskguard.TaskGuard(taskguard.protected_files(task, source))
     with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
         out = Path(tmp) / "result.json"
         cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines)
+        # The child's temporary files go to the run's scratch folder: inside the sandbox nothing else is writable.
+        (Path(tmp) / "tmp").mkdir()
+        cmd = sandbox.wrap(cmd, box, scratch=Path(tmp), writable=[cache_root()],
+                           readable=[task.dir, source, Path(task.dir).parent.parent])
         mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
-        env = dict(marked_environ(mark), PYTHONUNBUFFERED="1")
+        # An allow-listed environment: the kernel is untrusted code and no credential is in its reach.
+        env = dict(marked_environ(mark, child_environ()), PYTHONUNBUFFERED="1", TMPDIR=str(Path(tmp) / "tmp"))
+        if "KS_CACHE_DIR" not in env:  # the same cache inside the sandbox, whatever HOME/XDG say there
+            env["KS_CACHE_DIR"] = str(cache_root())
         spawned = time.time()
         t0 = time.monotonic()
         # stdin: a pipe held open and never written; the child kills itself at its end (--die-with-parent),
@@ -166,12 +178,12 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
             raise
         finally:
             proc.stdin.close()
-        proc.wait()
+        code = _child_code(proc.wait(), box)
         wall = time.monotonic() - t0
         left = end_leftovers(proc.pid, mark)  # before the join: a leftover holding the pipe would stall it
         reader.join(timeout=5)
 
-        if reader.bad_input is not None and proc.returncode == 2 and _said_in(out, reader.bad_input):
+        if reader.bad_input is not None and code == 2 and _said_in(out, reader.bad_input):
             raise KsError(reader.bad_input)
         result, distrust = None, ""
         expected = [s.id for s in task.select(quick=quick, ids=scenarios)]
@@ -180,17 +192,25 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
                 result = json.loads(out.read_text())
             except ValueError:
                 result = None
-            distrust = _distrust(result, expected, proc.returncode, reader)
+            distrust = _distrust(result, expected, code, reader)
             if distrust:
                 result = None
             else:
                 summarize(result, total=len(expected))  # the verdict's numbers from its scenarios, not as written
         if result is None:
             result = _result_without_child(task, source, mode, quick, scenarios, seed, reader,
-                                           proc.returncode, ended_by, timeout, len(expected), distrust)
+                                           code, ended_by, timeout, len(expected), distrust)
 
+    changed, unrestored = guard.restore()
+    if changed:
+        names = ", ".join(sorted({_short(f, task) for f in changed}))
+        result["status"] = "crashed"
+        result["message"] = (f"{taskguard.MESSAGE} ({names}); "
+                             + (f"could not restore: {'; '.join(unrestored)}" if unrestored else "restored"))
+        result["task_files_modified"] = sorted(str(f) for f in changed)
     tail = "\n".join(reader.tail)
     result["stderr_tail"] = tail[-8000:]
+    result["sandbox"] = box.mode
     if left:
         result.setdefault("warnings", []).append(
             f"the kernel left {len(left)} process(es) running after the harness child ended "
@@ -203,7 +223,22 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     if "total_s" in timings:  # what no phase accounts for: interpreter exit, pipes, JSON
         inside = sum(timings.get(k, 0.0) for k in ("startup_s", "setup_s", "total_s"))
         timings["other_s"] = round(max(0.0, wall - inside), 4)
-    return result
+    return redact(result)  # a kernel that printed a credential it found anyway: not into any record
+
+
+def _child_code(code: int, box) -> int:
+    """The harness child's exit status as subprocess gives it for a direct child: bubblewrap and unshare
+    report a child killed by signal N as exit code 128 + N."""
+    if box.active and 128 < code < 128 + 65:
+        return -(code - 128)
+    return code
+
+
+def _short(path: Path, task) -> str:
+    try:
+        return str(Path(path).relative_to(task.dir))
+    except ValueError:
+        return Path(path).name
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
