@@ -1,9 +1,10 @@
 """The task's own files, kept as they were across a run: a kernel that edits them fails the run, and they come back.
 
 Hashed before the child starts and checked after it ended: the task's read-only files (task.yaml, the reference,
-those task.yaml lists under `readonly`) and the harness's own Python files, which decide the verdict. Without this,
-a kernel that loosened its task.yaml's tolerance would read "correct" on the next run. The kernel file itself is
-not guarded: a person may be editing it while a run goes on. Standard library only.
+those task.yaml lists under `readonly`), the inputs the harness builds its verdict from. Without this, a kernel that
+loosened its task.yaml's tolerance would read "correct" on the next run. The kernel file itself is not guarded: a
+person may be editing it while a run goes on; nor is the installed harness, which a developer may be editing (in
+the sandbox it is read-only). Standard library only.
 """
 
 from __future__ import annotations
@@ -14,14 +15,10 @@ import tempfile
 from pathlib import Path
 
 MESSAGE = "the kernel modified its task files"
-_OWN_FILES = ("harness/*.py", "task.py", "errors.py")
 
 
 def protected_files(task, source: Path | None = None) -> list[Path]:
-    package = Path(__file__).resolve().parents[1]
     files = [Path(p) for p in task.readonly]
-    for pattern in _OWN_FILES:
-        files += sorted(package.glob(pattern))
     skip = {Path(task.kernel).resolve()} | ({Path(source).resolve()} if source else set())
     return [f for f in dict.fromkeys(files) if Path(f).resolve() not in skip]
 
