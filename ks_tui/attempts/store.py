@@ -35,6 +35,7 @@ from ks_tui.attempts.locks import check_git_locks, session_lock
 from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo, SessionSummary, current_device, fastest
 from ks_tui.attempts.remarks import REMARKS_REF, parse_remarks, remark_line
 from ks_tui.errors import InputFileError, KsError
+from ks_tui.harness.secret_env import redact_text
 from ks_tui.pairs import DECLARED, declared_pair
 from ks_tui.paths import main_workspace
 from ks_tui.session import Trace
@@ -656,7 +657,7 @@ class AttemptStore:
         serialized across processes, and a lost race is retried."""
         guard = self.common_dir / "ks-notes.lock"
         with open(guard, "a+") as g, tempfile.NamedTemporaryFile("w", suffix=".txt") as note:
-            note.write(text)
+            note.write(redact_text(text))  # no credential a kernel or command printed goes into git
             note.flush()
             fcntl.flock(g.fileno(), fcntl.LOCK_EX)
             for tries in range(5):
