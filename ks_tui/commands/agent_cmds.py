@@ -18,7 +18,8 @@ def register(sub) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--session", metavar="ID", help="continue this session (its conversation, if any)")
     which.add_argument("--resume", metavar="ID", help="resume a session from its trace (after a crash or kill)")
-    p.add_argument("--headless", action="store_true", help="no screen: print the session as it runs")
+    p.add_argument("--headless", action="store_true",
+                   help="no screen: print the session as it runs (what `ks run` always does; for the screen, `ks tui`)")
     p.add_argument("--autonomous", action="store_true",
                    help="nobody answers: at each decision point the bank's top question is sent at once")
     p.add_argument("--max-turns", type=int, metavar="N", help="stop after N model turns in this run")
@@ -58,8 +59,7 @@ def cmd_run(args) -> int:
     from ks_tui.agent.client import has_api_key, missing_key_error
     from ks_tui.paths import find_workspace, main_workspace
 
-    if not args.headless:
-        raise KsError("`ks run` needs --headless", hint="for the screen, use `ks tui TASK`")
+    # `ks run` is the agent without a screen whether or not --headless is given (the screen is `ks tui TASK`).
     if not args.task and not (args.session or args.resume):
         raise KsError("name a TASK, or a session with --session/--resume")
     workspace = main_workspace(find_workspace(args.workspace, sessions=True))

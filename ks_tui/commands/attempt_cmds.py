@@ -44,7 +44,7 @@ def register(sub) -> None:
         p.set_defaults(func=cmd_sessions)
 
     p = sub.add_parser("try", help="run the harness on the session's kernel and commit the attempt")
-    _session_arg(p, required=True)
+    _session_arg(p)
     p.add_argument("--check", action="store_true", help="correctness only (default: bench)")
     p.add_argument("--quick", action="store_true", help="the task's quick scenarios only")
     p.add_argument("--timeout", type=float, metavar="S", help="harness time limit in seconds")
@@ -103,7 +103,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("rollback", help="new commit whose kernel equals ATTEMPT's (history is kept)")
     p.add_argument("attempt", metavar="ATTEMPT", help="number, hash prefix or best")
-    _session_arg(p, required=True)
+    _session_arg(p)
     p.add_argument("--json", action="store_true", help="print the new attempt as one JSON document")
     _stale_arg(p)
     p.set_defaults(func=cmd_rollback)
@@ -236,7 +236,8 @@ def cmd_try(args) -> int:
     if args.again and args.no_run:
         raise KsError("--again records a new measurement; it needs a harness run, not --no-run")
     store = _store(args)
-    info = store.session(args.session)
+    info = _session_for(store, args)
+    _say_which(args, info)
     bank = _bank_for(args) if args.question else None
     question = _bank_question(bank, args.question) if bank else None  # before any long run
     measured = None  # the kernel's bytes as the harness run read them
@@ -334,6 +335,12 @@ def _record_question(args, store, session_id: str, question, bank) -> None:
             efficacy.settle(session_id, history)
     except OSError as e:  # the attempt is committed; only the statistics are behind
         _say(f"warning: question record not written ({e})")
+
+
+def _say_which(args, info) -> None:
+    """Without --session the latest session is used: say which, on stderr (stdout may be one JSON document)."""
+    if not args.session:
+        _say(f"session {info.id} ({info.task}, the most recently active; --session picks another)")
 
 
 def _session_for(store, args):
@@ -499,7 +506,9 @@ def cmd_rollback(args) -> int:
     from ks_tui.attempts.render import attempt_line
 
     store = _store(args)
-    new = store.rollback(args.session, args.attempt, author="human")
+    info = _session_for(store, args)
+    _say_which(args, info)
+    new = store.rollback(info.id, args.attempt, author="human")
     if args.json:
         _dump({"attempt": new.to_dict()})
     else:

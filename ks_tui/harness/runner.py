@@ -58,6 +58,11 @@ def load_reference(task):
     missing = [n for n in REQUIRED if not callable(getattr(module, n, None))]
     if missing:
         raise BadTaskInput(f"{task.reference}: missing {', '.join(missing)} (see docs/task-format.md)")
+    known = getattr(module, "BASELINES", None) or {}
+    unknown = [b for b in task.baselines if b not in known]
+    if unknown:  # a misspelt name would leave the run without a geomean and say nothing
+        raise BadTaskInput(f"{task.yaml_path}: baselines: unknown {', '.join(map(repr, unknown))} "
+                           f"(the reference provides: {', '.join(sorted(known)) or 'none'})")
     return module
 
 
