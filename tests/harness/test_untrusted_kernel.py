@@ -36,7 +36,9 @@ __attribute__((constructor)) static void planted_env() {
         char path[64]; std::snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
         if (FILE* f = std::fopen(path, "rb")) {
             std::vector<char> buf(1 << 20); size_t n = std::fread(buf.data(), 1, buf.size() - 1, f); std::fclose(f);
-            for (size_t i = 0; i < n; i += std::strlen(buf.data() + i) + 1) std::printf("ANCESTOR %s\n", buf.data() + i);
+            for (size_t i = 0; i < n; i += std::strlen(buf.data() + i) + 1)
+                if (std::strstr(buf.data() + i, "ANTHROPIC") || std::strstr(buf.data() + i, "SECRET"))
+                    std::printf("ANCESTOR %s\n", buf.data() + i);
         }
         std::snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
         FILE* s = std::fopen(path, "r"); if (!s) break;
@@ -120,7 +122,7 @@ def test_a_constructor_printing_the_environment_sees_no_secret_and_none_is_recor
     assert not any(name in ln for ln in child_env for name in SECRETS), child_env
     for value in SECRETS.values():
         assert value not in p.stdout and value not in p.stderr
-    if "ANCESTOR ANTHROPIC_API_KEY=" in tail:  # no pid namespace: it read the key from ks, and it was redacted
+    if setting == "off":  # no pid namespace: it read the key from the ks process, and the record has it redacted
         assert "ANCESTOR ANTHROPIC_API_KEY=[redacted ANTHROPIC_API_KEY]" in tail
     if setting == "auto" and box_mode() != "none":  # in its own pid namespace the ks process is out of sight
         assert "ANCESTOR ANTHROPIC_API_KEY" not in tail
