@@ -100,9 +100,13 @@ def cmd_run(args) -> int:
         while not session.join(timeout=0.5):
             if len(signalled) >= 3:
                 break  # asked three times: stop waiting for the session to wind down
-    if signalled:
-        return 130
-    return _exit_code(session.end)
+    failed = signalled or (session.end is not None and session.end.reason.startswith(tuple(f for f, _ in _FAILED_ENDS)))
+    if failed and not sid:  # a start that failed (bad key, unknown model, API down) leaves no empty session behind
+        from ks_tui.attempts.prune import discard_if_empty
+
+        if discard_if_empty(session.store, session.id):
+            print(f"ks: removed the new session {session.id}: nothing was done in it", file=sys.stderr)
+    return 130 if signalled else _exit_code(session.end)
 
 
 # How a headless run ended that is not a plain end (0): the reason's start, its exit code.

@@ -42,6 +42,11 @@ def register(sub) -> None:
               sub.add_parser("sessions", help="list sessions: task, attempts, best speedup, last activity")):
         p.add_argument("--json", action="store_true", help="print one JSON document")
         p.set_defaults(func=cmd_sessions)
+    p.add_argument("action", nargs="?", choices=("list", "prune"), default="list",
+                   help="prune: remove sessions without attempts that are empty (idle 10 min) or abandoned "
+                        "(idle 7 days); never one with attempts or uncommitted changes")
+    p.add_argument("--dry-run", action="store_true", help="prune: list what would be removed, remove nothing")
+    p.add_argument("--yes", "-y", action="store_true", help="prune: remove without asking")
 
     p = sub.add_parser("try", help="run the harness on the session's kernel and commit the attempt")
     _session_arg(p)
@@ -185,6 +190,11 @@ def cmd_session_import(args) -> int:
 
 def cmd_sessions(args) -> int:
     from ks_tui.attempts.render import sessions_table
+
+    if getattr(args, "action", "list") == "prune":
+        from ks_tui.commands.prune_cmds import cmd_prune
+
+        return cmd_prune(_store(args), args)
 
     found = _store(args).sessions()
     if args.json:

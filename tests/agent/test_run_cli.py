@@ -84,16 +84,21 @@ def test_invalid_key_and_unknown_model_give_one_clear_line(workspace, fake_api, 
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "1")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1] == "ks: error: the API key was rejected (401): check ANTHROPIC_API_KEY"
+    assert not [p for p in (workspace / "sessions").iterdir() if p.is_dir()]  # the failed start left no session
+    assert "removed the new session" in out.stderr
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-the-right-one")
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--model", "claude-nope")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "unknown model 'claude-nope' (404)" in out.stderr.strip().splitlines()[-1]
+    assert not [p for p in (workspace / "sessions").iterdir() if p.is_dir()]
+    assert "no sessions yet" in ks(workspace, "sessions").stdout  # no branch left either
 
 
 def test_bad_arguments_are_exit_2(workspace, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-key")  # so no refusal is for a missing key
-    assert ks(workspace, "run", "attention_cpu", "--autonomous").returncode == 2  # no --headless
+    out = ks(workspace, "run", "--resume", "20990101-000000-abcd")  # as the README writes it: no --headless
+    assert out.returncode == 2 and "no session" in out.stderr and "--headless" not in out.stderr
     out = ks(workspace, "run", "attention_cpu", "--headless", "--max-turns", "0")
     assert out.returncode == 2 and "--max-turns" in out.stderr
     out = ks(workspace, "run", "--resume", "20990101-000000-abcd", "--headless")
