@@ -20,6 +20,7 @@ class SessionOpener:
     task_name: str              # for a new session
     use_agent: bool | None = None   # None: the engine decides from the API key
     _store: Any = field(default=None, repr=False)
+    created: list = field(default_factory=list)  # the engine Sessions this launch made (see run_tui's cleanup)
 
     def store(self):
         if self._store is None:
@@ -37,6 +38,7 @@ class SessionOpener:
 
         if session_id is None:
             session = Session.create(self.workspace, self.task_name, self.cfg, use_agent=self.use_agent)
+            self.created.append(session)
         else:
             session = Session.open(self.workspace, session_id, self.cfg, use_agent=self.use_agent)
         self._store = session.store

@@ -4,13 +4,17 @@ person's uncommitted edit, or recently active stay. Real git workspaces, real `k
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from ks_tui.attempts import AttemptStore
 from ks_tui.session import Trace
 from tests.attempts.conftest import git, result_for
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def ks(ws, *args):
@@ -59,3 +63,20 @@ def test_prune_removes_empty_and_abandoned_sessions_only(workspace):
     assert empty not in branches and talked not in branches
     assert not store.trace_path(empty).parent.exists()
     assert empty not in git(workspace, "worktree", "list")
+
+
+def test_a_screen_launch_that_did_nothing_leaves_no_session(workspace):
+    """`ks` opened and closed at once (or Esc in the picker): the session it made is gone; one whose kernel a
+    person edited stays."""
+    from ks_tui.app.connect import SessionOpener
+    from ks_tui.commands.tui_cmd import _discard_empty
+    from ks_tui.config import Config
+
+    shutil.copy(REPO / "question_bank.yaml", workspace / "question_bank.yaml")  # the engine loads the bank
+    opener = SessionOpener(workspace, Config(), "toy", use_agent=False)
+    idle = opener(None)
+    edited = opener(None)
+    (edited.kernel_path()).write_text("// typed by a person\n")
+    _discard_empty(opener.created)
+    assert {s.id for s in AttemptStore(workspace).sessions()} == {edited.session_id}
+    assert idle.session_id not in git(workspace, "branch", "--list", "ks/*")
