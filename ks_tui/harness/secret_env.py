@@ -18,10 +18,12 @@ ALLOWED_NAMES = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
     "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH",
     "CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "VIRTUAL_ENV", "NO_COLOR", "COLUMNS", "LINES",
+    "EDITOR", "VISUAL", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
 })
 # Whole families: locale, CUDA and the NVIDIA driver, the compilers' and libraries' settings, ks's own.
 ALLOWED_PREFIXES = ("LC_", "CUDA", "NVIDIA_", "NVCC_", "CUDNN_", "NCCL_", "TORCH", "PYTORCH_", "TRITON_", "OMP_",
-                    "MKL_", "OPENBLAS_", "GOMP_", "KMP_", "XDG_", "CONDA_", "PYTHON", "KS_")
+                    "MKL_", "OPENBLAS_", "GOMP_", "KMP_", "XDG_", "CONDA_", "PYTHON", "PIP_", "KS_")
 # Never passed, whatever the lists above say: credentials by name, and whole credential families.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH(?!OR)|COOKIE|PRIVATE", re.IGNORECASE)
 DENIED_PREFIXES = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "AWS_", "GOOGLE_", "GCLOUD", "GCP_", "AZURE_", "HF_",
