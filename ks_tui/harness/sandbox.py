@@ -191,8 +191,9 @@ def wrap_shell(cmd: list[str], box: Sandbox) -> list[str]:
     """CMD (an agent's shell command) in a pid namespace of its own, so that whatever it starts dies with it; the
     file system, devices and network as they are."""
     if box.mode == "bwrap":
-        users = ["--unshare-user"] if "--unshare-all" in box.flags else []
-        return [shutil.which("bwrap") or "bwrap", "--dev-bind", "/", "/", "--proc", "/proc", *users, "--unshare-pid",
+        # root keeps its capabilities (bubblewrap drops them by default): the command may install or chown as before
+        caps = ["--cap-add", "ALL"] if os.geteuid() == 0 else []
+        return [shutil.which("bwrap") or "bwrap", "--dev-bind", "/", "/", "--proc", "/proc", *caps, "--unshare-pid",
                 "--die-with-parent", *cmd]
     if box.mode == "unshare":
         return [shutil.which("unshare") or "unshare", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc",
