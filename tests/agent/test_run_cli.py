@@ -112,7 +112,7 @@ def test_bad_arguments_are_exit_2(workspace, monkeypatch):
     os.unlink(bad)
 
 
-def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, fake_api):
+def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, fake_api, unsandboxed):
     import time
 
     once = "if [ -f once ]; then echo second run; else echo $$ > once; sleep 120; fi"
