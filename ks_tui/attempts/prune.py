@@ -57,7 +57,8 @@ def _dirty(store, info) -> bool:
     return out.returncode != 0 or bool(out.stdout.strip())
 
 
-def candidates(store, empty_idle: timedelta = EMPTY_IDLE, abandoned_idle: timedelta = ABANDONED_IDLE) -> list[Candidate]:
+def candidates(store, empty_idle: timedelta = EMPTY_IDLE,
+               abandoned_idle: timedelta = ABANDONED_IDLE) -> list[Candidate]:
     out = []
     for s in store.sessions():
         if s.attempts:

@@ -57,8 +57,9 @@ def test_other_processes_cpu_time_is_counted_and_this_ones_is_not():
     after = contention.cpu_snapshot()
     assert after.own_s - before.own_s >= 0.45
     # ... and subtracted from the machine's busy time: what is left is the others'
-    assert contention.other_cores(contention.CpuSnapshot(10.0, 100.0, 5.0), contention.CpuSnapshot(12.0, 103.0, 7.0)) == 0.5
-    assert contention.other_cores(contention.CpuSnapshot(10.0, 100.0, 5.0), contention.CpuSnapshot(12.0, 102.0, 7.1)) == 0.0
+    snap = contention.CpuSnapshot
+    assert contention.other_cores(snap(10.0, 100.0, 5.0), snap(12.0, 103.0, 7.0)) == 0.5
+    assert contention.other_cores(snap(10.0, 100.0, 5.0), snap(12.0, 102.0, 7.1)) == 0.0
 
 
 def test_without_proc_stat_nothing_is_known(tmp_path):
