@@ -84,6 +84,18 @@ def _unwind_on_signals(command: str | None) -> None:
             pass
 
 
+SANDBOX_WARNED = ("check", "bench", "compare", "run", "try", "tui")  # the commands that run kernels
+
+
+def _warn_unsandboxed() -> None:
+    """One line on stderr when kernels will run unconfined here (harness/sandbox.py)."""
+    from ks_tui.harness.sandbox import warning_line
+
+    line = warning_line()
+    if line:
+        print(f"ks: {line}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     global _json_errors
     argv = sys.argv[1:] if argv is None else argv
@@ -98,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args([*argv, "tui"])
     _unwind_on_signals(args.command)
     try:
+        if args.command in SANDBOX_WARNED:
+            _warn_unsandboxed()
         code = args.func(args)
     except KsError as e:
         print(f"ks: error: {e}", file=sys.stderr)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ks_tui.errors import InputFileError
+from ks_tui.harness.secret_env import redact_text
 
 
 def _now() -> str:
@@ -31,7 +32,8 @@ class Trace:
 
     def append(self, kind: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         record = {"time": _now(), "kind": kind, "payload": payload if payload is not None else {}}
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        # No credential goes into the trace, whoever printed it (a kernel, a command, an error message).
+        line = redact_text(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
         if not self._checked_tail:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._set_aside_torn_tail()

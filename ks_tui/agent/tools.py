@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from ks_tui.agent.files import TaskFiles, ToolRefused
 from ks_tui.errors import KsError
+from ks_tui.harness.secret_env import redact_text
 
 _PATH = {"type": "string", "description": "path relative to the task folder, e.g. kernel.cpp"}
 _ATTEMPT = {"type": ["integer", "string"],
@@ -116,7 +117,12 @@ class ToolBox:
         self.enable_bash = enable_bash
 
     def execute(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
-        """(output, is_error). Refusals and failures are errors the model can read and fix."""
+        """(output, is_error). Refusals and failures are errors the model can read and fix. No credential of the
+        user's environment reaches the model, whichever tool printed it (a file read, a command, a kernel)."""
+        out, is_error = self._execute(name, args)
+        return redact_text(out), is_error
+
+    def _execute(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
         try:
             return self._dispatch(name, args if isinstance(args, dict) else {}), False
         except ToolRefused as e:

@@ -21,6 +21,7 @@ class SessionOpener:
     use_agent: bool | None = None   # None: the engine decides from the API key
     plan: Any = None                # ks_tui.run_plan.RunPlan of task_name, when the caller has it
     _store: Any = field(default=None, repr=False)
+    created: list = field(default_factory=list)  # the engine Sessions this launch made (see run_tui's cleanup)
 
     def run_plan(self):
         """Which run r and R start on `task_name`, known before the session opens (None if the task does not
@@ -52,6 +53,7 @@ class SessionOpener:
 
         if session_id is None:
             session = Session.create(self.workspace, self.task_name, self.cfg, use_agent=self.use_agent)
+            self.created.append(session)
         else:
             session = Session.open(self.workspace, session_id, self.cfg, use_agent=self.use_agent)
         self._store = session.store

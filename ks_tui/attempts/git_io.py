@@ -18,6 +18,7 @@ from pathlib import Path
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.model import SessionInfo
 from ks_tui.errors import KsError
+from ks_tui.harness.secret_env import redact_text
 
 NOTES_REF = "refs/notes/ks"
 DEFAULT_NAME = "KernelSeek"
@@ -198,7 +199,7 @@ class GitIO:
         serialized across processes, and a lost race is retried."""
         guard = self.common_dir / "ks-notes.lock"
         with open(guard, "a+") as g, tempfile.NamedTemporaryFile("w", suffix=".txt") as note:
-            note.write(text)
+            note.write(redact_text(text))  # no credential a kernel or command printed goes into git
             note.flush()
             fcntl.flock(g.fileno(), fcntl.LOCK_EX)
             for tries in range(5):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ks_tui.attempts.model import SessionInfo
 from ks_tui.errors import InputFileError, KsError
+from ks_tui.harness.secret_env import redact_bytes
 from ks_tui.questions.efficacy import EfficacyStore
 
 _MEMBERS = ("session.json", "session.bundle", "results.json", "remarks.json", "trace.jsonl", "efficacy.jsonl")
@@ -56,11 +57,12 @@ def export_session(store, sid: str, dest: Path) -> tuple[SessionInfo, int]:
             with tarfile.open(part, "w:gz") as tar:
                 _add_bytes(tar, "session.json", json.dumps(meta, indent=2).encode() + b"\n")
                 tar.add(bundle, arcname="session.bundle")
-                _add_bytes(tar, "results.json", json.dumps(results, indent=1, sort_keys=True, default=str).encode())
+                _add_bytes(tar, "results.json",
+                           redact_bytes(json.dumps(results, indent=1, sort_keys=True, default=str).encode()))
                 if remarks:
                     _add_bytes(tar, "remarks.json", json.dumps(remarks, indent=1, sort_keys=True).encode())
-                if trace.is_file():
-                    tar.add(trace, arcname="trace.jsonl")
+                if trace.is_file():  # redacted again: a trace written before redaction existed may hold a key
+                    _add_bytes(tar, "trace.jsonl", redact_bytes(trace.read_bytes()))
                 asks = EfficacyStore(store.workspace).session_records(info.id)
                 if asks:
                     _add_bytes(tar, "efficacy.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in asks).encode())

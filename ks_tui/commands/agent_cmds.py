@@ -18,7 +18,8 @@ def register(sub) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--session", metavar="ID", help="continue this session (its conversation, if any)")
     which.add_argument("--resume", metavar="ID", help="resume a session from its trace (after a crash or kill)")
-    p.add_argument("--headless", action="store_true", help="no screen: print the session as it runs")
+    p.add_argument("--headless", action="store_true",
+                   help="no screen: print the session as it runs (what `ks run` always does; for the screen, `ks tui`)")
     p.add_argument("--autonomous", action="store_true",
                    help="nobody answers: at each decision point the bank's top question is sent at once")
     p.add_argument("--max-turns", type=int, metavar="N", help="stop after N model turns in this run")
@@ -76,8 +77,7 @@ def cmd_run(args) -> int:
     from ks_tui.agent import providers
     from ks_tui.paths import find_workspace, main_workspace
 
-    if not args.headless:
-        raise KsError("`ks run` needs --headless", hint="for the screen, use `ks tui TASK`")
+    # `ks run` is the agent without a screen whether or not --headless is given (the screen is `ks tui TASK`).
     if not args.task and not (args.session or args.resume):
         raise KsError("name a TASK, or a session with --session/--resume")
     workspace = main_workspace(find_workspace(args.workspace, sessions=True))
@@ -118,9 +118,13 @@ def cmd_run(args) -> int:
         while not session.join(timeout=0.5):
             if len(signalled) >= 3:
                 break  # asked three times: stop waiting for the session to wind down
-    if signalled:
-        return 130
-    return _exit_code(session.end)
+    failed = signalled or (session.end is not None and session.end.reason.startswith(tuple(f for f, _ in _FAILED_ENDS)))
+    if failed and not sid:  # a start that failed (bad key, unknown model, API down) leaves no empty session behind
+        from ks_tui.attempts.prune import discard_if_empty
+
+        if discard_if_empty(session.store, session.id):
+            print(f"ks: removed the new session {session.id}: nothing was done in it", file=sys.stderr)
+    return 130 if signalled else _exit_code(session.end)
 
 
 # How a headless run ended that is not a plain end (0): the reason's start, its exit code.

@@ -41,6 +41,11 @@ def register(sub) -> None:
               sub.add_parser("sessions", help="list sessions: task, attempts, best speedup, last activity")):
         p.add_argument("--json", action="store_true", help="print one JSON document")
         p.set_defaults(func=cmd_sessions)
+    p.add_argument("action", nargs="?", choices=("list", "prune"), default="list",
+                   help="prune: remove sessions without attempts that are empty (idle 10 min) or abandoned "
+                        "(idle 7 days); never one with attempts or uncommitted changes")
+    p.add_argument("--dry-run", action="store_true", help="prune: list what would be removed, remove nothing")
+    p.add_argument("--yes", "-y", action="store_true", help="prune: remove without asking")
 
     p = sub.add_parser("try", help="run the harness on the session's kernel and commit the attempt")
     add_try_args(p, lab=False)
@@ -66,7 +71,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("rollback", help="new commit whose kernel equals ATTEMPT's (history is kept)")
     p.add_argument("attempt", metavar="ATTEMPT", help="number, hash prefix or best")
-    _session_arg(p, required=True)
+    _session_arg(p)
     p.add_argument("--json", action="store_true", help="print the new attempt as one JSON document")
     _stale_arg(p)
     p.set_defaults(func=cmd_rollback)
@@ -74,7 +79,7 @@ def register(sub) -> None:
 
 def add_try_args(p, lab: bool) -> None:
     """`ks try`'s arguments; with `lab`, `ks lab record`'s (the same plus --result/--kernel/--again listed)."""
-    _session_arg(p, required=True)
+    _session_arg(p)
     p.add_argument("--check", action="store_true", help="correctness only (default: bench)")
     p.add_argument("--quick", action="store_true", help="the task's quick scenarios only")
     p.add_argument("--timeout", type=float, metavar="S", help="harness time limit in seconds")
@@ -171,6 +176,11 @@ def cmd_session_import(args) -> int:
 def cmd_sessions(args) -> int:
     from ks_tui.attempts.render import sessions_table
 
+    if getattr(args, "action", "list") == "prune":
+        from ks_tui.commands.prune_cmds import cmd_prune
+
+        return cmd_prune(_store(args), args)
+
     found = _store(args).sessions()
     if args.json:
         _dump({"sessions": [s.to_dict() for s in found]})
@@ -203,7 +213,8 @@ def cmd_try(args) -> int:
     if args.again and args.no_run:
         raise KsError("--again records a new measurement; it needs a harness run, not --no-run")
     store = _store(args)
-    info = store.session(args.session)
+    info = _session_for(store, args)
+    _say_which(args, info)
     bank = _bank_for(args) if args.question else None
     question = _bank_question(bank, args.question) if bank else None  # before any long run
     if args.result:
@@ -275,6 +286,12 @@ def _record_question(args, store, session_id: str, question, bank, attempts=None
         workflow.settle_questions(efficacy, session_id, history, asked=question)
     except OSError as e:  # the attempt is committed; only the statistics are behind
         _say(f"warning: question record not written ({e})")
+
+
+def _say_which(args, info) -> None:
+    """Without --session the latest session is used: say which, on stderr (stdout may be one JSON document)."""
+    if not args.session:
+        _say(f"session {info.id} ({info.task}, the most recently active; --session picks another)")
 
 
 def _session_for(store, args):
@@ -377,7 +394,9 @@ def cmd_rollback(args) -> int:
     from ks_tui.attempts.render import attempt_line
 
     store = _store(args)
-    new = store.rollback(args.session, args.attempt, author="human")
+    info = _session_for(store, args)
+    _say_which(args, info)
+    new = store.rollback(info.id, args.attempt, author="human")
     if args.json:
         _dump({"attempt": new.to_dict()})
     else:

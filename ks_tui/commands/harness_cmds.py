@@ -79,10 +79,23 @@ def add_compare_args(p) -> None:
 
 
 def _load(args):
-    from ks_tui.paths import find_workspace
+    from ks_tui.paths import bundled_root, find_workspace
     from ks_tui.task import load_task
 
-    return load_task(args.task, find_workspace(getattr(args, "workspace", None)))
+    explicit = getattr(args, "workspace", None) or os.environ.get("KS_WORKSPACE")
+    workspace = find_workspace(explicit)
+    if not explicit and workspace == bundled_root() and not _inside(os.getcwd(), workspace):
+        # Outside any workspace the installed bundled tasks are used (read-only use): said, not silent.
+        print(f"ks: note: no workspace at or above {os.getcwd()}; using the bundled tasks in {workspace / 'kernels'}",
+              file=sys.stderr, flush=True)
+    return load_task(args.task, workspace)
+
+
+def _inside(path: str, folder) -> bool:
+    from pathlib import Path
+
+    p = Path(path).resolve()
+    return p == Path(folder) or Path(folder) in p.parents
 
 
 class _Progress:

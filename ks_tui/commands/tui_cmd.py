@@ -90,5 +90,23 @@ def run_tui(args: argparse.Namespace) -> int:
                            plan=plan, _store=store)
     app = KernelSeekApp(opener=opener, session_id=None if session in (None, PICK) else session,
                         pick_session=session == PICK, keymap=cfg.keymap)
-    app.run()
+    try:
+        app.run()
+    finally:
+        _discard_empty(opener.created)
     return app.return_code or 0
+
+
+def _discard_empty(sessions) -> None:
+    """A launch closed before anything happened (Esc in the picker, `q` at once, a start that failed) leaves no
+    empty session behind. A session whose agent is still winding down is left alone (`ks sessions prune` later)."""
+    from ks_tui.attempts.prune import discard_if_empty
+
+    for session in sessions:
+        try:
+            if session.join(timeout=5) is False:
+                continue
+            if discard_if_empty(session.store, session.id):
+                print(f"ks: removed the new session {session.id}: nothing was done in it", file=sys.stderr)
+        except Exception:  # cleaning up must never turn a normal exit into a traceback
+            pass

@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Callable
 
 from ks_tui.errors import KsError
+from ks_tui.harness import sandbox, taskguard
+from ks_tui.harness.build import cache_root
 from ks_tui.harness.leftovers import end_leftovers, marked_environ, new_mark
 from ks_tui.harness.result import skeleton, summarize, where_text
+from ks_tui.harness.secret_env import child_environ, redact
 
 TAIL_LINES = 60
 LINE_LIMIT = 1 << 20   # a kernel printing without newlines must not grow the parent's memory
@@ -140,12 +143,26 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     if not timeout > 0:  # also NaN, which never compares as elapsed
         raise KsError("--timeout must be a positive number of seconds")
 
+    box = sandbox.current()  # KsError when KS_SANDBOX asks for a mode this machine lacks
+    guard = taskguard.TaskGuard(taskguard.protected_files(task, source))
     with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
         out = Path(tmp) / "result.json"
         cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines, wrapper)
+        # The child's temporary files go to the run's scratch folder: inside the sandbox nothing else is writable.
+        (Path(tmp) / "tmp").mkdir()
+        # A profiler or sanitizer run (wrapper) is a person's explicit request and needs the GPU's counters
+        # and its own report files: it runs unboxed, with the scrubbed environment all the same.
+        used = box if not wrapper else sandbox.Sandbox("none", "a profiler or sanitizer run")
+        cmd = sandbox.wrap(cmd, used, scratch=Path(tmp), writable=[cache_root()],
+                           readable=[task.dir, source, Path(task.dir).parent.parent])
         mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
+        # An allow-listed environment: the kernel is untrusted code and no credential is in its reach.
         env = dict(child_env(mark), **(env or {}))
-        warm = _hand_to_warm(pool, task, env, cmd) if not wrapper else None
+        # A pre-started child runs outside any sandbox: it serves only where no sandbox is in force.
+        warm = _hand_to_warm(pool, task, env, cmd) if not wrapper and not used.active else None
+        env["TMPDIR"] = str(Path(tmp) / "tmp")
+        if "KS_CACHE_DIR" not in env:  # the same cache inside the sandbox, whatever HOME/XDG say there
+            env["KS_CACHE_DIR"] = str(cache_root())
         spawned = time.time()
         t0 = time.monotonic()
         if warm is not None:  # pre-started under its own mark; it has the job, and holds stdin as below
@@ -178,14 +195,14 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
             raise
         finally:
             proc.stdin.close()
-        proc.wait()
+        code = _child_code(proc.wait(), used if warm is None else sandbox.Sandbox("none", "pre-started"))
         wall = time.monotonic() - t0
         left = end_leftovers(proc.pid, mark)  # before the join: a leftover holding the pipe would stall it
         reader.join(timeout=5)
         if pool is not None:  # the next run's child starts loading while this result is read
             pool.prime(task.dir)
 
-        if reader.bad_input is not None and proc.returncode == 2 and _said_in(out, reader.bad_input):
+        if reader.bad_input is not None and code == 2 and _said_in(out, reader.bad_input):
             raise KsError(reader.bad_input)
         result, distrust = None, ""
         expected = [s.id for s in task.select(quick=quick, ids=scenarios)]
@@ -194,17 +211,25 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
                 result = json.loads(out.read_text())
             except ValueError:
                 result = None
-            distrust = _distrust(result, expected, proc.returncode, reader)
+            distrust = _distrust(result, expected, code, reader)
             if distrust:
                 result = None
             else:
                 summarize(result, total=len(expected))  # the verdict's numbers from its scenarios, not as written
         if result is None:
             result = _result_without_child(task, source, mode, quick, scenarios, seed, reader,
-                                           proc.returncode, ended_by, timeout, len(expected), distrust)
+                                           code, ended_by, timeout, len(expected), distrust)
 
+    changed, unrestored = guard.restore()
+    if changed:
+        names = ", ".join(sorted({_short(f, task) for f in changed}))
+        result["status"] = "crashed"
+        result["message"] = (f"{taskguard.MESSAGE} ({names}); "
+                             + (f"could not restore: {'; '.join(unrestored)}" if unrestored else "restored"))
+        result["task_files_modified"] = sorted(str(f) for f in changed)
     tail = "\n".join(reader.tail)
     result["stderr_tail"] = tail[-8000:]
+    result["sandbox"] = used.mode
     if left:
         result.setdefault("warnings", []).append(
             f"the kernel left {len(left)} process(es) running after the harness child ended "
@@ -217,12 +242,28 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     if "total_s" in timings:  # what no phase accounts for: interpreter exit, pipes, JSON
         inside = sum(timings.get(k, 0.0) for k in ("startup_s", "setup_s", "total_s"))
         timings["other_s"] = round(max(0.0, wall - inside), 4)
-    return result
+    return redact(result)  # a kernel that printed a credential it found anyway: not into any record
+
+
+def _child_code(code: int, box) -> int:
+    """The harness child's exit status as subprocess gives it for a direct child: bubblewrap and unshare
+    report a child killed by signal N as exit code 128 + N."""
+    if box.active and 128 < code < 128 + 65:
+        return -(code - 128)
+    return code
+
+
+def _short(path: Path, task) -> str:
+    try:
+        return str(Path(path).relative_to(task.dir))
+    except ValueError:
+        return Path(path).name
 
 
 def child_env(mark: str) -> dict[str, str]:
-    """The harness child's environment (a pre-started child's too: harness/warm.py)."""
-    return dict(marked_environ(mark), PYTHONUNBUFFERED="1")
+    """The harness child's environment (a pre-started child's too: harness/warm.py): allow-listed, since the
+    kernel is untrusted code and no credential may be in its reach."""
+    return dict(marked_environ(mark, child_environ()), PYTHONUNBUFFERED="1")
 
 
 def _hand_to_warm(pool, task, env: dict, cmd: list[str]):

@@ -34,14 +34,17 @@ def forbidden_includes(source: str, shown_name: str) -> list[dict]:
 
 
 def parse_errors(log: str, shown_name: str | None = None) -> list[dict]:
-    """Compiler errors as {file, line, column, message}; `shown_name` replaces the file path."""
+    """Compiler errors as {file, line, column, message}. `shown_name` replaces the path of the kernel file (it
+    was compiled under that name in a scratch folder); an error in another file (a system header) keeps its own
+    path, so that `/usr/include/.../vector:298` is not read as line 298 of the kernel."""
     errors = []
     for raw in log.splitlines():
         line = raw.rstrip()
         m = _GCC.match(line) or _NVCC.match(line)
         if m:
             gd = m.groupdict()
-            errors.append({"file": shown_name or gd["file"], "line": int(gd["line"]),
+            ours = shown_name is None or gd["file"].rsplit("/", 1)[-1] == shown_name.rsplit("/", 1)[-1]
+            errors.append({"file": (shown_name or gd["file"]) if ours else gd["file"], "line": int(gd["line"]),
                            "column": int(gd["column"]) if gd.get("column") else None,
                            "message": gd["message"].strip()})
             continue

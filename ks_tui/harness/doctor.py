@@ -1,4 +1,4 @@
-"""`ks doctor`: what this machine offers the harness (GPU, compilers, baselines, API key).
+"""`ks doctor`: what this machine offers the harness (GPU, compilers, baselines, API key, the kernels' sandbox).
 
 Looks, never changes anything; library availability is found without importing them.
 """
@@ -61,4 +61,7 @@ def diagnose() -> dict:
         pass
     report["anthropic api key"] = "set" if os.environ.get("ANTHROPIC_API_KEY") else "not set (ANTHROPIC_API_KEY)"
     report["cache"] = str(cache_root())
+    from ks_tui.harness.sandbox import doctor_report
+
+    report["sandbox"] = doctor_report()  # whether kernels run confined, how, and the switch
     return report

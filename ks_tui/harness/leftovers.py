@@ -96,6 +96,23 @@ def _kill_marked(pid: int, mark: str) -> None:
             os.close(fd)
 
 
+def _kill_pinned(pids: list[int]) -> None:
+    """SIGKILL each of PIDS that is still the process it was: pinned by a pidfd opened now, and killed only while
+    it is still a member of the run (its group scanned just before). Without pidfds, nothing: the group's kill
+    and the mark's sweep remain."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            continue
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        finally:
+            os.close(fd)
+
+
 SWEEP_PAUSE_S = 0.01
 SWEEP_ROUNDS = 200  # at most ~2 s of sweeping, even against a process that keeps forking
 
@@ -110,7 +127,9 @@ def end_leftovers(group: int, mark: str) -> list[int]:
     group's members are named from their stat, readable inside execve() too: a background job still in the group
     and mid-exec when the scan ran was killed with the group but went unnamed."""
     # before the group's kill, so that its members are named too
-    found = set(marked_processes(mark)) | set(group_members(group))
+    members = group_members(group)
+    found = set(marked_processes(mark)) | set(members)
+    _kill_pinned(members)  # one that left the group (setsid) after the scan, its environment scrubbed, still dies
     try:
         os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

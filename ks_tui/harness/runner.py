@@ -58,6 +58,11 @@ def load_reference(task):
     problems = check_reference(module, str(task.reference))
     if problems:
         raise BadTaskInput("; ".join(problems))
+    known = getattr(module, "BASELINES", None) or {}
+    unknown = [b for b in task.baselines if b not in known]
+    if unknown:  # a misspelt name would leave the run without a geomean and say nothing
+        raise BadTaskInput(f"{task.yaml_path}: baselines: unknown {', '.join(map(repr, unknown))} "
+                           f"(the reference provides: {', '.join(sorted(known)) or 'none'})")
     return module
 
 

@@ -12,6 +12,13 @@ from tests.support.processes import wait_gone
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.fixture(autouse=True)
+def _no_namespace(monkeypatch):
+    # These check the sweep that holds where no pid namespace can be had (tests/agent/test_bash_contained.py
+    # checks the namespace): the pids a command prints are then the host's.
+    monkeypatch.setenv("KS_SANDBOX", "off")
+
+
 @pytest.mark.parametrize("launcher", ["", "setsid "], ids=["in-group", "own-session"])
 def test_a_background_job_is_killed_when_its_command_ends(tmp_path, launcher):
     out = run_bash(f"{launcher}sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > pid; echo started", tmp_path, 30)

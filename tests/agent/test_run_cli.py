@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from ks_tui.trace import Trace
 from tests.support.fake_messages_api import hang, reply, text, tool_use
@@ -84,16 +85,21 @@ def test_invalid_key_and_unknown_model_give_one_clear_line(workspace, fake_api, 
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "1")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1] == "ks: error: the API key was rejected (401): check ANTHROPIC_API_KEY"
+    assert not [p for p in (workspace / "sessions").iterdir() if p.is_dir()]  # the failed start left no session
+    assert "removed the new session" in out.stderr
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-the-right-one")
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--model", "claude-nope")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "unknown model 'claude-nope' (404)" in out.stderr.strip().splitlines()[-1]
+    assert not [p for p in (workspace / "sessions").iterdir() if p.is_dir()]
+    assert "no sessions yet" in ks(workspace, "sessions").stdout  # no branch left either
 
 
 def test_bad_arguments_are_exit_2(workspace, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-key")  # so no refusal is for a missing key
-    assert ks(workspace, "run", "attention_cpu", "--autonomous").returncode == 2  # no --headless
+    out = ks(workspace, "run", "--resume", "20990101-000000-abcd")  # as the README writes it: no --headless
+    assert out.returncode == 2 and "no session" in out.stderr and "--headless" not in out.stderr
     out = ks(workspace, "run", "attention_cpu", "--headless", "--max-turns", "0")
     assert out.returncode == 2 and "--max-turns" in out.stderr
     out = ks(workspace, "run", "--resume", "20990101-000000-abcd", "--headless")
@@ -106,7 +112,7 @@ def test_bad_arguments_are_exit_2(workspace, monkeypatch):
     os.unlink(bad)
 
 
-def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, fake_api):
+def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, fake_api, unsandboxed):
     import time
 
     once = "if [ -f once ]; then echo second run; else echo $$ > once; sleep 120; fi"
@@ -171,6 +177,13 @@ def test_report_text_lists_each_attempts_remarks():
     assert not any(line.startswith("largest prompt") for line in lines)  # no model turn: no context line
 
 
+@pytest.fixture
+def unsandboxed(monkeypatch):
+    """The hanging kernel writes its pid (the host's) to a file outside: no sandbox for these (tests/harness/
+    test_untrusted_kernel.py checks that one)."""
+    monkeypatch.setenv("KS_SANDBOX", "off")
+
+
 def _hanging_kernel(ws, pid_file) -> str:
     """attention_cpu's kernel, made to write its process id to PID_FILE and then hang."""
     src = (ws / "kernels" / "attention_cpu" / "kernel.cpp").read_text()
@@ -201,7 +214,7 @@ def _gone(pid: int, timeout: float = 15) -> bool:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_during_a_harness_run_stops_the_run_kills_the_kernel_and_ends_the_trace(workspace, fake_api,
-                                                                                        tmp_path, sig):
+                                                                                        tmp_path, sig, unsandboxed):
     pid_file = tmp_path / "kernel.pid"
     fake_api([reply(tool_use("write_file", {"path": "kernel.cpp", "content": _hanging_kernel(workspace, pid_file)})),
               reply(tool_use("run_harness", {"mode": "check", "quick": True})),
@@ -225,7 +238,7 @@ def test_a_signal_during_a_harness_run_stops_the_run_kills_the_kernel_and_ends_t
     assert results[-1]["name"] == "run_harness" and "cancelled" in results[-1]["output"]
 
 
-def test_a_kill_9_of_ks_takes_the_hanging_kernel_down_with_it(workspace, tmp_path):
+def test_a_kill_9_of_ks_takes_the_hanging_kernel_down_with_it(workspace, tmp_path, unsandboxed):
     pid_file = tmp_path / "kernel.pid"
     source = tmp_path / "hang.cpp"
     source.write_text(_hanging_kernel(workspace, pid_file))
@@ -272,3 +285,34 @@ def test_the_reports_best_is_the_attempt_logs_best():
     lines = report_text(build_report({"id": "s", "task": "t", "branch": "b"}, [], attempts)).splitlines()
     at = lines.index("best: 1.148x (attempt 3; bench on NVIDIA H100)")
     assert lines[at + 1] == "  fastest on NVIDIA H200: 1.160x (attempt 1; bench)"
+
+
+def test_sigterm_stops_a_session_whose_bash_command_left_a_daemon_holding_its_output(workspace, fake_api,
+                                                                                     tmp_path):
+    """`(setsid sleep 300 &); ... sleep 300`: the session stops on SIGTERM, the command and its daemon die."""
+    flag = tmp_path / "started"
+    tag = "ksd" + os.urandom(6).hex()
+    fake_api([reply(tool_use("bash", {"command": f"(setsid bash -c 'exec -a {tag} sleep 300' &); touch {flag}; "
+                                                 "sleep 300"})),
+              reply(text("never sent"))])
+    child = subprocess.Popen([sys.executable, "-m", "ks_tui", "--workspace", str(workspace), "run", "attention_cpu",
+                              "--autonomous", "--enable-bash", "--max-turns", "3"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not flag.exists():
+            assert child.poll() is None and time.monotonic() < deadline, child.stderr.read() if child.poll() else ""
+            time.sleep(0.1)
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, err
+    assert "stopping on SIGTERM" in err and "Traceback" not in err
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                assert tag.encode() not in open(f"/proc/{e}/cmdline", "rb").read(), f"the daemon {tag} lives on"
+            except OSError:
+                pass

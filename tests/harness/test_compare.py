@@ -28,7 +28,8 @@ def _interruptible_compare(planted_dir, tmp_path, *args: str) -> subprocess.Pope
         [sys.executable, "-m", "ks_tui", "compare", "attention_cpu", f"a={planted_dir / 'naive.cpp'}",
          f"b={planted_dir / 'hangs_on_flag.cpp'}", "--scenarios", IDS.split(",")[0], *args],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env={**os.environ, "KS_TEST_HANG_FILE": str(tmp_path / "hang"), "KS_TEST_PID_FILE": str(tmp_path / "pid")},
+        env={**os.environ, "KS_TEST_HANG_FILE": str(tmp_path / "hang"), "KS_SANDBOX": "off",
+             "KS_TEST_PID_FILE": str(tmp_path / "pid")},
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 

@@ -82,7 +82,8 @@ def test_sigterm_or_sighup_during_a_check_kills_the_kernel_and_removes_the_scrat
     child = subprocess.Popen([sys.executable, "-m", "ks_tui", "check", "attention_cpu", "--scenarios", *ONE,
                               "--source", str(planted_dir / "infinite_loop.cpp"), "--timeout", "300"],
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             env={**os.environ, "KS_TEST_PID_FILE": str(pid_file), "TMPDIR": str(scratch)})
+                             env={**os.environ, "KS_SANDBOX": "off", "KS_TEST_PID_FILE": str(pid_file),
+                                  "TMPDIR": str(scratch)})
     deadline = time.monotonic() + 120
     while not (pid_file.is_file() and len(pid_file.read_text().split()) == 2):
         assert time.monotonic() < deadline and child.poll() is None, "the kernel never started"

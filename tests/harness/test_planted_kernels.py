@@ -115,6 +115,7 @@ def test_crashing_kernels_are_crashed_with_stderr(cpu_task, planted_dir, kind, s
 def test_infinite_loop_times_out_and_the_whole_group_dies(cpu_task, planted_dir, tmp_path, monkeypatch):
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
+    monkeypatch.setenv("KS_SANDBOX", "off")  # the kernel writes its host pids to a file outside
     r = check(cpu_task, planted_dir, "infinite_loop", scenarios=SUBSET[:1], timeout=8)
     assert r["status"] == "timeout"
     assert "killed after 8s" in r["message"]
@@ -128,6 +129,7 @@ def test_infinite_loop_times_out_and_the_whole_group_dies(cpu_task, planted_dir,
 def test_cancel_stops_a_running_kernel(cpu_task, planted_dir, tmp_path, monkeypatch):
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
+    monkeypatch.setenv("KS_SANDBOX", "off")  # the kernel writes its host pids to a file outside
     cancel = threading.Event()
     seen = []
 
@@ -151,6 +153,7 @@ def test_a_process_the_kernel_leaves_running_is_killed_and_named(cpu_task, plant
     stands (the kernel is honest), the fork is dead when run_harness returns, and a warning names it."""
     pid_file = tmp_path / "pid"
     monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
+    monkeypatch.setenv("KS_SANDBOX", "off")  # the kernel writes its host pids to a file outside
     r = check(cpu_task, planted_dir, kind, scenarios=SUBSET[:1])
     assert r["status"] == "correct", r["message"]
     fork = int(pid_file.read_text())
@@ -165,6 +168,7 @@ def test_an_interrupted_run_leaves_no_fork_running(cpu_task, planted_dir, tmp_pa
 
     pid_file = tmp_path / "pid"
     monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
+    monkeypatch.setenv("KS_SANDBOX", "off")  # the kernel writes its host pids to a file outside
 
     def interrupt_once_forked(signum, frame):
         if pid_file.exists() and pid_file.read_text().strip():
