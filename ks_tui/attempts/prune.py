@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from ks_tui.errors import KsError
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 
 EMPTY_IDLE = timedelta(minutes=10)
 ABANDONED_IDLE = timedelta(days=7)

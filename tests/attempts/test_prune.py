@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ks_tui.attempts import AttemptStore
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 from tests.attempts.conftest import git, result_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import tarfile
 
 from ks_tui.attempts import AttemptStore
 from ks_tui.attempts.transfer import export_session
-from ks_tui.session import Trace
+from ks_tui.trace import Trace
 from tests.attempts.conftest import git, result_for
 
 KEY = "sk-ant-planted-" + "3" * 24
