@@ -10,7 +10,7 @@ export OUT=$FINAL_OUT/work
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD
 source lab/flash_attn_fwd/device/with_fa3.sh
-STEPS=${1:-"doctor compile loop tests"}
+STEPS=${1:-"doctor tests full loop"}
 for step in $STEPS; do
   case $step in
   doctor)
@@ -20,6 +20,13 @@ for step in $STEPS; do
     bash lab/flash_attn_fwd/device/fa3_bench.sh compile 2>&1 | tail -3 ;;
   loop)
     KS_CALL_SECONDS=${KS_LOOP_SECONDS:-200} bash lab/flash_attn_fwd/device/loop_speed.sh 2>&1 | tail -12 ;;
+  full)  # the best kernel's full grid with FA3 beside it; its speed-of-light table (benchmarks/sol_table.py)
+    t0=$(date +%s)
+    timeout ${KS_FULL_SECONDS:-260} python3 -m ks_tui bench flash_attn_fwd --source kernels/flash_attn_fwd/best/kernel.cu \
+      --json > "$OUT/best-full.json" 2> "$OUT/best-full.err"
+    echo "full bench: rc $? in $(( $(date +%s) - t0 )) s"
+    python3 benchmarks/sol_table.py --from-json "$OUT/best-full.json" --out "$OUT/sol_flash_attn_fwd" 2>&1 | tail -34
+    python3 lab/flash_attn_fwd/device/families.py "$OUT/best-full.json" 2>&1 | head -3 ;;
   tests)
     timeout ${KS_TEST_SECONDS:-260} python3 -m pytest -m gpu -q -rs -p no:cacheprovider ${KS_GPU_TESTS:-tests/harness tests/flash} \
       > "$OUT/pytest-gpu.txt" 2>&1
