@@ -199,7 +199,8 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         wall = time.monotonic() - t0
         left = end_leftovers(proc.pid, mark)  # before the join: a leftover holding the pipe would stall it
         reader.join(timeout=5)
-        if pool is not None:  # the next run's child starts loading while this result is read
+        # the next run's child starts loading while this result is read (only where no sandbox is in force)
+        if pool is not None and not wrapper and not used.active:
             pool.prime(task.dir)
 
         if reader.bad_input is not None and code == 2 and _said_in(out, reader.bad_input):

@@ -111,7 +111,7 @@ def test_an_edit_made_while_the_harness_runs_keeps_the_measured_kernel_and_its_r
     (slow / "g++").write_text(f"#!/bin/sh\ntouch {started}\nsleep 2\nexec /usr/bin/g++ \"$@\"\n")
     (slow / "g++").chmod((slow / "g++").stat().st_mode | stat.S_IEXEC)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{slow}:{os.environ['PATH']}",
-               KS_CACHE_DIR=str(tmp_path / "cache"))
+               KS_CACHE_DIR=str(tmp_path / "cache"), KS_SANDBOX="off")  # the stand-in g++ writes beside the test
     run = subprocess.Popen([sys.executable, "-m", "ks_tui", "try", "-s", sid, "--check", "--quick"], cwd=ws, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

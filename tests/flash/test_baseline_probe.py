@@ -68,15 +68,17 @@ def test_library_error_becomes_the_reason():
         _verified("cpu_refuses", refuses, _inputs(p), p)
 
 
-@pytest.mark.parametrize("name, module", [("fa2", "flash_attn"),
-                                          ("fa3", "flash_attn_interface")])
-def test_missing_packages_say_so(name, module):
+@pytest.mark.parametrize("name, modules, said", [("fa2", ["flash_attn"], "not importable"),
+                                                 ("fa3", ["flash_attn_interface", "fa3_fwd_interface"],
+                                                  "FA3 not installed")])
+def test_missing_packages_say_so(name, modules, said):
     import importlib.util
 
-    if importlib.util.find_spec(module) is not None:
-        pytest.skip(f"{module} is installed here")
+    for module in modules:
+        if importlib.util.find_spec(module) is not None:
+            pytest.skip(f"{module} is installed here")
     p = _params()
-    with pytest.raises(Unavailable, match="not importable"):
+    with pytest.raises(Unavailable, match=said):
         gpu_baselines.BASELINES[name](_inputs(p), p)
 
 

@@ -198,6 +198,7 @@ def _wait_for(path: Path) -> None:
 
 
 FAULTY_REFERENCE = '''
+from ks_tui.tasklib.attention.helpers import CPU_BASELINES as BASELINES
 from ks_tui.tasklib.attention.helpers import make_inputs, make_output, call_cpu as call_kernel
 
 

@@ -7,11 +7,35 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from ks_tui.harness.client import run_harness
 from ks_tui.harness.warm import WarmPool
 from tests.support.processes import gone, wait_gone
 
 ONE = ["d24-h2-1-q31-k45-b4"]
+
+
+@pytest.fixture(autouse=True)
+def _no_sandbox(monkeypatch):
+    # A pre-started child runs outside any sandbox, so it serves only where none is in force.
+    monkeypatch.setenv("KS_SANDBOX", "off")
+
+
+def test_under_a_sandbox_every_run_starts_cold_inside_it(cpu_task, monkeypatch):
+    from ks_tui.harness import sandbox
+
+    monkeypatch.setenv("KS_SANDBOX", "auto")
+    if not sandbox.current().active:
+        pytest.skip("no sandbox on this machine")
+    pool = WarmPool()
+    try:
+        runs = [run_harness(cpu_task, scenarios=ONE, pool=pool) for _ in range(2)]
+        assert all(r["status"] == "correct" and r["sandbox"] != "none" for r in runs)
+        assert not any(r["timings"].get("warm_start") for r in runs)
+        assert pool.idle_pid is None  # nothing pre-started outside the sandbox
+    finally:
+        pool.close()
 
 
 def test_the_second_run_is_served_by_the_child_started_after_the_first(cpu_task):

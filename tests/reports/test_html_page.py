@@ -193,14 +193,15 @@ def _hover_attempt(page, label: str) -> str:
     """Move the mouse over each attempt's point until plotly's hover label names `label`; its text."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    for point in page.locator("#timeline .scatterlayer .point").all():
+    points = page.locator("#timeline .scatterlayer .point").all()
+    for point in points + points:  # a second pass: on a loaded machine a label can come late
         box = point.bounding_box()
         if not box:
             continue
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         label_el = page.locator("#timeline .hoverlayer .hovertext")
         try:
-            label_el.first.wait_for(timeout=2_000)
+            label_el.first.wait_for(timeout=5_000)
         except PlaywrightTimeout:  # no label for this point
             continue
         text = label_el.first.text_content() or ""
