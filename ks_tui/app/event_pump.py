@@ -15,13 +15,14 @@ from ks_tui.events import Event, HarnessProgress, TextDelta, ThinkingDelta
 
 
 def coalesce(events: list[Event]) -> list[Event]:
-    """Merge adjacent text (or thinking) deltas into one and keep only the last of adjacent progress events."""
+    """Merge adjacent text (or thinking) deltas into one and keep only the last of adjacent progress events
+    (of each cluster worker: every worker's line stays on the screen)."""
     merged: list[Event] = []
     for event in events:
         last = merged[-1] if merged else None
         if type(event) in (TextDelta, ThinkingDelta) and type(last) is type(event):
             merged[-1] = type(event)(text=last.text + event.text)
-        elif isinstance(event, HarnessProgress) and isinstance(last, HarnessProgress):
+        elif isinstance(event, HarnessProgress) and isinstance(last, HarnessProgress) and last.worker == event.worker:
             merged[-1] = event
         else:
             merged.append(event)

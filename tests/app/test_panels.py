@@ -82,6 +82,20 @@ async def test_progress_shows_while_the_harness_runs_and_text_streams_whole():
         assert "best 1.250x (4/4)" in shown(app, "#status")
 
 
+async def test_a_run_over_a_cluster_shows_each_workers_progress():
+    app = KernelSeekApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.post_engine_event(ev.HarnessStarted("bench", False, 20))
+        app.post_engine_event(ev.HarnessProgress(3, 10, "a", "check", worker="tcp://127.0.0.1:4101"))
+        app.post_engine_event(ev.HarnessProgress(6, 10, "b", "bench", worker="tcp://127.0.0.1:4102"))
+        await wait_for(pilot, lambda: "127.0.0.1:4102 bench 6/10" in shown(app, "#bench-progress-label"),
+                       "the second worker's progress")
+        label = shown(app, "#bench-progress-label")
+        assert "127.0.0.1:4101 check 3/10" in label  # the first worker's line stays beside it
+        bar = app.main_screen.query_one("#bench-progress")
+        assert bar.total == 20 and bar.progress == 9  # the bar counts every worker's scenarios
+
+
 async def test_the_status_bar_shows_the_share_of_the_context_window_and_compaction_says_so():
     app = KernelSeekApp()
     async with app.run_test(size=(160, 36)) as pilot:

@@ -146,8 +146,7 @@ class MainScreen(Screen):
         self.query_one(StatusBar).update_info(harness=f"{e.mode} 0/{e.total}")
 
     def _on_harness_progress(self, e: ev.HarnessProgress) -> None:
-        where = f" on {e.worker.rsplit('/', 1)[-1]}" if e.worker else ""  # a cluster's worker, host:port
-        self.query_one(BenchPanel).harness_progress(e.done, e.total, e.scenario + where, e.phase)
+        self.query_one(BenchPanel).harness_progress(e.done, e.total, e.scenario, e.phase, worker=e.worker)
         self.query_one(StatusBar).update_info(harness=f"{e.phase} {e.done}/{e.total}")
 
     def _on_harness_finished(self, e: ev.HarnessFinished) -> None:

@@ -81,14 +81,26 @@ class BenchPanel(Vertical):
 
     def harness_started(self, mode: str, quick: bool, total: int) -> None:
         self.add_class("-running")
+        self._workers: dict[str, tuple[int, int, str]] = {}
         bar = self.query_one(ProgressBar)
         bar.update(total=total or None, progress=0)
         self.query_one("#bench-progress-label", Label).update(f"{mode}{' quick' if quick else ''} 0/{total}")
 
-    def harness_progress(self, done: int, total: int, scenario: str, phase: str) -> None:
+    def harness_progress(self, done: int, total: int, scenario: str, phase: str, worker: str = "") -> None:
         self.add_class("-running")
-        self.query_one(ProgressBar).update(total=total or None, progress=done)
-        self.query_one("#bench-progress-label", Label).update(f"{phase} {done}/{total} {scenario}")
+        label = self.query_one("#bench-progress-label", Label)
+        if not worker:
+            self.query_one(ProgressBar).update(total=total or None, progress=done)
+            label.update(f"{phase} {done}/{total} {scenario}")
+            return
+        # A run spread over a cluster: each worker's own shard, and the bar over all of them.
+        workers = getattr(self, "_workers", {})
+        workers[worker] = (done, total, phase)
+        self._workers = workers
+        self.query_one(ProgressBar).update(total=sum(t for _, t, _ in workers.values()) or None,
+                                           progress=sum(d for d, _, _ in workers.values()))
+        label.update(" · ".join(f"{w.rsplit('/', 1)[-1]} {ph} {d}/{t}"
+                                for w, (d, t, ph) in sorted(workers.items())))
 
     def harness_finished(self) -> None:
         self.remove_class("-running")
