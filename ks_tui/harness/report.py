@@ -135,6 +135,24 @@ def _overlapped(t: dict) -> list[str]:
     return out
 
 
+# Inside the check and the bench: (timings key, label), in the order the work happens.
+PHASES = {"check": [("check_inputs_s", "inputs"), ("check_kernel_s", "kernel"), ("check_reference_s", "references")],
+          "bench": [("bench_inputs_s", "inputs"), ("bench_baseline_setup_s", "library setup"),
+                    ("bench_timed_s", "timed"), ("recheck_kernel_s", "re-check kernel"),
+                    ("recheck_reference_s", "re-check references")]}
+
+
+def phase_line(result: dict) -> str | None:
+    """Where the check's and the bench's seconds went, e.g. `check 41.2s: inputs 1.1s, kernel 0.9s, ...`."""
+    t = result.get("timings") or {}
+    parts = []
+    for phase, keys in PHASES.items():
+        got = [f"{label} {t[k]:.1f}s" for k, label in keys if isinstance(t.get(k), (int, float))]
+        if got and isinstance(t.get(f"{phase}_s"), (int, float)):
+            parts.append(f"{phase} {t[f'{phase}_s']:.1f}s: " + ", ".join(got))
+    return "time went to: " + "; ".join(parts) if parts else None
+
+
 def family_lines(result: dict) -> list[str]:
     """Speed of light per family: geomean fraction, range, bounds; and the peaks it used."""
     sol = result.get("speed_of_light") or {}
@@ -224,5 +242,8 @@ def render(result: dict) -> str:
     if result.get("status") in ("crashed", "timeout") and result.get("stderr_tail"):
         tail = result["stderr_tail"].strip().splitlines()[-15:]
         blocks.append("stderr (last lines):\n" + "\n".join("  " + ln for ln in tail))
+    phases = phase_line(result)
+    if phases:
+        blocks.append(phases)
     blocks.append(summary_line(result))
     return "\n\n".join(blocks)

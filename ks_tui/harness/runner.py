@@ -107,6 +107,7 @@ class Runner:
         self.timings = self.result["timings"]
         self.at: dict = {}  # the last progress sent: where an exception (e.g. a CUDA fault) hit
         self._kernel_ran = False  # after the first call, a CUDA error may be the kernel's doing
+        self._phase = "check"     # which timings the kernel calls and references count into (_spent)
         self.gpu_before = None  # nvidia-smi's reading at the start (GPU bench runs), on a thread
         self._sass_job = None  # the build's SASS summary, made on a thread (harness/sass_later.py)
         self._prefetch = None  # references computed while the compiler ran (harness/prefetch.py)
@@ -214,6 +215,16 @@ class Runner:
 
     # ------------------------------------------------------------ correctness
 
+    @contextlib.contextmanager
+    def _spent(self, key: str):
+        """Add the wall time of the block to timings[key] (seconds, summed over scenarios): where a check
+        or a bench spends its time, shown by `ks bench` and kept in the result."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timings[key] = round(self.timings.get(key, 0.0) + time.monotonic() - t0, 4)
+
     def _new_inputs(self, ref, sc, draw: int) -> dict:
         gen = self.torch.Generator(device=self.task.device)
         gen.manual_seed(_draw_seed(self.seed, sc.id, draw))
@@ -239,8 +250,9 @@ class Runner:
         out.fill_(float("nan"))
         self._sync()
         self._kernel_ran = True
-        rc = ref.call_kernel(fn, inputs, out, p, self.stream_ptr)
-        self._sync()
+        with self._spent(f"{self._phase}_kernel_s"):
+            rc = ref.call_kernel(fn, inputs, out, p, self.stream_ptr)
+            self._sync()
         if rc != 0:
             return {"ok": False, "max_abs": None, "bound": None, "where": "",
                     "what": f"kernel returned {rc} (unsupported shape?)"}
@@ -250,21 +262,24 @@ class Runner:
                         "what": f"kernel wrote into its input {name!r}"}
         from ks_tui.harness.correctness import judge
 
-        return judge(out, ref, inputs, p, self.task.tolerance, refs)
+        with self._spent(f"{self._phase}_reference_s"):  # the references (unless prefetched) and the rule
+            return judge(out, ref, inputs, p, self.task.tolerance, refs)
 
     def _check_one(self, ref, fn, sc) -> dict:
         p = sc.params
         entry = {"id": sc.id, "shape": _shape(ref, p), "ok": False, "error": None, "draws": 0,
                  "time_ms": None, "tflops": None, "baseline": None, "baselines": {},
                  "skipped_baselines": {}, "speedup": None}
-        inputs = self._new_inputs(ref, sc, 0)
-        out = self._task_code(sc, "make_output", ref.make_output, p, inputs)
+        with self._spent("check_inputs_s"):
+            inputs = self._new_inputs(ref, sc, 0)
+            out = self._task_code(sc, "make_output", ref.make_output, p, inputs)
         worst = None
         for draw in range(self.task.timing.draws):
             if draw:
                 # Later draws refill the SAME buffers: a kernel caching results by pointer fails.
-                for k, v in self._new_inputs(ref, sc, draw).items():
-                    inputs[k].copy_(v)
+                with self._spent("check_inputs_s"):
+                    for k, v in self._new_inputs(ref, sc, draw).items():
+                        inputs[k].copy_(v)
             pre = self._prefetch.take(self.torch, sc.id, draw, inputs) if self._prefetch is not None else None
             verdict = self._call_and_judge(ref, fn, inputs, out, p, pre)
             verdict["draw"] = draw
@@ -278,6 +293,7 @@ class Runner:
         return entry
 
     def _check_all(self, ref, fn) -> None:
+        self._phase = "check"
         t0 = time.monotonic()
         n = len(self.scenarios)
         for i, sc in enumerate(self.scenarios):
@@ -298,6 +314,7 @@ class Runner:
         from ks_tui.harness.timing import GpuTimer
 
         torch, task = self.torch, self.task
+        self._phase = "recheck"  # the kernel calls and references of the re-checks after timing
         t0 = time.monotonic()
         gpu = GpuTimer(torch, stream) if task.device == "cuda" else None
         # Baselines are timed afresh, interleaved with the kernel: an H200's clock sinks from
@@ -404,7 +421,8 @@ class Runner:
         from ks_tui.harness.timing import time_cpu
 
         task, p = self.task, sc.params
-        sets = self._input_sets(ref, sc, gpu)
+        with self._spent("bench_inputs_s"):
+            sets = self._input_sets(ref, sc, gpu)
         funcs = {"": [(lambda s=s: ref.call_kernel(fn, s[0], s[1], p, self.stream_ptr)) for s in sets]}
         for name in task.baselines:
             hit = cache.get(name, p) if (self.cached_baselines and cache is not None) else None
@@ -412,19 +430,22 @@ class Runner:
                 entry["baselines"][name] = hit["median_ms"]
                 entry.setdefault("cached_baselines", []).append(name)
                 continue
-            calls = self._baseline_calls(ref, name, sets, p, entry)
+            with self._spent("bench_baseline_setup_s"):  # each library's first call (plans, autotuning)
+                calls = self._baseline_calls(ref, name, sets, p, entry)
             if calls is not None:
                 funcs[name] = calls
         if gpu is not None:
             spec = task.timing.for_run(self.result["quick"])  # --quick may time with a smaller budget
-            timed, errors = gpu.time_interleaved(funcs, spec, rounds=spec.rounds)
+            with self._spent("bench_timed_s"):
+                timed, errors = gpu.time_interleaved(funcs, spec, rounds=spec.rounds)
             if "" in errors:
                 raise errors[""]  # the kernel failing while timed is a crash, not a skip
             for name, e in errors.items():  # e.g. out of memory in a library: skip, do not fail
                 entry["skipped_baselines"][name] = f"{type(e).__name__}: {e}"[:300]
                 self._sync_quietly()
         else:
-            timed = time_cpu(funcs, task.timing.for_run(self.result["quick"]))
+            with self._spent("bench_timed_s"):
+                timed = time_cpu(funcs, task.timing.for_run(self.result["quick"]))
         kt = timed.pop("")
         entry["time_ms"], entry["timing"] = kt["median_ms"], kt
         from ks_tui.harness.timing import hidden_work_reason
@@ -443,8 +464,9 @@ class Runner:
             entry["speedup"] = entry["baselines"][best] / entry["time_ms"]
         # Re-check after timing: fresh data in the same buffers the timed calls used.
         inputs, out = sets[0]
-        for k, v in self._new_inputs(ref, sc, 1000).items():
-            inputs[k].copy_(v)
+        with self._spent("bench_inputs_s"):
+            for k, v in self._new_inputs(ref, sc, 1000).items():
+                inputs[k].copy_(v)
         verdict = self._call_and_judge(ref, fn, inputs, out, p)
         verdict["draw"] = "after-timing"
         if not verdict["ok"]:

@@ -3,14 +3,17 @@
 `ks check --sanitize` picks the smallest scenario (fewest FLOPs) of each family, or the scenarios
 given with --scenarios, and runs one harness check child per tool under compute-sanitizer, with
 torch's caching allocator off (PYTORCH_NO_CUDA_MEMORY_CACHING=1) so that every tensor is its own
-allocation and a write past one is out of bounds for memcheck. Findings are read from the tool's log;
-only those in the candidate's own kernels (the compiled file's kernel names) count, so torch's and the
-libraries' kernels cannot fail the check. Parent side, standard library only.
+allocation, and with red zones after every allocation (memcheck's `--padding`): without them a write just
+past one tensor lands in the next allocation the driver handed out and is no error to memcheck. Findings
+are read from the tool's log; only those in the candidate's own kernels (the compiled file's kernel names)
+count, so torch's and the libraries' kernels cannot fail the check. Parent side, standard library only.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -22,6 +25,28 @@ PREFIX = "========="
 _NOT_A_FINDING = ("ERROR SUMMARY", "RACECHECK SUMMARY", "COMPUTE-SANITIZER", "LEAK SUMMARY", "Target application",
                   "Saved host backtrace", "This can happen", "Note:", "Warning:", "Tool")
 _SUMMARY = re.compile(r"(ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?)")
+
+
+# Bytes of red zone after every allocation under memcheck: a write up to this far past a tensor is caught.
+PADDING_BYTES = 4096
+
+
+@functools.lru_cache(maxsize=4)
+def supports_padding(exe: str) -> bool:
+    """Whether this compute-sanitizer has `--padding` (newer releases do; older ones reject the option)."""
+    try:
+        out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--padding" in (out.stdout + out.stderr)
+
+
+def tool_command(exe: str, tool: str, log: Path) -> list[str]:
+    """The wrapper one tool's check child runs under."""
+    cmd = [exe, "--tool", tool, "--log-file", str(log), "--report-api-errors", "no", "--print-limit", "20"]
+    if tool == "memcheck" and supports_padding(exe):
+        cmd += ["--padding", str(PADDING_BYTES)]
+    return cmd
 
 
 def smallest_per_family(task) -> list[str]:
@@ -132,8 +157,7 @@ def sanitize(task, source: Path | None, scenarios: list[str] | None = None, time
             if on_tool:
                 on_tool(tool)
             log = Path(tmp) / f"{tool}.log"
-            wrapper = [exe, "--tool", tool, "--log-file", str(log), "--report-api-errors", "no",
-                       "--print-limit", "20"]
+            wrapper = tool_command(exe, tool, log)
             result = run_harness(task, source, mode="check", scenarios=ids, timeout=timeout,
                                  on_progress=on_progress, wrapper=wrapper,
                                  env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})

@@ -103,16 +103,17 @@ __global__ void shared_race(const float* x, float* y, int n) {
     # The work goes to a stream of the kernel's own and the call returns at once: the harness stream's
     # events see nothing of it; the wall clock to the device-wide sync does.
     "side_stream": ("""
-__global__ void slow_scale(const float* x, float* y, int n, int spin) {
+__global__ void slow_scale(const float* x, float* y, int n, long long spin_cycles) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float acc = 1.0f;
-    for (int k = 0; k < spin; ++k) acc = acc * 0.9999999f + 1e-7f;
-    if (i < n) y[i] = 2.0f * x[i] + (acc == 12345.0f ? 1.0f : 0.0f);
+    // A busy wait on the SM clock: no compiler can shorten it.
+    long long t0 = clock64();
+    while (clock64() - t0 < spin_cycles) {}
+    if (i < n) y[i] = 2.0f * x[i];
 }
 static cudaStream_t own = nullptr;
 """, """if (!own) cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
     (void)s;  // the stream it was given, ignored
-    slow_scale<<<(n + 255) / 256, 256, 0, own>>>(x, y, n, 200000);"""),
+    slow_scale<<<(n + 255) / 256, 256, 0, own>>>(x, y, n, 1000000LL);"""),
 }
 
 

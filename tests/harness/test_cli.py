@@ -41,7 +41,16 @@ def test_json_prints_only_the_result():
     assert s["speedup"] == s["baselines"]["torch_sdpa"] / s["time_ms"]
     assert r["geomean_speedup"] == r["geomean_by_baseline"]["torch_sdpa"]
     assert r["threads"] >= 1 and r["device"]
-    assert set(r["timings"]) >= {"compile_s", "import_s", "check_s", "bench_s", "total_s", "startup_s", "wall_s"}
+    t = r["timings"]
+    assert set(t) >= {"compile_s", "import_s", "check_s", "bench_s", "total_s", "startup_s", "wall_s"}
+    # Where the check and the bench spent their time: each part within its phase.
+    check_parts = ("check_inputs_s", "check_kernel_s", "check_reference_s")
+    bench_parts = ("bench_inputs_s", "bench_baseline_setup_s", "bench_timed_s", "recheck_kernel_s", "recheck_reference_s")
+    assert all(t[k] >= 0 for k in check_parts + bench_parts)
+    assert sum(t[k] for k in check_parts) <= t["check_s"] + 1e-3 and t["check_kernel_s"] > 0
+    assert sum(t[k] for k in bench_parts) <= t["bench_s"] + 1e-3
+    from ks_tui.harness.report import phase_line
+    assert phase_line(r).startswith("time went to: check ") and "library setup" in phase_line(r)
     assert len(r["kernel_sha256"]) == 64
     assert out.stderr == ""  # no progress chatter with --json when stderr is not a terminal
 

@@ -64,8 +64,8 @@ def test_work_hidden_on_another_stream_is_caught_by_the_wall_clock(planted):
     code, r = bench(task, kernels["side_stream"], "n4096")
     assert r["status"] == "correct"  # the answer is right: the device-wide sync waits for it
     (s,) = r["scenarios"]
-    assert s["invalid"] and s["invalid"][0].startswith("work outside the timed stream"), s
-    assert s["timing"]["hidden_ms"] > 0.1  # 200k dependent FMAs per thread: about half a millisecond
+    assert s.get("invalid") and s["invalid"][0].startswith("work outside the timed stream"), s
+    assert s["timing"]["hidden_ms"] > 0.1, s  # 1M SM cycles per launch: about half a millisecond at 2 GHz
     assert r["geomean_speedup"] is None and r["invalid"] == 1
     assert any(w.startswith("invalid timing on 1 scenario(s)") for w in r["warnings"])
 

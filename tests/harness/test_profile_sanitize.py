@@ -111,6 +111,21 @@ def test_the_smallest_scenario_of_each_family_is_sanitized():
     assert not any("s4096" in i for i in ids)
 
 
+@pytest.mark.parametrize("has_padding", [True, False])
+def test_memcheck_gets_red_zones_where_the_tool_offers_them(tmp_path, has_padding):
+    # A stand-in executable answering --help as a newer (or older) compute-sanitizer does.
+    exe = tmp_path / "compute-sanitizer"
+    option = "  --padding arg    bytes of padding after every allocation\n" if has_padding else ""
+    exe.write_text(f"#!/bin/sh\nprintf 'Usage: compute-sanitizer [options]\\n{option}'\n")
+    exe.chmod(0o755)
+    mem = san.tool_command(str(exe), "memcheck", tmp_path / "m.log")
+    race = san.tool_command(str(exe), "racecheck", tmp_path / "r.log")
+    assert mem[:3] == [str(exe), "--tool", "memcheck"] and race[2] == "racecheck"
+    assert ("--padding" in mem) is has_padding and "--padding" not in race
+    if has_padding:
+        assert int(mem[mem.index("--padding") + 1]) >= 4096
+
+
 def _without_cuda_tools() -> dict:
     """PATH and CUDA_HOME with no ncu or compute-sanitizer (nvcc's own folder may hold them)."""
     keep = [d for d in os.environ.get("PATH", "").split(os.pathsep)

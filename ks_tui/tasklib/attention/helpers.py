@@ -85,6 +85,18 @@ def call_gpu(fn, inputs: dict, out: torch.Tensor, p: dict, stream: int = 0) -> i
               ABI_DTYPE_CODE[p.get("dtype", "bf16")], ctypes.c_void_p(stream))
 
 
+def _causal_strip(scores, i0: int, i1: int, n_k: int, p: dict) -> None:
+    """Mask, in place, the keys rows i0..i1-1 must not see: only columns past the chunk's first row's
+    last visible key can be masked, so only that strip (at most i1 - i0 wide) is touched."""
+    off = int(p["s_k"]) - int(p["s_q"])
+    lo = max(0, i0 + off + 1)
+    if lo >= n_k:
+        return
+    last_key = torch.arange(i0, i1, device=scores.device) + off
+    cols = torch.arange(lo, n_k, device=scores.device)
+    scores[..., lo:n_k].masked_fill_(cols[None, :] > last_key[:, None], float("-inf"))
+
+
 def _attention_chunked(q, k, v, p: dict, work_dtype: torch.dtype, lowp: bool = False) -> torch.Tensor:
     """softmax(q k^T * scale + mask) v, built over blocks of query rows.
 
@@ -100,7 +112,6 @@ def _attention_chunked(q, k, v, p: dict, work_dtype: torch.dtype, lowp: bool = F
     out = torch.empty((b, s_q, h_q, d), dtype=work_dtype, device=q.device)
     budget = _CHUNK_ELEMS.get(q.device.type, 1 << 24)
     rows = max(1, min(s_q, budget // max(1, b * h_q * s_k)))
-    cols = torch.arange(s_k, device=q.device)
     for i0 in range(0, s_q, rows):
         i1 = min(s_q, i0 + rows)
         # Causal: keys past the chunk's last visible one are masked for every row in it, so
@@ -116,8 +127,7 @@ def _attention_chunked(q, k, v, p: dict, work_dtype: torch.dtype, lowp: bool = F
         if lowp:
             scores = scores.float() * scale
         if causal:
-            last_key = torch.arange(i0, i1, device=q.device) + (s_k - s_q)
-            scores.masked_fill_(cols[None, :n_k] > last_key[:, None], float("-inf"))
+            _causal_strip(scores, i0, i1, n_k, p)
         probs = torch.softmax(scores, dim=-1)
         if causal and s_q > s_k:  # only then can a row see no key: NaN -> zeros
             probs.nan_to_num_(0.0)
@@ -126,9 +136,62 @@ def _attention_chunked(q, k, v, p: dict, work_dtype: torch.dtype, lowp: bool = F
     return out
 
 
+def _exact_scores_supported(q) -> bool:
+    """Whether this torch multiplies bf16/fp16 matrices into an fp32 result on the GPU (`out_dtype`)."""
+    global _EXACT_SCORES
+    if _EXACT_SCORES is None:
+        try:
+            a = torch.ones((1, 2, 16), dtype=q.dtype, device=q.device)
+            zero = torch.zeros((1, 1, 1), dtype=torch.float32, device=q.device).expand(1, 2, 2)
+            r = torch.baddbmm(zero, a, a.transpose(1, 2), beta=0, alpha=0.5, out_dtype=torch.float32)
+            _EXACT_SCORES = bool(r.dtype == torch.float32 and float(r[0, 0, 0]) == 8.0)
+        except (RuntimeError, TypeError, NotImplementedError):
+            _EXACT_SCORES = False
+    return _EXACT_SCORES
+
+
+_EXACT_SCORES: bool | None = None
+
+
+def _attention_exact_scores(q, k, v, p: dict) -> torch.Tensor:
+    """The fp32 reference for bf16/fp16 inputs on the GPU, with the scores on the tensor cores.
+
+    A product of two bf16 (or fp16) numbers is exact in fp32, so q k^T taken on the tensor cores with
+    fp32 accumulation and an fp32 result (the scale applied in fp32 as the product's alpha) is as
+    accurate as an fp32 matrix product, at a tenth of the time; P V stays an fp32 product (P is no
+    low-precision number). Same chunks and mask as `_attention_chunked`."""
+    b, s_q, s_k, h_q, h_kv, d = (int(p[x]) for x in ("b", "s_q", "s_k", "h_q", "h_kv", "d"))
+    g, bh = h_q // h_kv, b * h_kv
+    causal, scale = bool(p["causal"]), scale_of(p)
+    kb = k.permute(0, 2, 1, 3).reshape(bh, s_k, d)                 # [b*h_kv, s_k, d], input precision
+    vb = v.permute(0, 2, 1, 3).reshape(bh, s_k, d).float()         # exact widening
+    out = torch.empty((b, s_q, h_q, d), dtype=torch.float32, device=q.device)
+    rows = max(1, min(s_q, _CHUNK_ELEMS["cuda"] // max(1, b * h_q * s_k)))
+    for i0 in range(0, s_q, rows):
+        i1, c = min(s_q, i0 + rows), min(s_q, i0 + rows) - i0
+        n_k = min(s_k, i1 + s_k - s_q) if causal else s_k
+        if n_k <= 0:
+            out[:, i0:i1] = 0
+            continue
+        qc = q[:, i0:i1].reshape(b, c, h_kv, g, d).permute(0, 2, 3, 1, 4).reshape(bh, g * c, d)
+        zero = torch.zeros((1, 1, 1), dtype=torch.float32, device=q.device).expand(bh, g * c, n_k)
+        scores = torch.baddbmm(zero, qc, kb[:, :n_k].transpose(1, 2), beta=0, alpha=scale,
+                               out_dtype=torch.float32)
+        if causal:
+            _causal_strip(scores.view(bh, g, c, n_k), i0, i1, n_k, p)
+        probs = torch.softmax(scores, dim=-1)
+        if causal and s_q > s_k:
+            probs.nan_to_num_(0.0)
+        oc = torch.bmm(probs, vb[:, :n_k])                          # [b*h_kv, g*c, d]
+        out[:, i0:i1] = oc.view(b, h_kv, g, c, d).permute(0, 3, 1, 2, 4).reshape(b, c, h_q, d)
+    return out
+
+
 def reference(inputs: dict, p: dict) -> torch.Tensor:
     """Higher precision than the inputs: fp64 for fp32 inputs, fp32 for bf16/fp16."""
     q = inputs["q"]
+    if q.dtype != torch.float32 and q.is_cuda and _exact_scores_supported(q):
+        return _attention_exact_scores(q, inputs["k"], inputs["v"], p)
     work = torch.float64 if q.dtype == torch.float32 else torch.float32
     return _attention_chunked(q, inputs["k"], inputs["v"], p, work)
 

@@ -2,7 +2,7 @@
 # One device call of checks (from the repository root, .whl carried): ks doctor, nvcc split or not on the best
 # kernel, the inner loop's speed (loop_speed.sh), then the GPU tests. Everything lands in $OUT/checks.tgz
 # (the device returns few files); short tables are printed as it goes.
-#   bash lab/flash_attn_fwd/device/checks.sh [doctor compile loop tests]
+#   bash lab/flash_attn_fwd/device/checks.sh ["doctor compile loop tests full noise"]
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 FINAL_OUT=${OUT:-/tmp/ks-out}
@@ -27,6 +27,16 @@ for step in $STEPS; do
     echo "full bench: rc $? in $(( $(date +%s) - t0 )) s"
     python3 benchmarks/sol_table.py --from-json "$OUT/best-full.json" --out "$OUT/sol_flash_attn_fwd" 2>&1 | tail -34
     python3 lab/flash_attn_fwd/device/families.py "$OUT/best-full.json" 2>&1 | head -3 ;;
+  noise)  # two full benches of the best kernel back to back: the full loop's time and its noise (noise.py)
+    for i in 1 2; do
+      t0=$(date +%s)
+      timeout ${KS_FULL_SECONDS:-260} python3 -m ks_tui bench flash_attn_fwd --source kernels/flash_attn_fwd/best/kernel.cu \
+        --json > "$OUT/best-full-$i.json" 2> "$OUT/best-full-$i.err"
+      echo "full bench $i: rc $? in $(( $(date +%s) - t0 )) s"
+    done
+    python3 lab/flash_attn_fwd/device/noise.py "$OUT/best-full-1.json" "$OUT/best-full-2.json" --json "$OUT/noise.json"
+    python3 -c "import json,sys; from ks_tui.harness.report import phase_line, summary_line; r=json.load(open(sys.argv[1])); print(phase_line(r)); print(summary_line(r))" "$OUT/best-full-1.json"
+    python3 lab/flash_attn_fwd/device/families.py "$OUT/best-full-1.json" 2>&1 | head -3 ;;
   tests)
     timeout ${KS_TEST_SECONDS:-260} python3 -m pytest -m gpu -q -rs -p no:cacheprovider ${KS_GPU_TESTS:-tests/harness tests/flash} \
       > "$OUT/pytest-gpu.txt" 2>&1
