@@ -11,6 +11,9 @@ mkdir -p "$OUT"
 export PYTHONPATH=$PWD
 source lab/flash_attn_fwd/device/with_fa3.sh
 STEPS=${1:-"doctor tests full loop"}
+# Every step's limit is cut to what is left of KS_CALL_SECONDS, so the tar at the end always runs.
+END=$(( $(date +%s) + ${KS_CALL_SECONDS:-570} ))
+cap() { local left=$(( END - $(date +%s) - 15 )); (( left < 1 )) && left=1; (( $1 < left )) && echo "$1" || echo "$left"; }
 for step in $STEPS; do
   case $step in
   doctor)
@@ -19,10 +22,10 @@ for step in $STEPS; do
   compile)
     bash lab/flash_attn_fwd/device/fa3_bench.sh compile 2>&1 | tail -3 ;;
   loop)
-    KS_CALL_SECONDS=${KS_LOOP_SECONDS:-200} bash lab/flash_attn_fwd/device/loop_speed.sh 2>&1 | tail -12 ;;
+    KS_CALL_SECONDS=$(cap ${KS_LOOP_SECONDS:-200}) bash lab/flash_attn_fwd/device/loop_speed.sh 2>&1 | tail -12 ;;
   full)  # the best kernel's full grid with FA3 beside it; its speed-of-light table (benchmarks/sol_table.py)
     t0=$(date +%s)
-    timeout ${KS_FULL_SECONDS:-260} python3 -m ks_tui bench flash_attn_fwd --source kernels/flash_attn_fwd/best/kernel.cu \
+    timeout $(cap ${KS_FULL_SECONDS:-260}) python3 -m ks_tui bench flash_attn_fwd --source kernels/flash_attn_fwd/best/kernel.cu \
       --json > "$OUT/best-full.json" 2> "$OUT/best-full.err"
     echo "full bench: rc $? in $(( $(date +%s) - t0 )) s"
     python3 benchmarks/sol_table.py --from-json "$OUT/best-full.json" --out "$OUT/sol_flash_attn_fwd" 2>&1 | tail -34
@@ -30,7 +33,7 @@ for step in $STEPS; do
   noise)  # two full benches of the best kernel back to back: the full loop's time and its noise (noise.py)
     for i in 1 2; do
       t0=$(date +%s)
-      timeout ${KS_FULL_SECONDS:-260} python3 -m ks_tui bench flash_attn_fwd --source kernels/flash_attn_fwd/best/kernel.cu \
+      timeout $(cap ${KS_FULL_SECONDS:-260}) python3 -m ks_tui bench flash_attn_fwd --source kernels/flash_attn_fwd/best/kernel.cu \
         --json > "$OUT/best-full-$i.json" 2> "$OUT/best-full-$i.err"
       echo "full bench $i: rc $? in $(( $(date +%s) - t0 )) s"
     done
@@ -38,7 +41,7 @@ for step in $STEPS; do
     python3 -c "import json,sys; from ks_tui.harness.report import phase_line, summary_line; r=json.load(open(sys.argv[1])); print(phase_line(r)); print(summary_line(r))" "$OUT/best-full-1.json"
     python3 lab/flash_attn_fwd/device/families.py "$OUT/best-full-1.json" 2>&1 | head -3 ;;
   tests)
-    timeout ${KS_TEST_SECONDS:-260} python3 -m pytest -m gpu -q -rs -p no:cacheprovider ${KS_GPU_TESTS:-tests/harness tests/flash} \
+    timeout $(cap ${KS_TEST_SECONDS:-260}) python3 -m pytest -m gpu -q -rs -p no:cacheprovider ${KS_GPU_TESTS:-tests/harness tests/flash} \
       > "$OUT/pytest-gpu.txt" 2>&1
     grep -E "passed|failed|FAILED|ERROR|SKIPPED" "$OUT/pytest-gpu.txt" | cut -c1-220 | tail -25 ;;
   esac
