@@ -146,21 +146,27 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     box = sandbox.current()  # KsError when KS_SANDBOX asks for a mode this machine lacks
     guard = taskguard.TaskGuard(taskguard.protected_files(task, source))
     with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
-        out = Path(tmp) / "result.json"
-        cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines, wrapper)
-        # The child's temporary files go to the run's scratch folder: inside the sandbox nothing else is writable.
-        (Path(tmp) / "tmp").mkdir()
         # A profiler or sanitizer run (wrapper) is a person's explicit request and needs the GPU's counters
         # and its own report files: it runs unboxed, with the scrubbed environment all the same.
         used = box if not wrapper else sandbox.Sandbox("none", "a profiler or sanitizer run")
-        cmd = sandbox.wrap(cmd, used, scratch=Path(tmp), writable=[cache_root()],
-                           readable=[task.dir, source, Path(task.dir).parent.parent])
         mark = new_mark()  # inherited by everything the child starts: how leftovers are found at the end
         # An allow-listed environment: the kernel is untrusted code and no credential is in its reach.
         env = dict(child_env(mark), **(env or {}))
-        # A pre-started child runs outside any sandbox: it serves only where no sandbox is in force.
-        warm = _hand_to_warm(pool, task, env, cmd) if not wrapper and not used.active else None
-        env["TMPDIR"] = str(Path(tmp) / "tmp")
+        # A pre-started child made for this environment and sandbox; a sandboxed one brings its own scratch folder.
+        warm = _take_warm(pool, task, env, used, source) if not wrapper else None
+        scratch = warm.scratch if warm is not None and warm.scratch is not None else Path(tmp)
+        out = scratch / "result.json"
+        cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines, wrapper)
+        if warm is not None and not _hand(warm, cmd):
+            warm, scratch = None, Path(tmp)  # it died just now: start cold
+            out = scratch / "result.json"
+            cmd = child_command(task, source, mode, quick, scenarios, seed, out, cached_baselines, wrapper)
+        if warm is None:
+            # The child's temporary files go to the run's scratch folder: inside the sandbox nothing else is writable.
+            (scratch / "tmp").mkdir()
+            cmd = sandbox.wrap(cmd, used, scratch=scratch, writable=[cache_root()],
+                               readable=[task.dir, source, Path(task.dir).parent.parent])
+        env["TMPDIR"] = str(scratch / "tmp")
         if "KS_CACHE_DIR" not in env:  # the same cache inside the sandbox, whatever HOME/XDG say there
             env["KS_CACHE_DIR"] = str(cache_root())
         spawned = time.time()
@@ -195,13 +201,13 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
             raise
         finally:
             proc.stdin.close()
-        code = _child_code(proc.wait(), used if warm is None else sandbox.Sandbox("none", "pre-started"))
+        code = _child_code(proc.wait(), used if warm is None else (warm.sandbox or sandbox.Sandbox("none", "")))
         wall = time.monotonic() - t0
         left = end_leftovers(proc.pid, mark)  # before the join: a leftover holding the pipe would stall it
         reader.join(timeout=5)
-        # the next run's child starts loading while this result is read (only where no sandbox is in force)
-        if pool is not None and not wrapper and not used.active:
-            pool.prime(task.dir)
+        # the next run's child starts loading (inside the same sandbox) while this result is read
+        if pool is not None and not wrapper:
+            pool.prime(task.dir, used)
 
         if reader.bad_input is not None and code == 2 and _said_in(out, reader.bad_input):
             raise KsError(reader.bad_input)
@@ -220,6 +226,8 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
         if result is None:
             result = _result_without_child(task, source, mode, quick, scenarios, seed, reader,
                                            code, ended_by, timeout, len(expected), distrust)
+        if warm is not None:
+            warm.remove_scratch()  # its result is read: the pre-started child's own folder goes too
 
     changed, unrestored = guard.restore()
     if changed:
@@ -267,21 +275,28 @@ def child_env(mark: str) -> dict[str, str]:
     return dict(marked_environ(mark, child_environ()), PYTHONUNBUFFERED="1")
 
 
-def _hand_to_warm(pool, task, env: dict, cmd: list[str]):
-    """The pool's pre-started child made for this environment, given the job; None to start one cold."""
+def _take_warm(pool, task, env: dict, box, source: Path):
+    """The pool's pre-started child made for this environment and sandbox, when it can read the source; None
+    to start one cold."""
     if pool is None:
         return None
     from ks_tui.harness.warm import pool_key
 
-    warm = pool.take(pool_key(task.dir, env))
-    if warm is None:
-        return None
-    try:
-        warm.hand(cmd[cmd.index("ks_tui.harness") + 1:])
-    except OSError:  # it died just now: start cold
+    warm = pool.take(pool_key(task.dir, env, box.mode))
+    if warm is not None and not warm.can_read(source):
         warm.kill()
         return None
     return warm
+
+
+def _hand(warm, cmd: list[str]) -> bool:
+    """Give the pre-started child its job (the run's arguments); False when it died just now."""
+    try:
+        warm.hand(cmd[cmd.index("ks_tui.harness") + 1:])
+    except OSError:
+        warm.kill()
+        return False
+    return True
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

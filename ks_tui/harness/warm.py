@@ -6,6 +6,10 @@ which loads the task, imports torch and numpy, and then blocks reading one JSON 
 from its stdin. The next run_harness(..., pool=pool) whose key matches hands the job to that child instead
 of spawning a cold one.
 
+Where kernels run sandboxed (harness/sandbox.py), the child is started inside the same sandbox, with a scratch
+folder of its own that the run then uses (its result file, TMPDIR); under bubblewrap it serves only kernels whose
+source lies in the task's workspace, the part of the file system it was given.
+
 Crash isolation is as without the pool: each child serves exactly one run and is never reused; a crashed,
 hung, killed or cancelled child is handled by run_harness as a cold one would be. The pool holds at most one
 idle child, kills it when the key no longer matches, on close(), and at interpreter exit; a child whose parent
@@ -19,8 +23,10 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -34,11 +40,12 @@ def enabled() -> bool:
     return os.environ.get("KS_WARM_HARNESS", "1").strip().lower() not in ("0", "no", "false", "off")
 
 
-def pool_key(task_dir: Path, env: dict[str, str]) -> tuple:
+def pool_key(task_dir: Path, env: dict[str, str], box_mode: str = "none") -> tuple:
     """What a pre-started child was made for: the interpreter, the task folder, the environment (the run's
-    own mark aside). A child started under another KS_THREADS, cache folder or PATH is not used."""
+    own mark aside), the sandbox. A child started under another KS_THREADS, cache folder, PATH or sandbox is
+    not used."""
     return (sys.executable, str(Path(task_dir).resolve()),
-            tuple(sorted((k, v) for k, v in env.items() if k != MARK_VARIABLE)))
+            tuple(sorted((k, v) for k, v in env.items() if k != MARK_VARIABLE)), box_mode)
 
 
 @dataclass
@@ -47,9 +54,18 @@ class WarmChild:
     mark: str
     key: tuple
     spawned: float  # time.time() of the spawn
+    sandbox: object = None      # harness.sandbox.Sandbox it runs in (None: none)
+    scratch: Path | None = None  # a sandboxed child's own scratch folder: the run's result and TMPDIR go there
+    roots: tuple = ()           # under bubblewrap, the folders it can read: a source elsewhere runs cold
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def can_read(self, source: Path) -> bool:
+        if getattr(self.sandbox, "mode", "none") != "bwrap":
+            return True
+        src = Path(source).resolve()
+        return any(src == r or r in src.parents for r in self.roots)
 
     def hand(self, job: list[str]) -> None:
         """Give the child its one job; stdin then stays open (and unwritten) as the parent-alive pipe."""
@@ -68,6 +84,11 @@ class WarmChild:
             pass
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        self.remove_scratch()
+
+    def remove_scratch(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 _POOLS: "weakref.WeakSet[WarmPool]" = weakref.WeakSet()
@@ -94,17 +115,33 @@ class WarmPool:
         child.kill()
         return None
 
-    def prestart(self, task_dir: Path, env: dict[str, str], mark: str) -> None:
-        """Start the next child for task_dir under env (which carries the run mark `mark`), replacing any idle
-        one. Failing to start is not an error: the next run starts cold."""
-        key = pool_key(task_dir, env)
-        cmd = [sys.executable, "-m", "ks_tui.harness", "warm", "--task", str(Path(task_dir).resolve())]
+    def prestart(self, task_dir: Path, env: dict[str, str], mark: str, box=None) -> None:
+        """Start the next child for task_dir under env (which carries the run mark `mark`) inside `box` (a
+        harness.sandbox.Sandbox, or None), replacing any idle one. Failing to start is not an error: the
+        next run starts cold."""
+        from ks_tui.harness import sandbox
+        from ks_tui.harness.build import cache_root
+
+        task_dir = Path(task_dir).resolve()
+        mode = box.mode if box is not None else "none"
+        key = pool_key(task_dir, env, mode)
+        cmd = [sys.executable, "-m", "ks_tui.harness", "warm", "--task", str(task_dir)]
+        scratch, roots = None, ()
+        if box is not None and box.active:
+            scratch = Path(tempfile.mkdtemp(prefix="ks-harness-"))
+            (scratch / "tmp").mkdir()
+            env = dict(env, TMPDIR=str(scratch / "tmp"))
+            env.setdefault("KS_CACHE_DIR", str(cache_root()))
+            roots = (task_dir, task_dir.parent.parent)  # the task and its workspace
+            cmd = sandbox.wrap(cmd, box, scratch=scratch, writable=[cache_root()], readable=list(roots))
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     start_new_session=True, env=env)
         except OSError:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             return
-        child = WarmChild(proc, mark, key, time.time())
+        child = WarmChild(proc, mark, key, time.time(), box, scratch, roots)
         with self._lock:
             old, self._child = self._child, child
             closed = self._closed
@@ -115,13 +152,20 @@ class WarmPool:
                 self._child = None
             child.kill()
 
-    def prime(self, task_dir: Path) -> None:
-        """Start the next child for task_dir under this process's environment, as run_harness would run it."""
+    def prime(self, task_dir: Path, box=None) -> None:
+        """Start the next child for task_dir under this process's environment, as run_harness would run it
+        (inside `box`, the sandbox runs get; by default the one in force here)."""
+        from ks_tui.harness import sandbox
         from ks_tui.harness.client import child_env
         from ks_tui.harness.leftovers import new_mark
 
+        if box is None:
+            try:
+                box = sandbox.current()
+            except Exception:  # KS_SANDBOX asks for a mode this machine lacks: the run will say so
+                return
         mark = new_mark()
-        self.prestart(task_dir, child_env(mark), mark)
+        self.prestart(task_dir, child_env(mark), mark, box)
 
     def close(self) -> None:
         with self._lock:

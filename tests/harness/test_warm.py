@@ -22,20 +22,36 @@ def _no_sandbox(monkeypatch):
     monkeypatch.setenv("KS_SANDBOX", "off")
 
 
-def test_under_a_sandbox_every_run_starts_cold_inside_it(cpu_task, monkeypatch):
+def test_under_a_sandbox_the_next_child_is_pre_started_inside_it(cpu_task, planted_dir, monkeypatch):
     from ks_tui.harness import sandbox
 
     monkeypatch.setenv("KS_SANDBOX", "auto")
-    if not sandbox.current().active:
+    box = sandbox.current()
+    if not box.active:
         pytest.skip("no sandbox on this machine")
     pool = WarmPool()
     try:
-        runs = [run_harness(cpu_task, scenarios=ONE, pool=pool) for _ in range(2)]
-        assert all(r["status"] == "correct" and r["sandbox"] != "none" for r in runs)
-        assert not any(r["timings"].get("warm_start") for r in runs)
-        assert pool.idle_pid is None  # nothing pre-started outside the sandbox
+        first = run_harness(cpu_task, scenarios=ONE, pool=pool)
+        waiting = pool.idle_pid
+        with open(f"/proc/{waiting}/cmdline", "rb") as f:  # the waiting child was started inside the sandbox
+            assert os.path.basename(f.read().split(b"\0")[0].decode()) == box.mode
+        scratch = pool._child.scratch
+        assert scratch is not None and scratch.is_dir()
+        second = run_harness(cpu_task, scenarios=ONE, pool=pool)
+        assert first["status"] == second["status"] == "correct", second["message"]
+        assert first["sandbox"] == second["sandbox"] == box.mode
+        assert "warm_start" not in first["timings"] and second["timings"]["warm_start"] is True
+        assert not scratch.exists()  # its own folder went with the run
+        assert wait_gone(waiting)
+        if box.mode == "bwrap":
+            # A source outside the task's workspace is not visible to the waiting child: that run starts cold.
+            outside = planted_dir.parent / "elsewhere.cpp"
+            outside.write_text(cpu_task.kernel.read_text())
+            cold = run_harness(cpu_task, outside, scenarios=ONE, pool=pool)
+            assert cold["status"] == "correct" and "warm_start" not in cold["timings"], cold["message"]
     finally:
         pool.close()
+    assert pool.idle_pid is None
 
 
 def test_the_second_run_is_served_by_the_child_started_after_the_first(cpu_task):
