@@ -76,7 +76,7 @@ def test_the_device_script_plans_each_candidate_with_one_control(tmp_path):
         lines = (tmp_path / "work" / f"plan-{name}.txt").read_text().splitlines()
         assert sum(ln.endswith("control") for ln in lines) == 1, lines
         assert sum(ln.endswith("changed") for ln in lines) >= 3, lines
-    assert "plan: d256n64 8+1 x 3 rounds; c128 9+1 x 3 rounds; pre192 3+1 x 2 rounds; gqasec 9+1 x 2 rounds" in out.stdout
+    assert "plan: d256n64 8+1 x 3 rounds; pre192 3+1 x 2 rounds; gqasec 9+1 x 2 rounds; c128 7+1 x 3 rounds" in out.stdout
 
 
 def test_the_device_script_refuses_an_unknown_candidate(tmp_path):
