@@ -13,6 +13,8 @@
 #      KS_SHORT_ROUNDS  rounds of pre192 and gqasec, whose scenarios are short (default 2)
 #      KS_CALL_SECONDS  wall budget of the whole script (default 345); a compare cut by it keeps its complete rounds
 #      KS_DRY_RUN=1     no GPU: check the plan (ids, changed or control) and summarise what $OUT/work holds
+#      KS_DRY_RUN=2     no GPU: the whole script, with no build and a stand-in for `ks check` / `ks lab compare` that
+#                       prints a committed H100 grid's readings (candidates_summary.py fake): tests its own logic
 # $OUT gets: summary.txt, summary.json, clock.txt, runs.tgz (every check and compare JSON, their stderr).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/ks-out}
@@ -53,16 +55,21 @@ for c in $CANDS; do
   $SUM plan "$c" $(ids_of "$c") > "$WORK/plan-$c.txt" || exit 2
 done
 echo "plan: $(for c in $CANDS; do echo -n "$c $(grep -c changed "$WORK/plan-$c.txt")+$(grep -c control "$WORK/plan-$c.txt") x $(rounds_of "$c") rounds; "; done)"
-if [[ ${KS_DRY_RUN:-0} == 1 ]]; then
+DRY=${KS_DRY_RUN:-0}
+KS="python3 -m ks_tui"
+[[ $DRY == 2 ]] && KS="$SUM fake"
+if [[ $DRY == 1 ]]; then
   cat "$WORK"/plan-*.txt
   $SUM summary "$WORK" --json "$OUT/summary.json" | tee "$OUT/summary.txt"
   exit 0
 fi
 
 clock() {  # clock LABEL: the SM clock, its maximum, power and temperature, to clock.txt and the log
-  local line
-  line=$(nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-    --format=csv,noheader 2>&1 | head -1)
+  local line q=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu
+  # the clock-event reasons where this driver knows the field (older ones call it clocks_throttle_reasons)
+  line=$(nvidia-smi --query-gpu=$q,clocks_event_reasons.active --format=csv,noheader 2>/dev/null | head -1) ||
+    line=$(nvidia-smi --query-gpu=$q --format=csv,noheader 2>&1 | head -1)
+  [[ -n $line ]] || line=$(nvidia-smi --query-gpu=$q --format=csv,noheader 2>&1 | head -1)
   printf '%-22s +%4ds  %s\n' "$1" $(( $(date +%s) - T0 )) "$line" | tee -a "$OUT/clock.txt"
 }
 clock start
@@ -78,19 +85,21 @@ else
   BASES="[fa3, sdpa_cudnn]"; echo "FA3 does not import ($(tail -1 "$WORK/fa3.txt")): cuDNN timed too"
 fi
 sed -i "s/^baselines:.*/baselines: $BASES/" "$TASK/task.yaml"
-grep -q "^baselines: $BASES" "$TASK/task.yaml" || { echo "candidates.sh: could not set the task copy's baselines" >&2; exit 1; }
+grep -qxF "baselines: $BASES" "$TASK/task.yaml" || { echo "candidates.sh: could not set the task copy's baselines" >&2; exit 1; }
 
 # ---- 1. build everything in parallel, then the checks side by side ---------------------------------------------------
 FILES="$BEST"; for c in $CANDS; do FILES="$FILES $CDIR/$c/kernel.cu"; done
 t=$(date +%s)
-timeout $(( $(left) < 170 ? $(left) : 170 )) python3 -m lab.flash_attn_fwd.scripts.prebuild $FILES 2>&1 | tee "$WORK/prebuild.txt"
+if [[ $DRY == 2 ]]; then echo "build: skipped (dry run)" | tee "$WORK/prebuild.txt"
+else timeout $(( $(left) < 170 ? $(left) : 170 )) python3 -m lab.flash_attn_fwd.scripts.prebuild $FILES 2>&1 | tee "$WORK/prebuild.txt"
+fi
 echo "build: $(( $(date +%s) - t )) s"
 QUICK=$(python3 -c "import yaml; print(' '.join(yaml.safe_load(open('kernels/flash_attn_fwd/task.yaml'))['quick']))")
 t=$(date +%s)
 declare -A CHECK_PID
 for c in $CANDS; do
   changed=$(python3 -m lab.flash_attn_fwd.candidates.dispatch_model --ids "$c")
-  timeout -k 10 $(( $(left) < 110 ? $(left) : 110 )) python3 -m ks_tui check "$TASK" --source "$CDIR/$c/kernel.cu" \
+  timeout -k 10 $(( $(left) < 110 ? $(left) : 110 )) $KS check "$TASK" --source "$CDIR/$c/kernel.cu" \
     --scenarios $changed $QUICK --json > "$WORK/check-$c.json" 2> "$WORK/check-$c.err" &
   CHECK_PID[$c]=$!
 done
@@ -120,7 +129,7 @@ for c in $GOOD; do
   r=$(rounds_of "$c")
   if (( budget < 4 * ${EST[$c]} / 2 )); then echo "compare $c: skipped, $budget s left for it"; continue; fi
   t=$(date +%s)
-  timeout -k 20 "$budget" python3 -m ks_tui lab compare "$TASK" "best=$BEST" "$c=$CDIR/$c/kernel.cu" \
+  timeout -k 20 "$budget" $KS lab compare "$TASK" "best=$BEST" "$c=$CDIR/$c/kernel.cu" \
     --scenarios $(ids_of "$c") --rounds "$r" --times --json > "$WORK/cmp-$c.json" 2> "$WORK/cmp-$c.err"
   echo "compare $c: rc $?, $(( $(date +%s) - t )) s of a $budget s budget, $r rounds asked"
   clock "after-$c"

@@ -4,6 +4,7 @@ the `ks lab compare --json` files the script wrote (one per candidate, best firs
 
     python3 lab/flash_attn_fwd/device/candidates_summary.py summary WORK_DIR [--json OUT.json]
     python3 lab/flash_attn_fwd/device/candidates_summary.py plan NAME ID [ID ...]
+    python3 lab/flash_attn_fwd/device/candidates_summary.py fake check|lab compare ...   (KS_DRY_RUN=2's stand-in)
 
 `plan` says, per scenario id, whether the candidate's dispatch changes it (candidates/dispatch_model.py) or it is a
 control (the same machine code and host parameters in both files); exit 2 on an id that is no scenario.
@@ -109,11 +110,11 @@ def _fmt(v) -> str:
 def render(results: list[dict]) -> str:
     lines = ["best/cand: the best kernel's time over the candidate's (> 1: candidate faster, geomean over the family);"
              " vs FA3: FA3's time over the kernel's",
-             f"{'candidate':9} {'family':30} {'n':>2} {'best/cand':>9} {'min..max':>13} {'best:FA3':>8} "
+             f"{'candidate':9} {'family':34} {'n':>2} {'best/cand':>9} {'min..max':>13} {'best:FA3':>8} "
              f"{'cand:FA3':>8}  note"]
     for r in results:
         if r.get("error"):
-            lines.append(f"{r['candidate']:9} {'-':30} {'':>2} {'':>9} {'':>13} {'':>8} {'':>8}  {r['error']}")
+            lines.append(f"{r['candidate']:9} {'-':34} {'':>2} {'':>9} {'':>13} {'':>8} {'':>8}  {r['error']}")
             continue
         for row in r["rows"]:
             note = [] if row["all_ok"] else ["NOT CORRECT in a run"]
@@ -122,7 +123,7 @@ def render(results: list[dict]) -> str:
                 if r.get("check"):
                     note.append(f"check {r['check']}")
             span = f"{_fmt(row['min'])}..{_fmt(row['max'])}"
-            lines.append(f"{row['candidate']:9} {row['family'][:30]:30} {row['n']:>2} "
+            lines.append(f"{row['candidate']:9} {row['family'][:34]:34} {row['n']:>2} "
                          f"{_fmt(row['time_best_over_cand']):>9} {span:>13} {_fmt(row['best_vs_fa3']):>8} "
                          f"{_fmt(row['cand_vs_fa3']):>8}  {'; '.join(note)}")
     return "\n".join(lines)
@@ -176,7 +177,40 @@ def plan(name: str, ids: list[str]) -> int:
     return 0
 
 
+GRID = Path(__file__).resolve().parents[1] / "results/2026-12-07-h100-fa3/best-full-fa3.json"
+
+
+def fake(argv: list[str]) -> int:
+    """`fake check ...` / `fake lab compare ...`, for candidates.sh's KS_DRY_RUN=2: the JSON the real command would
+    print, made from a committed H100 grid with FA3 (every file reads as best did there), so the script's own logic
+    (budgets, file names, the tables, the tarball) runs without a GPU."""
+    ap = argparse.ArgumentParser(prog="fake")
+    ap.add_argument("words", nargs="+")
+    ap.add_argument("--source")
+    ap.add_argument("--scenarios", nargs="+", default=[])
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--times", action="store_true")
+    a = ap.parse_args(argv)
+    grid = {s["id"]: s for s in json.loads(GRID.read_text())["scenarios"]}
+    missing = [i for i in a.scenarios if i not in grid]
+    if missing:
+        print(f"fake: not a scenario: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    run = {"status": "correct", "scenarios": [grid[i] for i in dict.fromkeys(a.scenarios)]}
+    if a.words[0] == "check":
+        print(json.dumps(run))
+        return 0
+    files = [w.split("=", 1) for w in a.words[3:]]
+    order = [n for r in range(a.rounds) for n, _ in (files if r % 2 == 0 else files[::-1])]
+    print(json.dumps({"rounds": a.rounds, "seeds": list(range(a.rounds)), "order": order, "failed": {},
+                      "candidates": [{"name": n, "source": f, "runs": [run] * a.rounds} for n, f in files]}))
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["fake"]:
+        return fake(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("summary")

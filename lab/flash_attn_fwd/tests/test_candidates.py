@@ -86,6 +86,22 @@ def test_the_device_script_refuses_an_unknown_candidate(tmp_path):
                                                + out.stderr.split("(known: ")[1].strip()]
 
 
+def test_the_device_script_runs_through_on_stand_ins(tmp_path):
+    """KS_DRY_RUN=2: no build, `ks check` / `ks lab compare` replaced by a stand-in printing a committed H100 grid's
+    readings; the script's own logic (the checks' verdicts, the budgets, the files, the table) runs as on the GPU."""
+    out = _dry_run(tmp_path, KS_DRY_RUN="2", KS_CANDIDATES="pre192 gqasec")
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clock.txt", "runs.tgz", "summary.json", "summary.txt"]
+    assert "check pre192: rc 0, correct" in out.stdout and "compare gqasec: rc 0" in out.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [r["candidate"] for r in summary] == ["gqasec", "pre192"]
+    (pre,) = [r for r in summary[1]["rows"] if r["family"] == "all changed"]
+    assert pre["n"] == 3 and pre["time_best_over_cand"] == pytest.approx(1.0)
+    assert pre["best_vs_fa3"] == pytest.approx(0.960, abs=0.001)  # the three unmasked prefill launches in that grid
+    last = out.stdout.rstrip().splitlines()[-1].split()
+    assert last == ["pre192", "control", "(unchanged)", "1", "1.000", "1.000..1.000", "0.973", "0.973"]
+
+
 def _compare_doc(name: str, faster: float) -> dict:
     """A `ks lab compare --json` document of two files over a committed full grid with FA3: the candidate's
     run is best's with its changed scenarios `faster` times quicker, two rounds."""
