@@ -107,6 +107,20 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else "-"
 
 
+def render_scenarios(results: list[dict]) -> str:
+    """Per candidate and scenario: both kernels' ms, best/cand (geomean) and its range over the rounds, vs FA3."""
+    lines = [f"{'candidate':9} {'scenario':34} {'best ms':>8} {'cand ms':>8} {'best/cand':>9} {'rounds':>13} "
+             f"{'best:FA3':>8} {'cand:FA3':>8}"]
+    for r in results:
+        for sid, e in (r.get("scenarios") or {}).items():
+            per_round = [b / c for b, c in zip(e["best_runs"], e["cand_runs"])]
+            span = f"{min(per_round):.3f}..{max(per_round):.3f}" if per_round else "-"
+            lines.append(f"{r['candidate']:9} {sid:34} {_fmt(e['best']):>8} {_fmt(e['cand']):>8} "
+                         f"{_fmt(_ratio(e['best'], e['cand'])):>9} {span:>13} {_fmt(_ratio(e['fa3'], e['best'])):>8} "
+                         f"{_fmt(_ratio(e['fa3'], e['cand'])):>8}{'' if e['ok'] else '  NOT CORRECT'}")
+    return "\n".join(lines)
+
+
 def render(results: list[dict]) -> str:
     lines = ["best/cand: the best kernel's time over the candidate's (> 1: candidate faster, geomean over the family);"
              " vs FA3: FA3's time over the kernel's",
@@ -228,7 +242,8 @@ def main(argv: list[str]) -> int:
     results = summary(a.work)
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
-    print(render(results) if results else f"summary: no cmp-*.json in {a.work}")
+    # per scenario first, the family table last (the end of the log is what a device call's reply shows)
+    print(render_scenarios(results) + "\n\n" + render(results) if results else f"summary: no cmp-*.json in {a.work}")
     return 0
 
 
