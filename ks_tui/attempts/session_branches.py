@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ks_tui.attempts.model import SessionInfo, SessionSummary
+from ks_tui.attempts.store_base import StoreBase
 from ks_tui.errors import InputFileError, KsError
 from ks_tui.trace import Trace
 
@@ -23,7 +24,7 @@ BRANCH_PREFIX = "ks"
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-class SessionBranches:
+class SessionBranches(StoreBase):
     """AttemptStore's sessions: create, find, list; the session task."""
 
     def _session_dir(self, sid: str) -> Path:

@@ -10,7 +10,7 @@ from ks_tui import events as ev
 from ks_tui.agent.summary import summarize_result
 
 if TYPE_CHECKING:
-    from ks_tui.engine.base import SessionBase
+    from ks_tui.engine.session_base import SessionBase
 
 
 def _rank(result: dict) -> tuple:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ks_tui import events as ev
 from ks_tui.agent import prompts
-from ks_tui.engine.base import SessionBase
+from ks_tui.engine.session_base import SessionBase
 
 
 @dataclass

@@ -11,7 +11,7 @@ from ks_tui.agent import prompts
 from ks_tui.agent.conversation import Conversation
 from ks_tui.agent.summary import summarize_result
 from ks_tui.attempts import kernel_sha256
-from ks_tui.engine.base import SessionBase
+from ks_tui.engine.session_base import SessionBase
 from ks_tui.errors import KsError
 
 if TYPE_CHECKING:

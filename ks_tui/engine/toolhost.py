@@ -14,7 +14,7 @@ from ks_tui.agent.summary import summarize_result
 from ks_tui.attempts.model import current_device
 from ks_tui.attempts.remarks import remark_text
 from ks_tui.attempts.speed_diff import compare_results, comparison_text
-from ks_tui.engine.base import SessionBase
+from ks_tui.engine.session_base import SessionBase
 from ks_tui.errors import KsError
 
 MAX_SHOW_CHARS = 12_000

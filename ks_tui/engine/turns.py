@@ -18,7 +18,7 @@ from ks_tui.agent.conversation import sendable
 from ks_tui.agent.providers import model_limits
 from ks_tui.agent.tools import tool_schemas
 from ks_tui.agent.usage import cost_usd
-from ks_tui.engine.base import SessionBase
+from ks_tui.engine.session_base import SessionBase
 
 # Turns that cannot be continued: the reply is dropped and the agent's run ends.
 DEAD_ENDS = {

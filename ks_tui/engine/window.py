@@ -13,7 +13,7 @@ from __future__ import annotations
 from ks_tui import events as ev
 from ks_tui.agent import prompts
 from ks_tui.agent.context import LEVELS, Compaction, estimate_tokens
-from ks_tui.engine.base import SessionBase
+from ks_tui.engine.session_base import SessionBase
 
 
 class WindowMixin(SessionBase):
