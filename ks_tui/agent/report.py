@@ -13,7 +13,8 @@ def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[
     tokens: Counter[str] = Counter()
     models: Counter[str] = Counter()
     cost, priced, turns = 0.0, True, 0
-    questions, errors, points = [], 0, Counter[str]()
+    points: Counter[str] = Counter()
+    questions, errors = [], 0
     stop_reasons: Counter[str] = Counter()
     ended = None
     compactions, removed, largest = 0, 0, 0  # the context window (agent/context.py)

@@ -12,6 +12,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.git_io import NOTES_REF, _write_synced, kernel_sha256
@@ -27,7 +28,7 @@ class Recorder(StoreBase):
     """AttemptStore's lock, checks, record, recovery and rollback."""
 
     @contextlib.contextmanager
-    def lock(self, sid: str):
+    def lock(self, sid: str) -> Iterator[None]:
         info = self.session(sid)
         with session_lock(self._session_dir(info.id) / ".lock", info.id):
             yield
@@ -143,7 +144,7 @@ class Recorder(StoreBase):
         }
 
     @contextlib.contextmanager
-    def _writing(self, info: SessionInfo):
+    def _writing(self, info: SessionInfo) -> Iterator[None]:
         """One writer per session, and only from a worktree we can commit from."""
         with session_lock(self._session_dir(info.id) / ".lock", info.id):
             self._check_worktree(info)

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import time
-
 from typing import TYPE_CHECKING
 
 from ks_tui.errors import KsError
