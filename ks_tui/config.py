@@ -18,7 +18,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ks_tui.errors import InputFileError, KsError
 
@@ -118,13 +118,13 @@ def price_name(model: str) -> str:
 _SCALARS = {f.name: f.type for f in fields(Config) if f.name not in ("prices", "sources", "keymap")}
 
 
-def user_config_path(env=None) -> Path:
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "ks" / "config.toml"
 
 
-def load_config(workspace: Path | None = None, env: dict[str, str] | None = None) -> Config:
+def load_config(workspace: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
     """Defaults <- user file <- workspace file <- environment. Bad files raise InputFileError."""
     env = os.environ if env is None else env
     cfg = Config()
@@ -264,6 +264,6 @@ _ENV = {
 ENV_SETTINGS = tuple(_ENV)  # the variables that override the files (`ks doctor` lists the ones set)
 
 
-def _apply_env(cfg: Config, env) -> Config:
+def _apply_env(cfg: Config, env: Mapping[str, str]) -> Config:
     updates = {key: _coerce(var, key, env[var]) for var, key in _ENV.items() if env.get(var)}
     return replace(cfg, **updates)

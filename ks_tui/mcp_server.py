@@ -174,7 +174,8 @@ def build_server(workspace: Path):
         """The workspace's tasks: name, language, kernel file, entry point, number of scenarios."""
         from ks_tui.task import load_task
 
-        rows, lines = [], []
+        rows: list[dict[str, Any]] = []
+        lines: list[str] = []
         for yaml_path in sorted((ks.workspace / "kernels").glob("*/task.yaml")):
             try:
                 t = load_task(yaml_path.parent.name, ks.workspace)

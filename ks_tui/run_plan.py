@@ -71,7 +71,7 @@ def full_grid_offer(attempts: list[dict[str, Any]]) -> str | None:
             or latest.get("author") != "human" or latest.get("rollback_of")):
         return None
     device = latest.get("device") or ""
-    earlier = [a.get("speedup") for a in attempts[:-1]
+    earlier = [a["speedup"] for a in attempts[:-1]
                if _is_quick_run(a) and a.get("status") == "correct" and a.get("speedup") is not None
                and not a.get("rollback_of") and (a.get("device") or "") in ("", device)]
     if earlier and speedup <= max(earlier):

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import AbstractSet
 
 import yaml
 
@@ -148,7 +149,7 @@ class ExprError(ValueError):
     pass
 
 
-def _check_tree(tree: ast.AST, names: set[str]) -> None:
+def _check_tree(tree: ast.AST, names: AbstractSet[str]) -> None:
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
             raise ExprError(f"{type(node).__name__} is not allowed in an expression")
@@ -366,7 +367,8 @@ def _build_scenarios(doc: _Doc, spec) -> list[Scenario]:
     if not isinstance(derive, dict):
         raise doc.error(("scenarios", "derive"), "derive must map names to expressions")
     id_template = spec.get("id")
-    scenarios, seen = [], {}
+    scenarios: list[Scenario] = []
+    seen: dict[str, int | None] = {}  # scenario id -> the line that made it
     for params, where in raw:
         params = {**defaults, **params}
         for name, expr in derive.items():

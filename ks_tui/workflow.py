@@ -64,7 +64,7 @@ class LogView:
         return gain_needs_lines(self.plateau) if self.plateau is not None else []
 
     def to_dict(self) -> dict:
-        empty = {"noise": None, "last_gain": None, "attempts_since_gain": None, "last_gain_paired": None,
+        empty: dict[str, Any] = {"noise": None, "last_gain": None, "attempts_since_gain": None, "last_gain_paired": None,
                  "best_lead": None, "gain_needs": None, "gain_needs_elsewhere": []}
         return {"session": self.session.to_dict(), "attempts": [a.to_dict() for a in self.attempts],
                 "best": self.best, "attempts_since_best": self.attempts_since_best,

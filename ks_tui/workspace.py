@@ -65,6 +65,9 @@ def init_workspace(target: str | os.PathLike) -> Path:
         repo = git.Repo(dest, search_parent_directories=True)
     except git.InvalidGitRepositoryError:
         repo = git.Repo.init(dest)
+    if repo.working_tree_dir is None:
+        raise KsError(f"{dest} is inside the bare git repository {repo.git_dir}: a workspace needs a checkout",
+                      hint="make the workspace in a checkout, or in a folder outside any repository")
     top = Path(repo.working_tree_dir).resolve()
     prefix = dest.relative_to(top)
 

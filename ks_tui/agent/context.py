@@ -87,7 +87,8 @@ def _remove(messages: list[dict], keep: int, out: Compaction) -> None:
     gone = messages[1:end]
     first = messages[0]["content"]
     ours = [b for b in first if b.get("type") == "text" and _REMOVED_COUNT.fullmatch(b.get("text", ""))]
-    before = int(_REMOVED_COUNT.fullmatch(ours[0]["text"]).group(1)) if ours else 0
+    found = _REMOVED_COUNT.fullmatch(ours[0]["text"]) if ours else None
+    before = int(found.group(1)) if found else 0
     marker = {"type": "text", "text": REMOVED.format(n=before + len(gone))}
     messages[0]["content"] = [b for b in first if b not in ours] + [marker]
     del messages[1:end]
@@ -123,7 +124,7 @@ def _user_block(b: dict, calls: dict[str, dict], level: Level, out: Compaction) 
     body = _result_text(b.get("content"))
     if len(body) <= level.min_chars or body.startswith(STUB):
         return b
-    call = calls.get(b.get("tool_use_id"), {})
+    call = calls.get(b.get("tool_use_id", ""), {})
     stub = (f"{STUB} to fit the context window: {len(body)} characters of output of "
             f"{_call_name(call)}; call the tool again if you need it]")
     if len(stub) >= len(body):  # every change must save, so repeated compaction ends
@@ -152,7 +153,8 @@ def _result_text(content) -> str:
 def _call_name(call: dict) -> str:
     """read_file(kernel.cu), bash(make ...): the call a stub stands for."""
     name = call.get("name", "a tool")
-    args = call.get("input") if isinstance(call.get("input"), dict) else {}
+    given = call.get("input")
+    args = given if isinstance(given, dict) else {}
     arg = args.get("path") or args.get("command") or args.get("attempt") or args.get("mode") or ""
     arg = str(arg)
     if arg.startswith(STUB):

@@ -48,7 +48,7 @@ class Conversation:
 
     def add_tool_result(self, tool_use_id: str, output: str, is_error: bool) -> None:
         content = self._user_content()
-        block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": output}
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": output}
         if is_error:
             block["is_error"] = True
         # Tool results must precede any text in the same user message.

@@ -9,6 +9,7 @@ reference, scenarios and harness files must stay as the task defines them.
 from __future__ import annotations
 
 from pathlib import Path, PurePath
+from typing import Iterable
 
 MAX_READ_CHARS = 200_000
 
@@ -21,7 +22,7 @@ class ToolRefused(Exception):
 
 
 class TaskFiles:
-    def __init__(self, task_dir: Path, kernel: Path, readonly: list[Path] = ()):
+    def __init__(self, task_dir: Path, kernel: Path, readonly: Iterable[Path] = ()):
         self.root = Path(task_dir).resolve()
         self.kernel = Path(kernel).resolve()
         self.readonly = {Path(p).resolve() for p in readonly}

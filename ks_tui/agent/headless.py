@@ -75,8 +75,8 @@ class HeadlessPrinter:
                        f"{format_speedup(a.get('speedup'))}{q}")
         elif isinstance(e, ev.DecisionPointReached):
             self._line(f"?? decision point {e.point}: {e.reason}")
-            for i, q in enumerate(e.questions, 1):
-                self._line(f"   {i}. [{q['id']}] {q['text']}")
+            for i, offered in enumerate(e.questions, 1):
+                self._line(f"   {i}. [{offered['id']}] {offered['text']}")
         elif isinstance(e, ev.QuestionAsked):
             self._line(f"?? asked {e.question_id} ({e.category}, chosen by {e.chosen_by})")
         elif isinstance(e, ev.Usage):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from ks_tui.agent.client import describe_api_error, prompt_too_long
 from ks_tui.agent.providers import explain_refusal, shape_request
@@ -58,12 +58,12 @@ class TurnCallbacks:
 
 @dataclass
 class ModelCaller:
-    client: object
+    client: Any  # the provider's SDK client (agent/providers.py: make_client); requests go as shaped dicts
     cfg: Config
     system: list[dict]
     tools: list[dict]
     stop_event: threading.Event = field(default_factory=threading.Event)
-    _stream: object = None
+    _stream: Any = None  # the SDK's message stream in flight
 
     def params(self, messages: list[dict]) -> dict:
         p = {"model": self.cfg.resolved_model(), "max_tokens": self.cfg.max_tokens, "system": self.system,

@@ -152,13 +152,12 @@ def make_client(provider: str, max_retries: int, timeout: float):
     import anthropic
 
     check(provider)
-    kw = dict(max_retries=max_retries, timeout=timeout)
     try:
         if provider == "bedrock":
-            return anthropic.AnthropicBedrock(**kw)
+            return anthropic.AnthropicBedrock(max_retries=max_retries, timeout=timeout)
         if provider == "vertex":
-            return anthropic.AnthropicVertex(project_id=vertex_project(), **kw)
-        return anthropic.Anthropic(**kw)
+            return anthropic.AnthropicVertex(project_id=vertex_project(), max_retries=max_retries, timeout=timeout)
+        return anthropic.Anthropic(max_retries=max_retries, timeout=timeout)
     except ValueError as e:  # e.g. no region after all: the SDK's own sentence
         raise KsError(f"{provider}: {e}") from None
 

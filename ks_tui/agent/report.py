@@ -10,10 +10,12 @@ from ks_tui.attempts.remarks import remark_text
 
 
 def build_report(info: dict, records: list[dict], attempts: list[dict]) -> dict[str, Any]:
-    tokens = Counter()
-    cost, priced, turns, models = 0.0, True, 0, Counter()
-    questions, errors, points = [], 0, Counter()
-    stop_reasons = Counter()
+    tokens: Counter[str] = Counter()
+    models: Counter[str] = Counter()
+    cost, priced, turns = 0.0, True, 0
+    points: Counter[str] = Counter()
+    questions, errors = [], 0
+    stop_reasons: Counter[str] = Counter()
     ended = None
     compactions, removed, largest = 0, 0, 0  # the context window (agent/context.py)
     for rec in records:
@@ -92,7 +94,7 @@ def _fastest_elsewhere(attempts: list[dict], here: str) -> list[dict]:
     runs = [SimpleNamespace(**{"rollback_of": None, "mode": "", "device": "", "speedup": None, **a}) for a in attempts]
     out = []
     for device in sorted({a.device for a in runs if a.device and a.device != here}):
-        top = fastest_on(runs, device)
+        top = fastest_on(runs, device)  # type: ignore[arg-type]  # attempt dicts as objects with Attempt's fields
         if top:
             out.append({"device": device, "attempt": top.number, "speedup": top.speedup, "mode": top.mode or "-"})
     return out

@@ -14,11 +14,16 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.model import SessionInfo
+from ks_tui.attempts.store_base import StoreBase
 from ks_tui.errors import KsError
 from ks_tui.harness.secret_env import redact_text
+
+if TYPE_CHECKING:
+    import git
 
 NOTES_REF = "refs/notes/ks"
 DEFAULT_NAME = "KernelSeek"
@@ -84,16 +89,23 @@ def _json_object(text: str) -> dict:
 
 
 
-class GitIO:
+class GitIO(StoreBase):
     """AttemptStore's git commands, batched object reads and the notes refs."""
 
-    def _run(self, repo, *args: str, what: str, **kw) -> str:
+    @overload
+    def _run(self, repo: git.Repo, *args: str, what: str, stdout_as_string: Literal[False], **kw: Any) -> bytes: ...
+    @overload
+    def _run(self, repo: git.Repo, *args: str, what: str, **kw: Any) -> str: ...
+
+    def _run(self, repo: git.Repo, *args: str, what: str, **kw: Any) -> str | bytes:
+        """`git ARGS` in REPO (the workspace's or a session worktree's) with our identity; its output, as text
+        unless stdout_as_string=False. KsError, saying WHAT failed, when git does."""
         try:
             return repo.git.execute(["git", *args], env=self._env, **kw)
         except self._git_errors as e:
             raise KsError(f"{what} failed: {_git_error_line(e)}") from None
 
-    def _wt(self, info: SessionInfo):
+    def _wt(self, info: SessionInfo) -> git.Repo:
         import git
 
         repo = self._worktrees.get(info.id)

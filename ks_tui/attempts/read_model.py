@@ -16,6 +16,7 @@ from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.git_io import _json_object
 from ks_tui.attempts.model import Attempt, SessionInfo, current_device, fastest
 from ks_tui.attempts.remarks import REMARKS_REF
+from ks_tui.attempts.store_base import StoreBase
 from ks_tui.errors import KsError
 from ks_tui.trace import Trace
 
@@ -24,7 +25,7 @@ _CACHED_BLOB = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _CACHED_CODE = re.compile(r"^[0-9a-f]{64}$")
 
 
-class ReadModel:
+class ReadModel(StoreBase):
     """AttemptStore's attempts, naming them, diffs and results."""
 
     def attempts(self, sid: str) -> list[Attempt]:

@@ -12,21 +12,23 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from ks_tui.attempts import trailers as tr
 from ks_tui.attempts.git_io import NOTES_REF, _write_synced, kernel_sha256
 from ks_tui.attempts.locks import check_git_locks, session_lock
 from ks_tui.attempts.model import STATUSES, Attempt, SessionInfo
 from ks_tui.attempts.read_model import mark_best, resolve_in
+from ks_tui.attempts.store_base import StoreBase
 from ks_tui.errors import KsError
 from ks_tui.trace import Trace
 
 
-class Recorder:
+class Recorder(StoreBase):
     """AttemptStore's lock, checks, record, recovery and rollback."""
 
     @contextlib.contextmanager
-    def lock(self, sid: str):
+    def lock(self, sid: str) -> Iterator[None]:
         info = self.session(sid)
         with session_lock(self._session_dir(info.id) / ".lock", info.id):
             yield
@@ -142,7 +144,7 @@ class Recorder:
         }
 
     @contextlib.contextmanager
-    def _writing(self, info: SessionInfo):
+    def _writing(self, info: SessionInfo) -> Iterator[None]:
         """One writer per session, and only from a worktree we can commit from."""
         with session_lock(self._session_dir(info.id) / ".lock", info.id):
             self._check_worktree(info)
@@ -204,8 +206,10 @@ class Recorder:
 
     def _check_result_kernel(self, info: SessionInfo, result: dict) -> None:
         claimed = result.get("kernel_sha256")
-        actual = kernel_sha256(self._task(info).kernel) if claimed else None
-        if claimed and claimed != actual:
+        if not claimed:
+            return
+        actual = kernel_sha256(self._task(info).kernel)
+        if claimed != actual:
             raise KsError(f"the result is for a different kernel (sha256 {claimed[:12]}…) than the one in "
                           f"session {info.id}'s worktree ({actual[:12]}…); nothing recorded",
                           hint="the kernel changed after the harness ran; run it again")
@@ -309,8 +313,8 @@ class Recorder:
 
 def baseline_label(result: dict) -> str:
     """Which baseline the speedup is against: one name, or the set when scenarios differ."""
-    names = sorted({(s.get("baseline") or {}).get("name") for s in result.get("scenarios") or []
-                    if isinstance(s, dict) and s.get("baseline")} - {None})
+    baselines = [s["baseline"] for s in result.get("scenarios") or [] if isinstance(s, dict) and s.get("baseline")]
+    names: list[str] = sorted({b.get("name") for b in baselines} - {None})
     if not names:
         return tr.NONE
     return names[0] if len(names) == 1 else "best-of " + "+".join(names)

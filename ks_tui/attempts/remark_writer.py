@@ -12,12 +12,13 @@ from ks_tui.attempts.git_io import _json_object
 from ks_tui.attempts.model import Attempt
 from ks_tui.attempts.read_model import resolve_in
 from ks_tui.attempts.remarks import REMARKS_REF, parse_remarks, remark_line
+from ks_tui.attempts.store_base import StoreBase
 from ks_tui.errors import KsError
 from ks_tui.pairs import DECLARED, declared_pair
 from ks_tui.trace import Trace
 
 
-class RemarkWriter:
+class RemarkWriter(StoreBase):
     """AttemptStore's remarks written as notes."""
 
     def remark(self, sid: str, ref: str | int, text: str, author: str = "human") -> Attempt:

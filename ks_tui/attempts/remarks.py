@@ -43,9 +43,9 @@ def remark_line(text: str, author: str = "human", when: datetime | None = None, 
     flat = one_line(text, MAX_CHARS).replace("\t", " ")
     if not flat:
         raise KsError("a remark needs some text", hint='ks remark ATTEMPT "what was wrong or learned"')
-    when = (when or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+    stamp = (when or datetime.now(timezone.utc)).isoformat(timespec="seconds")
     tail = "".join(f"\t{name}={value}" for name, value in (("pair", pair), ("question", question)) if value)
-    return f"{when}\t{author}\t{flat}{tail}"
+    return f"{stamp}\t{author}\t{flat}{tail}"
 
 
 def parse_remarks(note: str) -> list[dict[str, str]]:

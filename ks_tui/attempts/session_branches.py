@@ -14,16 +14,21 @@ import secrets
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ks_tui.attempts.model import SessionInfo, SessionSummary
+from ks_tui.attempts.store_base import StoreBase
 from ks_tui.errors import InputFileError, KsError
 from ks_tui.trace import Trace
+
+if TYPE_CHECKING:
+    from ks_tui.task import Task
 
 BRANCH_PREFIX = "ks"
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-class SessionBranches:
+class SessionBranches(StoreBase):
     """AttemptStore's sessions: create, find, list; the session task."""
 
     def _session_dir(self, sid: str) -> Path:
@@ -175,7 +180,7 @@ class SessionBranches:
             raise KsError(f"no sessions in {self.workspace}", hint="start one with `ks session new TASK`")
         return self.session(refs[-1][0].split("/")[-1])
 
-    def _task(self, info: SessionInfo):
+    def _task(self, info: SessionInfo) -> Task:
         from ks_tui.task import load_task
 
         task = self._tasks.get(info.id)
@@ -187,7 +192,7 @@ class SessionBranches:
             self._tasks[info.id] = task
         return task
 
-    def task(self, sid: str):
+    def task(self, sid: str) -> Task:
         """The session's Task, loaded from its worktree (ks_tui.task.Task)."""
         return self._task(self.session(sid))
 

@@ -66,15 +66,17 @@ def _opt(value: str | None) -> str | None:
 
 
 def _float(value: str | None) -> float | None:
+    text = _opt(value)
     try:
-        return float(value) if _opt(value) is not None else None
+        return float(text) if text is not None else None
     except ValueError:
         return None
 
 
 def _int(value: str | None) -> int | None:
+    text = _opt(value)
     try:
-        return int(value) if _opt(value) is not None else None
+        return int(text) if text is not None else None
     except ValueError:
         return None
 

@@ -173,7 +173,9 @@ def _read_export(src: Path) -> dict[str, bytes]:
             parts = {}
             for member in tar.getmembers():
                 if member.name in _MEMBERS and member.isfile() and member.size <= _MAX_MEMBER_BYTES:
-                    parts[member.name] = tar.extractfile(member).read()
+                    data = tar.extractfile(member)  # None only for what is not a regular file
+                    if data is not None:
+                        parts[member.name] = data.read()
     except FileNotFoundError:
         raise KsError(f"{src} not found") from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as e:

@@ -7,8 +7,12 @@ import os
 import shutil
 import subprocess
 import time
+from typing import TYPE_CHECKING
 
 from ks_tui.errors import KsError
+
+if TYPE_CHECKING:
+    from distributed import Client, SpecCluster
 
 CONNECT_TIMEOUT_S = 3.0     # an address nobody answers: one line, fast
 WORKERS_TIMEOUT_S = 60.0    # a local cluster's workers start in seconds; a remote one may have none
@@ -63,7 +67,8 @@ class Cluster:
 
     def __init__(self, spec, device: str):
         self.spec, self.device = spec, device
-        self.client = self.cluster = None
+        self.client: Client | None = None
+        self.cluster: SpecCluster | None = None  # a local cluster this object started
         self.start_s = 0.0
 
     def __enter__(self) -> "Cluster":
@@ -96,13 +101,13 @@ class Cluster:
 
         _quiet()
         try:
-            self.client = Client(address, timeout=CONNECT_TIMEOUT_S)
+            self.client = client = Client(address, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError, ValueError) as e:
             why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             if "Timed out" in why or isinstance(e, TimeoutError):
                 why = f"no answer within {CONNECT_TIMEOUT_S:g}s"
             raise KsError(f"cannot reach the Dask scheduler at {address}: {why}") from None
-        self._wait_for(1, f"the Dask scheduler at {address} has no workers")
+        self._wait_for(client, 1, f"the Dask scheduler at {address} has no workers")
 
     def _start_local(self) -> None:
         from distributed import Client, Nanny, Scheduler, SpecCluster
@@ -123,14 +128,17 @@ class Cluster:
                                                    "dashboard_address": "127.0.0.1:0"}}
         self.cluster = SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL,
                                    name="ks")
-        self.client = Client(self.cluster)
-        self._wait_for(len(envs), f"the local cluster's {len(envs)} workers did not start")
+        self.client = client = Client(self.cluster)
+        self._wait_for(client, len(envs), f"the local cluster's {len(envs)} workers did not start")
 
-    def _wait_for(self, n: int, message: str) -> None:
+    @staticmethod
+    def _wait_for(client: Client, n: int, message: str) -> None:
         try:
-            self.client.wait_for_workers(n, timeout=WORKERS_TIMEOUT_S)
+            client.wait_for_workers(n, timeout=WORKERS_TIMEOUT_S)
         except (TimeoutError, OSError):
             raise KsError(f"{message} within {WORKERS_TIMEOUT_S:g}s") from None
 
     def workers(self) -> list[str]:
+        if self.client is None:
+            raise RuntimeError("Cluster.workers() needs the cluster entered (`with Cluster(...)`)")
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])

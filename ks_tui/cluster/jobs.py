@@ -81,7 +81,8 @@ class JobRunner:
         msg = event[1] if isinstance(event, tuple) else event
         if not isinstance(msg, dict):
             return
-        job = self._jobs.get(msg.get("job"))
+        key = msg.get("job")
+        job = self._jobs.get(key) if isinstance(key, str) else None
         if job is not None and msg.get("event") == "start":
             job.ran_on, job.started = msg.get("worker", ""), time.monotonic()
         if job is not None:

@@ -49,12 +49,12 @@ def merge(task, source, mode: str, quick: bool, ids: list[str] | None, seed: int
     order = [s.id for s in task.select(quick=quick, ids=ids)]
     out = skeleton(task, source, mode, quick, seed, ids)
     out["workers"] = worker_entries(results)
-    devices = sorted({r.get("device") for r in results if r.get("device")})
+    devices: list[str] = sorted({r["device"] for r in results if r.get("device")})
     first = results[0]
     out["device"] = devices[0] if len(devices) == 1 else " + ".join(devices) or None
     for k in ("torch", "cuda", "threads"):
         out[k] = first.get(k)
-    worst = min(results, key=lambda r: _RANK.get(r.get("status"), 1))
+    worst = min(results, key=lambda r: _RANK.get(r.get("status") or "", 1))
     status = worst.get("status") or "crashed"
     out["compile"] = cluster.pop("compile_record", None) or worst.get("compile") or first.get("compile")
     by_id: dict[str, dict] = {}

@@ -47,7 +47,7 @@ def shard(task, scenarios, workers: list[str]) -> list[list[str]]:
         load[w] += cost[sc.id]
         parts[w].append(sc.id)
     rank = {s.id: i for i, s in enumerate(scenarios)}
-    return [sorted(parts[w], key=rank.get) for w in workers if parts[w]]
+    return [sorted(parts[w], key=rank.__getitem__) for w in workers if parts[w]]
 
 
 def _options(mode, quick, timeout, seed, cached_baselines) -> dict:

@@ -102,7 +102,8 @@ class _Progress:
     """One updating line on a terminal; a plain line per scenario otherwise."""
 
     def __init__(self, live: bool, plain: bool):
-        self.live, self.plain, self.last = live, plain, None
+        self.live, self.plain = live, plain
+        self.last: str | None = None
 
     def __call__(self, p: dict) -> None:
         sid = p.get("scenario") or ""

@@ -71,7 +71,7 @@ def _template_files() -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(TEMPLATE.iterdir()) if p.is_file()}
 
 
-def _like_files(workspace: Path, like: str) -> dict[str, object]:
+def _like_files(workspace: Path, like: str) -> dict[str, str | Path]:
     from ks_tui.paths import bundled_root
     from ks_tui.task import resolve_task_dir
     from ks_tui.workspace import task_files
@@ -83,7 +83,7 @@ def _like_files(workspace: Path, like: str) -> dict[str, object]:
     if not (src / "task.yaml").is_file():
         raise KsError(f"no task {like!r} in {workspace / 'kernels'} or among the bundled tasks",
                       hint="ks scenarios TASK lists a task; ls kernels/ shows the workspace's")
-    out: dict[str, object] = {}
+    out: dict[str, str | Path] = {}
     for rel in task_files(src):
         out[rel.as_posix()] = (src / rel).read_text() if rel.name == "task.yaml" else src / rel
     return out
@@ -104,6 +104,8 @@ def _commit(workspace: Path, dest: Path, name: str) -> None:
     try:
         repo = git.Repo(workspace, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return
+    if repo.working_tree_dir is None:  # a bare repository: no checkout to commit from
         return
     rel = dest.resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
     env = identity_env(repo)

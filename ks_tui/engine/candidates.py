@@ -4,9 +4,13 @@ the configured Dask cluster, else one after another here), each recorded as its 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ks_tui import events as ev
 from ks_tui.agent.summary import summarize_result
+
+if TYPE_CHECKING:
+    from ks_tui.engine.session_base import SessionBase
 
 
 def _rank(result: dict) -> tuple:
@@ -15,7 +19,7 @@ def _rank(result: dict) -> tuple:
     return (ok, result.get("geomean_speedup") or 0.0)
 
 
-def run_candidates(session, mode: str, quick: bool, paths: list[Path], author: str = "agent") -> str:
+def run_candidates(session: SessionBase, mode: str, quick: bool, paths: list[Path], author: str = "agent") -> str:
     """Measure the candidate files and record each result as an attempt, the best last, so the
     kernel file ends holding the best one. The kernel file's own unrecorded edits are measured
     (and recorded) too, so nothing typed into it is lost."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ks_tui import events as ev
 from ks_tui.agent import prompts
+from ks_tui.engine.session_base import SessionBase
 
 
 @dataclass
@@ -17,7 +18,7 @@ class Answer:
     text: str | None
 
 
-class DecisionsMixin:
+class DecisionsMixin(SessionBase):
     """Part of Session (ks_tui/engine/session.py)."""
 
     def _decision(self, point: str, reason: str, history=None) -> bool:

@@ -4,16 +4,24 @@ raise the decision points it brings, and roll back (with or without the conversa
 from __future__ import annotations
 
 import subprocess
+from typing import TYPE_CHECKING, Sequence
 
 from ks_tui import events as ev
 from ks_tui.agent import prompts
 from ks_tui.agent.conversation import Conversation
 from ks_tui.agent.summary import summarize_result
 from ks_tui.attempts import kernel_sha256
+from ks_tui.engine.session_base import SessionBase
 from ks_tui.errors import KsError
 
+if TYPE_CHECKING:
+    from ks_tui import workflow
+    from ks_tui.attempts.model import Attempt
+    from ks_tui.harness.warm import WarmPool
+    from ks_tui.questions import AttemptView
 
-class AttemptsMixin:
+
+class AttemptsMixin(SessionBase):
     """Part of Session (ks_tui/engine/session.py)."""
 
     def _run_harness(self, mode: str, quick: bool, author: str) -> str:
@@ -45,21 +53,22 @@ class AttemptsMixin:
         self._after_attempt(recorded.attempts)
         return summarize_result(result, attempt.to_dict())
 
-    def _harness_pool(self):
+    def _harness_pool(self) -> WarmPool | None:
         """The session's pre-started harness child (harness/warm.py): the next run skips the child's start-up
         and torch import. KS_WARM_HARNESS=0 turns it off."""
         from ks_tui.harness.warm import WarmPool, enabled
 
-        if getattr(self, "_warm_pool", None) is None and enabled():
+        if self._warm_pool is None and enabled():
             self._warm_pool = WarmPool()
-        return getattr(self, "_warm_pool", None)
+        return self._warm_pool
 
     def _close_harness_pool(self) -> None:
-        pool, self._warm_pool = getattr(self, "_warm_pool", None), None
+        pool, self._warm_pool = self._warm_pool, None
         if pool is not None:
             pool.close()
 
-    def _record(self, result: dict, author: str, mode: str, quick: bool, measured: bytes | None = None):
+    def _record(self, result: dict, author: str, mode: str, quick: bool,
+                measured: bytes | None = None) -> workflow.Recorded:
         """workflow.record_run under the session lock the engine holds; the event stream is the trace.
         The attempts are read once there: the event's best mark and the question history both come from them."""
         from ks_tui import workflow
@@ -80,7 +89,7 @@ class AttemptsMixin:
         self.emit(ev.AttemptRecorded(attempt.to_dict(), result, self.marks[attempt.number], recorded.best))
         return recorded
 
-    def _best_number(self, attempts=None) -> int:
+    def _best_number(self, attempts: Sequence[Attempt] | None = None) -> int:
         """The attempt the store marks best now (0 when none is), of `attempts` when the caller has them."""
         attempts = self.store.attempts(self.id) if attempts is None else attempts
         return next((a.number for a in attempts if a.best), 0)
@@ -101,13 +110,13 @@ class AttemptsMixin:
         # the commit body keeps it whole (attempts/trailers.py), so nothing it said about the attempt is cut.
         return texts[0].strip().split("\n\n")[0] if texts else f"{mode}{' quick' if quick else ''} run"
 
-    def _history(self, attempts=None):
+    def _history(self, attempts: Sequence[Attempt] | None = None) -> list[AttemptView]:
         """The attempts as the question bank sees them (read from the store unless given)."""
         from ks_tui.questions import views_of
 
         return views_of(self.store.attempts(self.id) if attempts is None else attempts, self.results)
 
-    def _after_attempt(self, attempts=None) -> None:
+    def _after_attempt(self, attempts: Sequence[Attempt] | None = None) -> None:
         from ks_tui import workflow
         from ks_tui.questions import detect
 
@@ -121,7 +130,7 @@ class AttemptsMixin:
         else:
             self._decision(points[0].point, points[0].reason, history)
 
-    def _rollback_with_conversation(self, ref) -> None:
+    def _rollback_with_conversation(self, ref: str | int) -> None:
         """The engineer's rollback: the kernel and the conversation go back to that attempt."""
         try:
             target = self.store.resolve(self.id, ref)
@@ -141,7 +150,7 @@ class AttemptsMixin:
                   for a in later if a.rollback_of is None]
         self._user(prompts.rollback_note(target.number, undone), "system")
 
-    def _after_rollback(self, to: int, new, conversation_len: int | None) -> None:
+    def _after_rollback(self, to: int, new: Attempt, conversation_len: int | None) -> None:
         self._kernel_known = self._kernel_sha()
         self.emit(ev.RolledBack(to, new.number, conversation_len))
         self.results[new.number] = self.results.get(to, {})

@@ -14,7 +14,7 @@ import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ks_tui import events as ev
 from ks_tui.agent import prompts
@@ -31,6 +31,10 @@ from ks_tui.engine.turns import TurnsMixin
 from ks_tui.engine.window import WindowMixin
 from ks_tui.errors import InputFileError, KsError
 
+if TYPE_CHECKING:
+    from ks_tui.attempts import AttemptStore
+    from ks_tui.attempts.model import SessionInfo
+
 log = logging.getLogger(__name__)
 
 
@@ -43,7 +47,7 @@ class _Cmd:
 class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMixin):
     """Build with `Session.create(...)` (a new session) or `Session.open(...)` (resume)."""
 
-    def __init__(self, workspace: Path, store, info, cfg: Config, *, autonomous: bool = False,
+    def __init__(self, workspace: Path, store: AttemptStore, info: SessionInfo, cfg: Config, *, autonomous: bool = False,
                  human_present: bool = True, use_agent: bool | None = None):
         from ks_tui.questions import EfficacyStore, default_bank_path, load_bank
         from ks_tui.task import load_task
@@ -72,12 +76,13 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
         self._stop = threading.Event()
         self._paused = threading.Event()
         self._cancel_harness = threading.Event()
-        self._approvals: dict[str, queue.Queue] = {}
+        self._approvals: dict[str, queue.Queue[bool]] = {}
         self._thread: threading.Thread | None = None
         self._caller = None  # agent.loop.ModelCaller, made on the first model turn
-        self._decisions_due: list | None = None  # set while tools run: points wait for the results
+        self._warm_pool = None  # harness.warm.WarmPool, started by the first harness run (engine/runs.py)
+        self._decisions_due = None  # set while tools run: points wait for the results
         self._deciding = False  # a decision point waits for a person's answer
-        self.state: str = "idle"
+        self.state = "idle"
         self.run = Spend()  # this process's run of the session, for --max-turns/--max-cost
         self.end: ev.SessionEnded | None = None
 
@@ -96,14 +101,14 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
         self.results = past.results
         self._cut_tools = past.cut_tools
         self._context_scale = past.context_scale  # API tokens per estimated token (engine/window.py)
-        self._api_window: int | None = None  # the window a "prompt is too long" refusal named
+        self._api_window = None  # the window a "prompt is too long" refusal named
         # The last reply stopped with pause_turn: it goes back as it is, to be continued.
         self._pause_turn = (past.paused_turn and bool(self.conv.messages)
                             and self.conv.messages[-1]["role"] == "assistant")
         # The kernel as last committed or as the agent last wrote it; None while the worktree
         # holds an edit of a person's, so that edit is committed as theirs before the agent writes.
         now = self._kernel_sha()
-        self._kernel_known: str | None = now if self._kernel_committed() or now == past.agent_kernel else None
+        self._kernel_known = now if self._kernel_committed() or now == past.agent_kernel else None
 
     @classmethod
     def create(cls, workspace: Path, task_name: str, cfg: Config, **kw) -> "Session":
@@ -157,12 +162,12 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
             except Exception:  # a broken view must not kill the session
                 log.exception("event subscriber failed on %s", event.kind)
 
-    def _set_state(self, state: str, detail: str = "") -> None:
+    def _set_state(self, state: ev.AgentState, detail: str = "") -> None:
         if state != self.state:
             self.state = state
             self.emit(ev.StateChanged(state, detail))
 
-    def _idle_state(self) -> str:
+    def _idle_state(self) -> ev.AgentState:
         return "running" if self.agent_enabled else "human"
 
     def _user(self, text: str, source: str) -> None:
@@ -230,8 +235,7 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
                 # its efficacy record are that process's to write.
                 self._writes_trace = False
                 self.emit(ev.ErrorEvent(str(e), recoverable=False))
-                self._finish(f"error: {e.message}", settle=False)
-                return self.end
+                return self._finish(f"error: {e.message}", settle=False)
             return self._run_locked()
 
     def _run_locked(self) -> ev.SessionEnded:
@@ -247,10 +251,10 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
             reason = "internal error"
         finally:
             self._close_harness_pool()  # no pre-started harness child outlives the run
-            self._finish(reason)
-        return self.end
+            end = self._finish(reason)
+        return end
 
-    def _finish(self, reason: str, settle: bool = True) -> None:
+    def _finish(self, reason: str, settle: bool = True) -> ev.SessionEnded:
         attempts = self.store.attempts(self.id)
         try:
             if settle:
@@ -259,10 +263,11 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
             log.exception("efficacy settle failed")
         best = next((a for a in attempts if a.best), None)  # the store's pick, as `ks log` shows it
         self._set_state("stopped", reason)
-        self.end = ev.SessionEnded(reason, len(attempts), best.number if best else None,
-                                   best.speedup if best else None, self.spend.turns,
-                                   self.spend.tokens.total, round(self.spend.cost, 6), self.spend.priced)
-        self.emit(self.end)
+        self.end = end = ev.SessionEnded(reason, len(attempts), best.number if best else None,
+                                         best.speedup if best else None, self.spend.turns,
+                                         self.spend.tokens.total, round(self.spend.cost, 6), self.spend.priced)
+        self.emit(end)
+        return end
 
     def _main(self) -> str:
         self.state = self._idle_state()
@@ -317,7 +322,8 @@ class Session(TurnsMixin, WindowMixin, ToolHostMixin, AttemptsMixin, DecisionsMi
         """Run one command; an answer is returned to the caller, which decides where it goes."""
         if cmd.name == "harness":
             try:
-                self._run_harness(*cmd.args, author="human")
+                mode, quick = cmd.args
+                self._run_harness(mode, quick, author="human")
             except KsError as e:  # e.g. the kernel file is missing: say so, keep the session
                 self.emit(ev.HarnessFinished("error", None, e.message))
                 self.emit(ev.ErrorEvent(str(e)))

@@ -14,6 +14,7 @@ from ks_tui.agent.summary import summarize_result
 from ks_tui.attempts.model import current_device
 from ks_tui.attempts.remarks import remark_text
 from ks_tui.attempts.speed_diff import compare_results, comparison_text
+from ks_tui.engine.session_base import SessionBase
 from ks_tui.errors import KsError
 
 MAX_SHOW_CHARS = 12_000
@@ -21,7 +22,7 @@ MAX_SHOW_CHARS = 12_000
 log = logging.getLogger(__name__)
 
 
-class ToolHostMixin:
+class ToolHostMixin(SessionBase):
     """Part of Session (ks_tui/engine/session.py)."""
 
     def _run_tools(self, tool_uses: list[dict]) -> None:

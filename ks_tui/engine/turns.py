@@ -18,6 +18,7 @@ from ks_tui.agent.conversation import sendable
 from ks_tui.agent.providers import model_limits
 from ks_tui.agent.tools import tool_schemas
 from ks_tui.agent.usage import cost_usd
+from ks_tui.engine.session_base import SessionBase
 
 # Turns that cannot be continued: the reply is dropped and the agent's run ends.
 DEAD_ENDS = {
@@ -27,7 +28,7 @@ DEAD_ENDS = {
 }
 
 
-class TurnsMixin:
+class TurnsMixin(SessionBase):
     """Part of Session (ks_tui/engine/session.py): the model side of the loop."""
 
     def _ensure_caller(self):

@@ -13,9 +13,10 @@ from __future__ import annotations
 from ks_tui import events as ev
 from ks_tui.agent import prompts
 from ks_tui.agent.context import LEVELS, Compaction, estimate_tokens
+from ks_tui.engine.session_base import SessionBase
 
 
-class WindowMixin:
+class WindowMixin(SessionBase):
     """Part of Session (ks_tui/engine/session.py): the conversation's size against the window."""
 
     def _context_tokens(self, raw: int | None = None) -> int:

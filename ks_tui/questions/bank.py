@@ -250,7 +250,9 @@ class _Checker:
         weight = item.get("weight", 1.0)
         if not _number(weight) or weight <= 0:
             self.add(at("weight"), f"{name}: weight must be a positive number (got {weight!r})")
-        if len(self.problems) > before:
+        # (id, text and category are then strings: a missing or mistyped one was a problem above)
+        if len(self.problems) > before or not (isinstance(qid, str) and isinstance(text, str)
+                                               and isinstance(category, str)):
             return None
         return Question(id=qid, text=" ".join(text.split()), category=category, points=points,
                         weight=float(weight), requires=requires, line=line)

@@ -302,7 +302,7 @@ class EfficacyStore:
         outcomes = by_ask(records, "outcome")  # the first, as compute_stats counts it
         latest = by_ask(records, "judged", latest=True)
         for i, a in enumerate(asks):
-            o = outcomes.get(a.get("ask"))
+            o = outcomes.get(a["ask"])  # every ask record has its id (by_ask keys them by it)
             if o is None or not o.get("attempts"):
                 continue
             start = int(a.get("after_attempt") or 0)
@@ -316,7 +316,7 @@ class EfficacyStore:
             record = {"kind": "judged", "ask": a["ask"], "time": _now(), "session": session,
                       "question": a.get("question"), "paired_gain": gain,
                       "over": None if found is None else found.over,
-                      "ratio": None if found is None else round(found.ratio, 6)}
+                      "ratio": None if found is None or found.ratio is None else round(found.ratio, 6)}
             self._append(fd, record)
             records.append(record)
 

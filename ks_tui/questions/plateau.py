@@ -39,8 +39,8 @@ class Plateau:
         lead = None if self.lead is None else {"over": self.lead.over, "ratio": round(self.lead.ratio, 6),
                                                 "paired": self.lead.paired, "bar": self.bar}
         g = self.gain
-        paired = None if g.over is None else {"over": g.over, "ratio": round(g.ratio, 6), "bar": self.paired_noise,
-                                              "declared": g.declared}
+        paired = None if g.over is None or g.ratio is None else {
+            "over": g.over, "ratio": round(g.ratio, 6), "bar": self.paired_noise, "declared": g.declared}
         needs = None if self.needs is None else self._bar_dict(self.needs)
         r = self.last_round
         last_round = None if r is None else {"attempt": r.number, "beside": r.over, "kernel_of": r.holder,
@@ -87,7 +87,7 @@ def plateau_lines(p: Plateau, best: int | None) -> list[str]:
     g = p.gain
     if g.number is not None:
         n = f"{g.since} attempt{'' if g.since == 1 else 's'} since"
-        if g.over is None:
+        if g.over is None or g.ratio is None:  # (a same-call gain has both)
             lines.append(f"(last gain above the {p.noise:.1%} noise: #{g.number}; {n})")
         else:  # inside the bar between calls, above the same-call one
             how = "declared timed in the same call (a remark)" if g.declared else "timed in the same call"

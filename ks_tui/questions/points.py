@@ -202,21 +202,22 @@ def _walk(history: Sequence[AttemptView], noise: float, paired_noise: float | No
         partner = None
         chance = (kernel, a.scope, best_kernel.get(key, ""))
         beside = _best_runs_beside(a, chance[2], partners.get(a.pair, ())) if s is not None else []
-        if beside and not (plain and not again) and chance not in paired:
+        # `beside` holds runs only when `s` is a timed speedup
+        if s is not None and beside and not (plain and not again) and chance not in paired:
             partner = _beaten_partner(a, s, beside, paired_noise)
-        if beside and chance not in paired and paired_noise is not None:
-            top = max(beside, key=lambda p: p.timed_speedup)
-            last = Round(a.number, top.number, s / top.timed_speedup, holder[key],
+        if s is not None and beside and chance not in paired and paired_noise is not None:
+            top = max(beside, key=_timed)
+            last = Round(a.number, top.number, s / _timed(top), holder[key],
                          a.scope != "subset" and (partner is not None or (plain and not again)))
         if beside:
             paired.add(chance)  # won or lost, this kernel's round beside that best kernel is spent
-        if a.scope != "subset" and ((plain and not again) or partner is not None):
+        if s is not None and a.scope != "subset" and ((plain and not again) or partner is not None):
             # a paired gain can read below the best's reading from another call: keep the higher bar
             best[key], best_kernel[key], since = max(s, best.get(key, s)), kernel, 0
             holder[key] = a.number
             # `partner`: the run that showed the gain when the bar between calls did not
             found.append(Gain(a.number, 0) if partner is None else
-                         Gain(a.number, 0, partner.number, s / partner.timed_speedup, a.pair.startswith(DECLARED)))
+                         Gain(a.number, 0, partner.number, s / _timed(partner), a.pair.startswith(DECLARED)))
             counts.append(0)
         elif since is not None or s is not None:
             since = (since or 0) + 1
@@ -239,8 +240,15 @@ def _beaten_partner(a: AttemptView, s: float, beside: Sequence[AttemptView],
     """The fastest of the best kernel's runs `beside` a that `a` (speedup s) beats by more than paired_noise, or None."""
     if paired_noise is None:
         return None
-    beaten = [p for p in beside if s > p.timed_speedup * (1 + paired_noise)]
-    return max(beaten, key=lambda p: p.timed_speedup, default=None)
+    beaten = [p for p in beside if s > _timed(p) * (1 + paired_noise)]
+    return max(beaten, key=_timed, default=None)
+
+
+def _timed(a: AttemptView) -> float:
+    """The speedup of a run already known to be timed (the partners and rivals above are only such runs)."""
+    s = a.timed_speedup
+    assert s is not None, f"attempt {a.number} is not a timed run"
+    return s
 
 
 @dataclass(frozen=True)
@@ -270,8 +278,8 @@ def best_lead(history: Sequence[AttemptView], number: int) -> Lead | None:
     pool = beside or [a for a in history if a.number < number and rival(a)]
     if not pool:
         return None
-    top = max(pool, key=lambda a: a.timed_speedup)
-    return Lead(top.number, me.timed_speedup / top.timed_speedup, bool(beside))
+    top = max(pool, key=_timed)
+    return Lead(top.number, me.timed_speedup / _timed(top), bool(beside))
 
 
 def attempts_since_gain(history: Sequence[AttemptView], noise: float,

@@ -76,7 +76,7 @@ def attempt_points(attempts: list[dict]) -> list[dict[str, Any]]:
     out, seen = [], []
     for i, a in enumerate(attempts):
         mode = a.get("mode") or ""
-        p = {"number": int(a.get("number", i + 1)), "speedup": _num(a.get("speedup")),
+        p: dict[str, Any] = {"number": int(a.get("number", i + 1)), "speedup": _num(a.get("speedup")),
              "status": a.get("status") or "", "correct": a.get("correct") or "", "mode": mode,
              "full_grid": not mode.endswith(("quick", "subset")), "device": a.get("device") or "",
              "summary": a.get("summary") or "", "question": a.get("question") or "",
@@ -145,7 +145,7 @@ def scenario_grid(scenarios: list[dict]) -> dict[str, Any]:
     Returns {column: name of the length parameter the columns show, mask: the mask parameter or None,
     columns: [values], masks: [values], families: [{key, label}], cells: [{family, column, mask, ...}],
     has_sol: any scenario with a speed-of-light fraction}."""
-    shapes = [s.get("shape") if isinstance(s.get("shape"), dict) else {} for s in scenarios]
+    shapes: list[dict] = [s["shape"] if isinstance(s.get("shape"), dict) else {} for s in scenarios]
     keys: list[str] = []
     for sh in shapes:
         keys += [k for k in sh if k not in keys]
@@ -169,8 +169,8 @@ def scenario_grid(scenarios: list[dict]) -> dict[str, Any]:
         fkey = tuple(values[k][i] for k in family_keys)
         fams.setdefault(fkey, {"key": dict(zip(family_keys, fkey)),
                                "label": _label({k: values[k][i] for k in label_keys}) or "all"})
-        sol = s.get("speed_of_light") if isinstance(s.get("speed_of_light"), dict) else {}
-        base = s.get("baseline") if isinstance(s.get("baseline"), dict) else {}
+        sol = s["speed_of_light"] if isinstance(s.get("speed_of_light"), dict) else {}
+        base = s["baseline"] if isinstance(s.get("baseline"), dict) else {}
         cells.append({"id": str(s.get("id") or i), "family": fams[fkey]["label"],
                       "column": values[column][i] if column else None,
                       "mask": values[mask][i] if mask else None, "ok": bool(s.get("ok")),

@@ -157,7 +157,8 @@ def heatmap(grid: dict[str, Any], field: str):
     sol = field == "sol_fraction"
     values = [c[field] for c in grid["cells"] if c[field] is not None]
     if sol:
-        zmin, zmax, scale, bar = 0.0, 1.0, SOL_SCALE, dict(title=dict(text="SoL"))
+        bar: dict[str, Any] = dict(title=dict(text="SoL"))
+        zmin, zmax, scale = 0.0, 1.0, SOL_SCALE
     else:  # colours by log(speedup): 0.8x as red as 1.25x is green
         r = _speedup_reach(values)
         zmin, zmax, scale = -r, r, SPEEDUP_SCALE

@@ -85,6 +85,13 @@ def test_init_inside_an_existing_repo_commits_only_its_own_files(tmp_path, git_e
     assert git(repo, "diff", "--cached", "--name-only").split() == ["main.c"]
 
 
+def test_init_inside_a_bare_repo_is_bad_input(tmp_path, git_env):
+    git(tmp_path, "init", "-q", "--bare", "store.git")
+    out = ks("init", "store.git/ws", cwd=tmp_path)
+    bad_input(out, "is inside the bare git repository")
+    assert not (tmp_path / "store.git" / "ws" / "kernels").exists()
+
+
 def test_try_log_show_rollback_with_the_real_harness(tmp_path, git_env):
     assert ks("init", "ws", cwd=tmp_path).returncode == 0
     ws = tmp_path / "ws"
