@@ -70,8 +70,12 @@ def test_rounds_is_read_from_task_yaml():
     from ks_tui.task import load_task
     from tests.harness.conftest import REPO
 
+    import yaml
+
     task = load_task("flash_attn_fwd", REPO)
-    assert task.timing.rounds == 5
+    written = yaml.safe_load(task.yaml_path.read_text())["timing"]
+    assert task.timing.rounds == written["rounds"] != Timing().rounds  # not the default by chance
+    assert task.timing.for_run(True).rounds == written["quick"]["rounds"]
 
 
 @pytest.mark.parametrize("rounds", [1, 2, 9])
