@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.support.fake_messages_api import FakeMessagesAPI
 from tests.support.workspace import GIT_IDENTITY, HOST_VARS, make_workspace
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """One worker more than the cores: much of a test's time is spent waiting on its child processes (a harness
+    child starting, a planted hang timing out, a server coming up), which a third worker fills."""
+    return (os.cpu_count() or 1) + 1
+
+
+def run_wide_dir(tmp_path_factory, name: str) -> Path:
+    """A folder under this run's temporary root, shared by every xdist worker of the run (each worker has a
+    base folder of its own below that root): a build cache kept there is filled once, not once per worker.
+    Only for what the product already shares safely between processes (the build cache publishes atomically)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    path = root / name
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture
