@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# Python's bytecode caches (__pycache__, git-ignored) for the suite and the `ks` children it starts, also where
+# PYTHONDONTWRITEBYTECODE is set: every worker would otherwise compile the test modules (assertion rewriting) and
+# ks_tui again at each start, and each of the hundreds of child processes its part of ks_tui.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from tests.support.fake_messages_api import FakeMessagesAPI
 from tests.support.workspace import GIT_IDENTITY, HOST_VARS, make_workspace

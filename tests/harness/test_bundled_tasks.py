@@ -19,6 +19,7 @@ def test_there_are_bundled_tasks():
     assert {"attention_cpu", "flash_attn_fwd"} <= {d.name for d in TASK_DIRS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_dir", TASK_DIRS, ids=lambda d: d.name)
 def test_bundled_task(task_dir):
     from ks_tui.harness import build as build_mod

@@ -51,12 +51,14 @@ def test_honest_naive_accumulation_passes(verdict):
     assert not [w for w in r["warnings"] if "process" in w]  # an honest run warns of no leftover process
 
 
+@pytest.mark.slow
 def test_each_run_draws_a_new_seed(cpu_task, planted_dir, verdict):
     a = verdict("naive")
     b = check(cpu_task, planted_dir, "naive", scenarios=SUBSET[:1])
     assert a["seed"] != b["seed"]
 
 
+@pytest.mark.slow
 def test_a_seed_reproduces_a_scenarios_inputs_whatever_else_runs(cpu_task, planted_dir):
     # The naive kernel is deterministic, so equal errors mean equal inputs.
     both = check(cpu_task, planted_dir, "naive", seed=1234)
@@ -66,6 +68,7 @@ def test_a_seed_reproduces_a_scenarios_inputs_whatever_else_runs(cpu_task, plant
     assert other["scenarios"][0]["error"]["max_abs"] != alone["scenarios"][0]["error"]["max_abs"]
 
 
+@pytest.mark.slow
 def test_kernel_output_is_drained_kept_apart_and_cut(cpu_task, planted_dir):
     seen = []
     r = check(cpu_task, planted_dir, "chatty", scenarios=SUBSET[2:], on_progress=seen.append)
@@ -108,6 +111,7 @@ def test_bf16_error_is_reported_with_its_size(verdict):
         assert s["error"]["bound"] < s["error"]["max_abs"] < 0.5
 
 
+@pytest.mark.slow
 def test_caching_after_warm_up_is_caught_by_the_recheck_after_timing(cpu_task, planted_dir):
     one = [SUBSET[2]]
     checked = check(cpu_task, planted_dir, "cache_after_warmup", scenarios=one)
@@ -127,6 +131,7 @@ def test_crashing_kernels_are_crashed_with_stderr(verdict, kind, signal_name):
     assert r["compile"]["ok"] is True
 
 
+@pytest.mark.slow
 def test_infinite_loop_times_out_and_the_whole_group_dies(cpu_task, planted_dir, tmp_path, monkeypatch):
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
@@ -176,6 +181,7 @@ def test_a_process_the_kernel_leaves_running_is_killed_and_named(cpu_task, plant
     assert [w for w in r["warnings"] if f"pid {fork}" in w and "killed" in w], r["warnings"]
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_leaves_no_fork_running(cpu_task, planted_dir, tmp_path, monkeypatch):
     """Ctrl-C in ks while the kernel spins, after it forked a process that left the group by setsid(): the
     interrupt propagates, and the fork is gone too, not only the child's group."""

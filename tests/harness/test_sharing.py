@@ -70,6 +70,7 @@ def test_without_proc_stat_nothing_is_known(tmp_path):
     assert contention.cpu_snapshot(missing).busy_s is None
 
 
+@pytest.mark.slow
 def test_bench_on_a_busy_machine_warns_and_records_the_sharing():
     cpus = os.cpu_count() or 1
     with busy_machine():
@@ -82,6 +83,7 @@ def test_bench_on_a_busy_machine_warns_and_records_the_sharing():
     assert len(warned) == 1 and f"of {cpus} CPU cores busy while the kernel was timed" in warned[0]
 
 
+@pytest.mark.slow
 def test_the_warning_is_in_the_printed_report():
     with busy_machine():
         out = run_ks("bench", "attention_cpu", "--quick")

@@ -17,6 +17,7 @@ def workspace(tmp_path):
     return tmp_path / "ws"
 
 
+@pytest.mark.slow
 def test_new_task_checks_at_once(workspace):
     made = run_ks("task", "new", "mytask", cwd=workspace)
     assert made.returncode == 0, made.stderr

@@ -22,6 +22,7 @@ def _no_sandbox(monkeypatch):
     monkeypatch.setenv("KS_SANDBOX", "off")
 
 
+@pytest.mark.slow
 def test_under_a_sandbox_every_run_starts_cold_inside_it(cpu_task, monkeypatch):
     from ks_tui.harness import sandbox
 
@@ -38,6 +39,7 @@ def test_under_a_sandbox_every_run_starts_cold_inside_it(cpu_task, monkeypatch):
         pool.close()
 
 
+@pytest.mark.slow
 def test_the_second_run_is_served_by_the_child_started_after_the_first(cpu_task):
     pool = WarmPool()
     try:
@@ -57,6 +59,7 @@ def test_the_second_run_is_served_by_the_child_started_after_the_first(cpu_task)
         pool.close()
 
 
+@pytest.mark.slow
 def test_a_crash_does_not_poison_the_next_run_and_close_leaves_nothing(cpu_task, planted_dir):
     pool = WarmPool()
     try:
@@ -72,6 +75,7 @@ def test_a_crash_does_not_poison_the_next_run_and_close_leaves_nothing(cpu_task,
     assert pool.idle_pid is None
 
 
+@pytest.mark.slow
 def test_a_child_made_under_another_environment_is_not_used(cpu_task, monkeypatch):
     pool = WarmPool()
     try:

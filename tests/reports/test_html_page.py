@@ -109,6 +109,7 @@ class _Tags(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+@pytest.mark.slow
 def test_the_page_is_one_file_that_fetches_nothing_and_escapes_attempt_text(built):
     text = built.page.read_text(encoding="utf-8")
     assert f"wrote {built.page}" in built.written
@@ -146,6 +147,7 @@ def _artifacts_dir() -> Path:
     return Path(os.environ.get("KS_TEST_ARTIFACTS") or ROOT / "tests" / "artifacts")
 
 
+@pytest.mark.slow
 def test_the_page_draws_in_headless_chromium_without_a_request_or_an_error(built):
     if not CHROMIUM:
         if os.environ.get("CI") == "true":
