@@ -19,6 +19,9 @@ from types import SimpleNamespace
 
 import pytest
 
+# One session built through `ks try` children, exported, imported and drawn in Chromium: every test here reads it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Flags for a closed network: nothing phones home. Playwright adds --headless, and --user-data-dir for the fresh
@@ -109,7 +112,6 @@ class _Tags(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
-@pytest.mark.slow
 def test_the_page_is_one_file_that_fetches_nothing_and_escapes_attempt_text(built):
     text = built.page.read_text(encoding="utf-8")
     assert f"wrote {built.page}" in built.written
@@ -147,7 +149,6 @@ def _artifacts_dir() -> Path:
     return Path(os.environ.get("KS_TEST_ARTIFACTS") or ROOT / "tests" / "artifacts")
 
 
-@pytest.mark.slow
 def test_the_page_draws_in_headless_chromium_without_a_request_or_an_error(built):
     if not CHROMIUM:
         if os.environ.get("CI") == "true":
