@@ -51,7 +51,6 @@ def compiled(request, tmp_path_factory):
     return request.param, record, lib
 
 
-@pytest.mark.slow
 def test_compiles_for_sm90a(compiled):
     _, record, lib = compiled
     assert record["ok"], record["log"][-2000:]
