@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -20,7 +21,10 @@ from tests.support.workspace import GIT_IDENTITY, HOST_VARS, make_workspace
 
 def pytest_xdist_auto_num_workers(config) -> int:
     """One worker more than the cores: much of a test's time is spent waiting on its child processes (a harness
-    child starting, a planted hang timing out, a server coming up), which a third worker fills."""
+    child starting, a planted hang timing out, a server coming up), which the extra worker fills. On a machine with
+    an NVIDIA device, none: the `gpu` tests time kernels and need the device to themselves."""
+    if Path("/dev/nvidiactl").exists() or shutil.which("nvidia-smi"):
+        return 0
     return (os.cpu_count() or 1) + 1
 
 
