@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+# Python's bytecode caches (__pycache__, git-ignored) for the suite and the `ks` children it starts, also where
+# PYTHONDONTWRITEBYTECODE is set: every worker would otherwise compile the test modules (assertion rewriting) and
+# ks_tui again at each start, and each of the hundreds of child processes its part of ks_tui.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 from tests.support.fake_messages_api import FakeMessagesAPI
 from tests.support.workspace import GIT_IDENTITY, HOST_VARS, make_workspace
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """One worker more than the cores: much of a test's time is spent waiting on its child processes (a harness
+    child starting, a planted hang timing out, a server coming up), which the extra worker fills. On a machine with
+    an NVIDIA device, none: the `gpu` tests time kernels and need the device to themselves."""
+    if Path("/dev/nvidiactl").exists() or shutil.which("nvidia-smi"):
+        return 0
+    return (os.cpu_count() or 1) + 1
+
+
+def run_wide_dir(tmp_path_factory, name: str) -> Path:
+    """A folder under this run's temporary root, shared by every xdist worker of the run (each worker has a
+    base folder of its own below that root): a build cache kept there is filled once, not once per worker.
+    Only for what the product already shares safely between processes (the build cache publishes atomically)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    path = root / name
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture

@@ -113,6 +113,7 @@ def test_a_prompt_that_cannot_be_made_to_fit_ends_with_one_clear_message(workspa
     assert not any(isinstance(e, ev.ContextCompacted) for e in seen)
 
 
+@pytest.mark.slow
 def test_a_rollback_after_compactions_cuts_the_conversation_where_its_attempt_was(workspace, fake_api):
     edit = {"path": "kernel.cpp", "old_string": "std::vector<float> acc(d);",
             "new_string": "std::vector<float> acc(d);  // one row"}
@@ -154,6 +155,7 @@ def test_a_rollback_after_compactions_cuts_the_conversation_where_its_attempt_wa
     assert "// one row" in third.files.kernel.read_text() and FILLER not in third.files.kernel.read_text()
 
 
+@pytest.mark.slow
 def test_headless_prints_the_window_share_and_each_compaction(workspace, fake_api, monkeypatch):
     script = [reply(tool_use("write_file", {"path": "kernel.cpp", "content": big_kernel(workspace)})),
               *reads(3), reply(text("Done."))]

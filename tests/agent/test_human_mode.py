@@ -24,6 +24,7 @@ def edit_and_check(tag: str):
                  tool_use("run_harness", {"mode": "check", "quick": True}))
 
 
+@pytest.mark.slow
 def test_answers_typed_questions_and_rollback_with_the_conversation(workspace, fake_api):
     global OLD
     api = fake_api([edit_and_check("first"),
@@ -159,6 +160,7 @@ def test_without_a_key_the_session_runs_in_human_mode(workspace):
     assert json.dumps(seen[-1].to_dict())  # SessionEnded serializes
 
 
+@pytest.mark.slow
 def test_a_question_typed_without_an_agent_goes_on_the_next_attempt_and_to_a_later_agent(workspace, fake_api):
     cfg = load_config(workspace).with_overrides(max_turns=1, question_timeout_s=5.0)
     session = Session.create(workspace, "attention_cpu", cfg, use_agent=False)
@@ -193,6 +195,7 @@ def test_a_question_typed_without_an_agent_goes_on_the_next_attempt_and_to_a_lat
     assert any(t.endswith("Is the inner loop vectorized?") for t in sent)
 
 
+@pytest.mark.slow
 def test_attempts_made_while_a_decision_point_waits_do_not_open_another(workspace):
     cfg = load_config(workspace).with_overrides(question_timeout_s=150.0)
     session = Session.create(workspace, "attention_cpu", cfg, use_agent=False)
@@ -225,6 +228,7 @@ def test_attempts_made_while_a_decision_point_waits_do_not_open_another(workspac
     assert [p.point for p in points] == ["failure_streak"]
 
 
+@pytest.mark.slow
 def test_a_rollback_to_the_latest_attempt_is_refused_and_the_session_goes_on(workspace):
     session = edited_by_a_person(workspace)
     seen: list[ev.Event] = []

@@ -34,6 +34,7 @@ def doc(result) -> dict:
     return body
 
 
+@pytest.mark.slow
 async def test_the_loop_over_mcp(workspace):
     async with stdio_client(server(workspace)) as (read, write), ClientSession(read, write) as mcp:
         await mcp.initialize()

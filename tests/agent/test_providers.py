@@ -37,6 +37,7 @@ def edit_then_check() -> list:
             reply(text("Done."))]
 
 
+@pytest.mark.slow
 def test_a_headless_session_completes_against_a_strict_compatible_server(workspace, fake_api, capsys):
     api = fake_api(edit_then_check(), strict=True, model_info={"max_input_tokens": 60_000, "max_tokens": 4096})
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "3",
@@ -59,6 +60,7 @@ def test_a_headless_session_completes_against_a_strict_compatible_server(workspa
     assert "cost: unpriced (no price for the model in the config)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_anthropic_profile_still_caches_and_thinks(workspace, fake_api):
     api = fake_api([reply(text("Hi."))])
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "1")
@@ -86,6 +88,7 @@ def test_the_compatible_shape_drops_cache_control_and_thinking_everywhere():
     assert "cache_control" not in params["messages"][-1]["content"][-1]
 
 
+@pytest.mark.slow
 def test_a_compatible_server_without_tool_use_is_one_clear_line(workspace, fake_api):
     api = fake_api([reply(text("never"))], refuse_tools=True)
     out = ks(workspace, "run", "attention_cpu", "--headless", "--autonomous", "--max-turns", "2",
@@ -131,6 +134,7 @@ def test_provider_bad_inputs_are_one_line_exit_2(workspace, base_env, capsys):
     assert capsys.readouterr().err.count("ks: error: --provider: unknown provider 'nope'") == 2
 
 
+@pytest.mark.slow
 def test_bedrock_runs_a_turn_through_the_sdk_client_on_its_own_paths(workspace, fake_api, base_env):
     pytest.importorskip("botocore")
     api = fake_api([reply(text("Reading."), tool_use("read_file", {"path": "kernel.cpp"})), reply(text("Done."))])
@@ -192,6 +196,7 @@ def test_bedrock_and_vertex_say_what_is_missing(workspace, base_env, tmp_path, m
     assert not (workspace / "sessions").exists()
 
 
+@pytest.mark.slow
 def test_vertex_runs_a_turn_with_google_credentials_from_a_local_token_endpoint(workspace, fake_api, base_env,
                                                                                  tmp_path):
     """The SDK's Vertex client with real application default credentials: a service-account file

@@ -31,6 +31,7 @@ def only_session(ws) -> str:
     return sid
 
 
+@pytest.mark.slow
 def test_killed_session_resumes_with_the_same_conversation(workspace, fake_api):
     api = fake_api([reply(text("Reading."), tool_use("read_file", {"path": "kernel.cpp"})),
                    reply(tool_use("edit_file", {"path": "kernel.cpp", "old_string": OLD,
@@ -79,6 +80,7 @@ def test_missing_api_key_says_what_to_set(workspace):  # base_env: no key
     assert not (workspace / "sessions").exists()  # nothing was started
 
 
+@pytest.mark.slow
 def test_invalid_key_and_unknown_model_give_one_clear_line(workspace, fake_api, monkeypatch):
     fake_api([reply(text("never"))], api_key="sk-the-right-one", models={"claude-opus-4-6"})
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-wrong")
@@ -112,6 +114,7 @@ def test_bad_arguments_are_exit_2(workspace, monkeypatch):
     os.unlink(bad)
 
 
+@pytest.mark.slow
 def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, fake_api, unsandboxed):
     import time
 
@@ -144,6 +147,7 @@ def test_a_tool_call_cut_by_a_kill_runs_again_on_resume(workspace, fake_api, uns
     assert api2.requests[0]["messages"][:-1] == api.requests[0]["messages"] + [api2.requests[0]["messages"][-2]]
 
 
+@pytest.mark.slow
 def test_headless_with_a_terminal_runs_bash_without_asking(workspace, fake_api, monkeypatch):
     import pty
 
@@ -212,6 +216,7 @@ def _gone(pid: int, timeout: float = 15) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_during_a_harness_run_stops_the_run_kills_the_kernel_and_ends_the_trace(workspace, fake_api,
                                                                                         tmp_path, sig, unsandboxed):
@@ -238,6 +243,7 @@ def test_a_signal_during_a_harness_run_stops_the_run_kills_the_kernel_and_ends_t
     assert results[-1]["name"] == "run_harness" and "cancelled" in results[-1]["output"]
 
 
+@pytest.mark.slow
 def test_a_kill_9_of_ks_takes_the_hanging_kernel_down_with_it(workspace, tmp_path, unsandboxed):
     pid_file = tmp_path / "kernel.pid"
     source = tmp_path / "hang.cpp"
@@ -253,6 +259,7 @@ def test_a_kill_9_of_ks_takes_the_hanging_kernel_down_with_it(workspace, tmp_pat
     assert _gone(kernel_pid), "the harness child outlived a kill -9 of ks"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_reason", ["refusal", "model_context_window_exceeded"])
 def test_a_run_the_model_cannot_continue_exits_1_with_the_reason(workspace, fake_api, stop_reason):
     fake_api([reply(text("No."), stop_reason=stop_reason)])
@@ -287,6 +294,7 @@ def test_the_reports_best_is_the_attempt_logs_best():
     assert lines[at + 1] == "  fastest on NVIDIA H200: 1.160x (attempt 1; bench)"
 
 
+@pytest.mark.slow
 def test_sigterm_stops_a_session_whose_bash_command_left_a_daemon_holding_its_output(workspace, fake_api,
                                                                                      tmp_path):
     """`(setsid sleep 300 &); ... sleep 300`: the session stops on SIGTERM, the command and its daemon die."""

@@ -44,6 +44,7 @@ def trailers(ws, branch: str) -> list[dict[str, str]]:
     return commits
 
 
+@pytest.mark.slow
 def test_scripted_session_reads_edits_runs_the_harness_is_asked_and_stops_at_max_turns(workspace, fake_api):
     def edit_what_was_read(body):
         # The model "saw" the kernel in the tool_result it was sent.
@@ -231,6 +232,7 @@ def test_stop_returns_while_the_api_has_not_started_answering(workspace, fake_ap
     assert session.end.reason == "stopped"
 
 
+@pytest.mark.slow
 def test_show_attempt_gives_the_agent_its_speed_against_the_previous_attempt(workspace, fake_api):
     api = fake_api([reply(tool_use("run_harness", {"mode": "bench", "quick": True})),
                    reply(tool_use("edit_file", {"path": "kernel.cpp", "old_string": OLD, "new_string": NEW})),

@@ -3,6 +3,8 @@ a question picked by key reaches the agent, and the panels fill as the agent wor
 
 from __future__ import annotations
 
+import pytest
+
 from ks_tui.app.app import KernelSeekApp
 from ks_tui.app.connect import SessionOpener
 from ks_tui.app.screens.confirm import ConfirmScreen
@@ -24,6 +26,7 @@ def user_texts(request: dict) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 async def test_question_by_key_reaches_agent_and_panels_fill(workspace, fake_api):
     api = fake_api([
         reply(text("I will check the seed kernel on the quick scenarios first."),
@@ -128,6 +131,7 @@ async def test_pause_holds_the_agent_until_resumed(workspace, fake_api):
         await pilot.press("q")
 
 
+@pytest.mark.slow
 async def test_bash_needs_approval_in_a_dialog(workspace, fake_api):
     api = fake_api([
         reply(tool_use("bash", {"command": "echo approved-by-human"})),

@@ -3,6 +3,7 @@ results, compares two, and rolls back through the engine after a confirmation.""
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import DataTable
 
 from ks_tui.app.app import KernelSeekApp
@@ -24,6 +25,7 @@ async def open_history(app, pilot, rows: int):
     return history, table
 
 
+@pytest.mark.slow
 async def test_history_lists_attempts_compares_and_rolls_back(workspace):
     store, sid = seed_session(workspace)
     opener = SessionOpener(workspace, load_config(workspace), "attention_cpu")
@@ -80,6 +82,7 @@ async def test_history_lists_attempts_compares_and_rolls_back(workspace):
         await pilot.press("q")
 
 
+@pytest.mark.slow
 async def test_history_from_the_command_palette_and_a_declined_rollback(workspace):
     store, sid = seed_session(workspace)
     app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
@@ -109,6 +112,7 @@ async def test_history_from_the_command_palette_and_a_declined_rollback(workspac
         assert len(store.attempts(sid)) == 3
 
 
+@pytest.mark.slow
 async def test_history_shows_an_attempts_remarks(workspace):
     store, sid = seed_session(workspace)
     store.remark(sid, 1, "its speedup was a noisy baseline; re-measured 0.98x")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable
 
 from ks_tui import events as ev
@@ -52,6 +53,7 @@ async def test_the_agents_text_with_a_closing_tag_reaches_the_screen(workspace, 
         await pilot.press("q")
 
 
+@pytest.mark.slow
 async def test_a_missing_kernel_is_an_error_the_session_survives(workspace, base_env):
     app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"))
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
@@ -67,6 +69,7 @@ async def test_a_missing_kernel_is_an_error_the_session_survives(workspace, base
         await pilot.press("q")
 
 
+@pytest.mark.slow
 async def test_run_keys_pressed_during_a_run_do_not_queue_repeats(workspace, base_env):
     app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"))
     seen, told = [], []
@@ -117,6 +120,7 @@ def _many_attempts(workspace, n: int):
     return sid
 
 
+@pytest.mark.slow
 async def test_history_shows_the_summary_column_and_the_selected_attempts_remarks(workspace, base_env):
     sid = _many_attempts(workspace, 12)
     app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from ks_tui.app.app import KernelSeekApp
 from ks_tui.app.connect import SessionOpener
 from ks_tui.config import load_config
@@ -23,6 +25,7 @@ kernel.write_text(source + f"\\nint broken_{n} = undeclared_tile + {n};\\n")
 """
 
 
+@pytest.mark.slow
 async def test_edits_become_human_attempts_and_questions_are_offered(workspace, base_env, tmp_path):
     editor = tmp_path / "editor.py"
     editor.write_text(BREAKING_EDITOR)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ks_tui.app import keymap as km
@@ -96,6 +97,7 @@ def test_every_key_has_an_id_and_the_session_keys_are_marked():
 
 # ---- keys pressed while the session opens -----------------------------------------------------
 
+@pytest.mark.slow
 async def test_keys_pressed_before_the_session_opens_are_carried_out_when_it_opens(workspace):
     gated = GatedOpener(SessionOpener(workspace, load_config(workspace), "attention_cpu"))
     app = KernelSeekApp(opener=gated)
@@ -147,6 +149,7 @@ def wide_task(workspace: Path) -> str:
     return "attention_cpu_wide"
 
 
+@pytest.mark.slow
 async def test_on_a_large_task_r_runs_the_quick_subset_then_offers_the_full_grid(workspace):
     task = wide_task(workspace)
     opener = GatedOpener(SessionOpener(workspace, load_config(workspace), task))

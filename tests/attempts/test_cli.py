@@ -92,6 +92,7 @@ def test_init_inside_a_bare_repo_is_bad_input(tmp_path, git_env):
     assert not (tmp_path / "store.git" / "ws" / "kernels").exists()
 
 
+@pytest.mark.slow
 def test_try_log_show_rollback_with_the_real_harness(tmp_path, git_env):
     assert ks("init", "ws", cwd=tmp_path).returncode == 0
     ws = tmp_path / "ws"
@@ -225,6 +226,7 @@ def test_try_records_a_new_measurement_of_an_unchanged_kernel(toy_session, tmp_p
     assert len(json.loads(ks("log", "--json", cwd=ws).stdout)["attempts"]) == 2
 
 
+@pytest.mark.slow
 def test_try_again_runs_the_harness_on_an_unchanged_kernel(tmp_path, git_env):
     assert ks("init", "ws", cwd=tmp_path).returncode == 0
     ws = tmp_path / "ws"
@@ -319,6 +321,7 @@ def test_a_selection_naming_every_scenario_is_the_full_grid(toy_session, tmp_pat
     assert shown["result"]["selection"] is None and shown["result"]["seed"] == 77
 
 
+@pytest.mark.slow
 def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy_session, tmp_path):
     ws, sid, kernel = toy_session
     (ws / "question_bank.yaml").write_text((ROOT / "question_bank.yaml").read_text())
@@ -390,6 +393,7 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
     assert not (other / "sessions" / sid).exists()
 
 
+@pytest.mark.slow
 def test_show_compares_speed_with_the_other_attempt_and_flags_baseline_drift(toy_session, tmp_path):
     """Two full benches from different runs: `ks show 2 --against 1` puts their speedups side by side and says
     when the baselines moved (the machine, not the kernel)."""
@@ -441,6 +445,7 @@ def test_log_counts_the_attempts_since_the_best(toy_session, tmp_path):
                                       " or read above 1.2240x alone)"]
 
 
+@pytest.mark.slow
 def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_path):
     """A rise smaller than the noise takes the best mark (the fastest run) but is no gain: `ks log` names the last
     attempt that beat the best before it by more than the noise, as the plateau decision point counts."""
@@ -461,6 +466,7 @@ def test_log_says_when_the_best_mark_moved_inside_the_noise(toy_session, tmp_pat
     assert doc["best_lead"] == {"over": 2, "ratio": round(1.06 / 1.05, 6), "paired": False, "bar": 0.02}
 
 
+@pytest.mark.slow
 def test_log_counts_no_gain_for_a_remeasure_after_a_comment_only_edit(toy_session, tmp_path):
     """A kernel whose comments and layout were edited (a promotion to best/, a note) is the kernel it was: its
     re-measure 3% up is drift (and the noise the session has measured), not a gain. The same readings in a second
@@ -550,6 +556,7 @@ def test_log_says_by_how_much_a_best_timed_beside_the_old_one_leads(toy_session,
     assert text.splitlines()[-1].startswith("(a gain on cpu must beat #1's kernel by 0.5% in one call")
 
 
+@pytest.mark.slow
 def test_log_names_a_later_run_that_ties_the_best(toy_session, tmp_path):
     """Two runs equal as recorded (4 decimals): the earlier keeps the mark, and `ks log` says the later one ties it,
     so the count since the best does not read as a mistake (flash_attn_fwd: #56's 1.15752 against #48's 1.15746)."""

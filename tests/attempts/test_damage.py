@@ -89,6 +89,7 @@ def test_one_unreadable_session_file_does_not_hide_the_other_sessions(toy_sessio
     bad_input(ks("log", "-s", sid, cwd=ws), "unreadable session file")  # that session itself names the file
 
 
+@pytest.mark.slow
 def test_an_edit_made_while_the_harness_runs_keeps_the_measured_kernel_and_its_result(tmp_path, git_env):
     import os
     import stat
@@ -146,6 +147,7 @@ def test_a_stale_notes_lock_is_named_in_the_error(toy_session):  # noqa: F811
     bad_input(ks("lab", "remark", "1", "-s", sid, "a remark", cwd=ws), "ks-remarks.lock")
 
 
+@pytest.mark.slow
 def test_a_new_session_is_the_default_at_once(workspace, monkeypatch):
     # Dates far apart, so the order cannot come from ties within one second.
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2020-01-01T00:00:00")
@@ -180,6 +182,7 @@ def test_export_warns_when_the_worktree_holds_an_unrecorded_edit(toy_session, tm
     assert out.returncode == 0 and "an edit not recorded as an attempt" in out.stderr
 
 
+@pytest.mark.slow
 def test_a_removed_worktree_or_branch_is_named_with_the_way_back(toy_session):  # noqa: F811
     ws, sid, kernel = toy_session
     kernel.write_text(kernel.read_text() + "// v1\n")

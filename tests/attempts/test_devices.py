@@ -89,6 +89,7 @@ def test_attempts_without_the_trailer_take_the_device_of_their_stored_result(wor
     assert [a.best for a in atts] == [False, True]
 
 
+@pytest.mark.slow
 def test_ks_try_and_ks_log_say_when_the_session_moved_machines(workspace, tmp_path):
     out = ks("session", "new", "toy", cwd=workspace)
     assert out.returncode == 0, out.stderr

@@ -7,6 +7,8 @@ import io
 import json
 import tarfile
 
+import pytest
+
 from ks_tui.attempts.remarks import REMARKS_REF, parse_remarks, remark_line
 from tests.attempts.conftest import git, result_for
 from tests.attempts.test_cli import bad_input, ks, toy_session  # noqa: F401 (the fixture)
@@ -21,6 +23,7 @@ def _attempt(ws, sid, kernel, tmp_path, n: int, speedup: float, change: bool = T
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.slow
 def test_a_remark_is_added_without_touching_the_attempt_and_shows_everywhere(toy_session, tmp_path):
     ws, sid, kernel = toy_session
     _attempt(ws, sid, kernel, tmp_path, 1, 1.17)
@@ -85,6 +88,7 @@ def test_a_remark_is_one_line_and_a_hand_written_note_is_read_as_text(toy_sessio
     assert odd["text"] == "see\tnote=3" and "pair" not in odd and "question" not in odd
 
 
+@pytest.mark.slow
 def test_an_export_carries_remarks_and_an_older_export_without_them_imports(toy_session, tmp_path):
     ws, sid, kernel = toy_session
     _attempt(ws, sid, kernel, tmp_path, 1, 1.1)
@@ -122,6 +126,7 @@ def test_an_export_carries_remarks_and_an_older_export_without_them_imports(toy_
     assert git(clone, "branch", "--list", "ks/*").strip() == ""
 
 
+@pytest.mark.slow
 def test_a_summary_longer_than_the_subject_is_kept_whole_in_the_commit_body(toy_session, tmp_path):
     ws, sid, kernel = toy_session
     long = ("next_l2pf1: the prefetch gated to one query tile per head. Measured: q128-k512 93.1 -> 109.4 us; "
@@ -147,6 +152,7 @@ def test_a_summary_longer_than_the_subject_is_kept_whole_in_the_commit_body(toy_
     assert log[2]["rollback_of"] == 1 and log[2]["summary"].startswith("rollback to attempt 1: next_l2pf1")
 
 
+@pytest.mark.slow
 def test_a_same_call_remark_pairs_two_runs_and_the_log_judges_them_side_by_side(toy_session, tmp_path):
     """Runs measured in one device call before pair tags existed: the bar between calls (2%) hides
     a +1% gain that the two runs, declared side by side, show against the same-call bar (0.5%)."""
@@ -208,6 +214,7 @@ def test_a_run_with_its_own_pair_tag_is_not_declared_again(toy_session, tmp_path
     assert log[1]["remarks"][0]["pair"] == "run7:1" and log[0]["remarks"] == []  # it joins the run's own tag
 
 
+@pytest.mark.slow
 def test_a_question_remark_corrects_the_recorded_question_in_the_log_and_the_efficacy_record(toy_session, tmp_path):
     """Session 40 recorded two probes under limit-inherited that answered limit-residency: the commit's trailer
     stays, a remark declares the question, the log reads it, and the ask the first probe opened counts for it."""

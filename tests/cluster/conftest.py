@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_wide_dir
 from tests.support.processes import wait_gone
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def cluster_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("ks-cluster-cache")
+    return run_wide_dir(tmp_path_factory, "ks-cluster-cache")
 
 
 @pytest.fixture(autouse=True)

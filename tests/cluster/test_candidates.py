@@ -14,6 +14,7 @@ from tests.support.fake_messages_api import reply, text, tool_use
 pytestmark = pytest.mark.timeout(240)
 
 
+@pytest.mark.slow
 def test_candidates_run_side_by_side_and_each_becomes_an_attempt(workspace, fake_api, external, base_env):
     base_env.setenv("KS_CLUSTER", external.address)
     kernel = (workspace / "kernels" / "attention_cpu" / "kernel.cpp").read_text()
@@ -66,6 +67,7 @@ def test_a_run_across_device_kinds_reports_the_geomean_per_kind():
     assert geomean_by_device(result) is None  # one kind: the headline geomean says it all
 
 
+@pytest.mark.slow
 def test_with_a_cluster_configured_the_agents_run_is_sharded_over_it(workspace, fake_api, external, base_env):
     base_env.setenv("KS_CLUSTER", external.address)
     old = "std::vector<float> acc(d);"

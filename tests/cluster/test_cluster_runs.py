@@ -31,6 +31,7 @@ def _verdicts(result: dict) -> list[tuple]:
     return [(s["id"], s["ok"], s["error"]["max_abs"], s["error"]["bound"], s["draws"]) for s in result["scenarios"]]
 
 
+@pytest.mark.slow
 def test_local_workers_2_gives_the_single_machine_result():
     single = run_ks("check", "attention_cpu", "--quick", "--json", "--seed", "7")
     spread = run_ks("check", "attention_cpu", "--quick", "--json", "--seed", "7", "--workers", "2")
@@ -47,6 +48,7 @@ def test_local_workers_2_gives_the_single_machine_result():
     assert two["kernel_sha256"] == one["kernel_sha256"] and two["seed"] == 7
 
 
+@pytest.mark.slow
 def test_bench_over_a_running_scheduler(external, cpu_task):
     from ks_tui.cluster.cli import summary_lines
 
@@ -62,6 +64,7 @@ def test_bench_over_a_running_scheduler(external, cpu_task):
     assert "geomean_by_device" not in r  # one device kind
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_has_its_shard_run_elsewhere(external, victim, cpu_task):
     from ks_tui.cluster.run import run_sharded
 
@@ -86,6 +89,7 @@ def test_a_worker_killed_mid_run_has_its_shard_run_elsewhere(external, victim, c
     assert any(f"[worker {w}] shard" in lines.getvalue() for w in external.workers)
 
 
+@pytest.mark.slow
 def test_a_hung_worker_has_its_shard_rerun(external, victim, cpu_task):
     from ks_tui.cluster.run import run_sharded
 
@@ -104,6 +108,7 @@ def test_a_hung_worker_has_its_shard_rerun(external, victim, cpu_task):
     assert all(s["worker"] != victim.address for s in r["scenarios"])
 
 
+@pytest.mark.slow
 def test_a_hang_with_no_other_worker_fails_naming_it(external, victim, cpu_task):
     from ks_tui.cluster.connect import Cluster
     from ks_tui.cluster.jobs import Job, JobRunner
@@ -139,6 +144,7 @@ def test_a_worker_that_does_not_answer_is_left_out(external, victim, cpu_task):
     assert runner.stats.unresponsive == [victim.address]
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_one_line_exit_2():
     port = free_port()
     t0 = time.monotonic()
@@ -149,6 +155,7 @@ def test_unreachable_scheduler_is_one_line_exit_2():
     assert out.stdout == "" and time.monotonic() - t0 < 60
 
 
+@pytest.mark.slow
 def test_compare_runs_the_candidates_side_by_side(external, tmp_path):
     slow = tmp_path / "copy.cpp"
     slow.write_bytes((REPO / "kernels" / "attention_cpu" / "kernel.cpp").read_bytes())
@@ -179,6 +186,7 @@ def test_the_single_machine_path_imports_no_dask():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_a_cancelled_cluster_run_comes_back_cancelled(external, cpu_task):
     import threading
 

@@ -40,6 +40,7 @@ def fresh_probe_cache():
     gpu_baselines._probe_cache.clear()
 
 
+@pytest.mark.slow
 def test_bottom_right_library_passes_the_probe():
     p = _params()
     call = _verified("cpu_lower_right", _sdpa_cpu("lower_right"), _inputs(p), p)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_wide_dir
 from tests.harness import planted
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,7 +18,7 @@ CPU_TASK_DIR = REPO / "kernels" / "attention_cpu"
 
 @pytest.fixture(scope="session")
 def build_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("ks-cache")
+    return run_wide_dir(tmp_path_factory, "ks-cache")
 
 
 @pytest.fixture(autouse=True)

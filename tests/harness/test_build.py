@@ -78,6 +78,7 @@ def test_cli_shows_compile_errors_and_exits_1(tmp_path):
     assert "kernel.cpp:6:" in out.stdout and "compile_error" in out.stdout
 
 
+@pytest.mark.slow
 def test_unchanged_source_is_not_recompiled(cpu_task, planted_dir, tmp_path):
     src = tmp_path / "naive.cpp"
     src.write_text((planted_dir / "naive.cpp").read_text() + "\n// unique to this test\n")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.harness.conftest import run_ks
 
 TWO = ["d24-h2-1-q31-k45-b4", "d16-h4-4-q200-k50-b1-causal"]
@@ -20,6 +22,7 @@ def test_check_quick_prints_a_table_and_a_summary():
     assert "[4/4] check" in out.stderr  # plain progress lines when stderr is not a terminal
 
 
+@pytest.mark.slow
 def test_bench_prints_speedups_and_the_geomean():
     out = run_ks("bench", "attention_cpu", "--scenarios", *TWO)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -116,6 +119,7 @@ def test_a_usage_error_under_json_still_prints_one_json_document():
     assert plain.returncode == 2 and plain.stdout == ""  # without --json stdout stays empty
 
 
+@pytest.mark.slow
 def test_doctor_names_the_config_files_it_read_and_what_overrides_them(tmp_path):
     user = tmp_path / "xdg" / "ks" / "config.toml"
     user.parent.mkdir(parents=True)

@@ -118,6 +118,7 @@ def test_rows_by_group_show_the_noise_on_the_scenarios_a_change_left_alone():
         compare.group_labels(params, ["d", "dd"])
 
 
+@pytest.mark.slow
 def test_compare_two_files_with_the_real_harness(tmp_path):
     seed = (CPU_TASK_DIR / "kernel.cpp").read_text()
     (tmp_path / "a.cpp").write_text(seed)
@@ -149,6 +150,7 @@ def test_compare_two_files_with_the_real_harness(tmp_path):
     assert doc["time_vs_first"]["a"] == 1.0 and doc["time_vs_first"]["b"] > 0
 
 
+@pytest.mark.slow
 def test_a_broken_candidate_is_reported_and_the_others_still_measured(tmp_path):
     seed = (CPU_TASK_DIR / "kernel.cpp").read_text()
     (tmp_path / "good.cpp").write_text(seed)
@@ -160,6 +162,7 @@ def test_a_broken_candidate_is_reported_and_the_others_still_measured(tmp_path):
     assert "good" in out.stdout.splitlines()[1]
 
 
+@pytest.mark.slow
 def test_bench_pair_tags_the_result_and_refuses_a_tag_that_names_nothing(tmp_path):
     out = run_ks("lab", "bench", "attention_cpu", "--scenarios", IDS.split(",")[0], "--pair", "call5:1", "--json")
     assert out.returncode == 0, out.stderr
@@ -211,6 +214,7 @@ def test_a_cell_whose_baseline_timing_is_off_is_flagged_with_the_kernel_times():
     assert compare.summarize([a, c])["baseline_off"] == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupted_compare_still_prints_the_rounds_it_finished(planted_dir, tmp_path, sig, code):
     """Runs a, b, b, a: the second b hangs and is interrupted. Round 1 (a, b) was an hour of GPU time on a
@@ -238,6 +242,7 @@ def test_an_interrupted_compare_still_prints_the_rounds_it_finished(planted_dir,
     assert "kernel time: a / this" in out and "Traceback" not in rest
 
 
+@pytest.mark.slow
 def test_an_interrupt_before_a_whole_round_says_nothing_compares(planted_dir, tmp_path):
     hang, pid_file = tmp_path / "hang", tmp_path / "pid"
     hang.touch()  # b hangs in round 1

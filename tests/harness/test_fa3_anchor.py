@@ -123,6 +123,7 @@ def fa3_task(tmp_path):
     return task, first
 
 
+@pytest.mark.slow
 def test_bench_without_fa3_says_so_beside_the_geomean(fa3_task, monkeypatch):
     task, first = fa3_task
     monkeypatch.delenv("PYTHONPATH", raising=False)
@@ -136,6 +137,7 @@ def test_bench_without_fa3_says_so_beside_the_geomean(fa3_task, monkeypatch):
     assert "geomean" in summary and "FA3 not installed: speedup is against torch_sdpa only" in summary
 
 
+@pytest.mark.slow
 def test_bench_with_the_wheel_module_times_fa3(fa3_task, fake_fa3, monkeypatch):
     task, first = fa3_task
     folder = fake_fa3("fa3_fwd_interface")
@@ -157,6 +159,7 @@ def test_caveat_only_for_the_anchor():
         "FA3 did not run: speedup is against sdpa_cudnn only"
 
 
+@pytest.mark.slow
 def test_doctor_names_the_fa3_build(fake_fa3, monkeypatch):
     folder = fake_fa3("fa3_fwd_interface", "0.0.3")
     monkeypatch.setenv("PYTHONPATH", f"{folder}:{CPU_TASK_DIR.parents[1]}")

@@ -21,6 +21,7 @@ from tests.harness.test_task_loader import task_copy  # noqa: F401 - a fixture
 ONE = ["d24-h2-1-q31-k45-b4"]
 
 
+@pytest.mark.slow
 def test_a_kernel_that_writes_its_own_verdict_is_not_believed(cpu_task, planted_dir):
     r = run_harness(cpu_task, planted_dir / "forges_result.cpp", mode="bench", quick=True)
     assert r["status"] == "crashed" and r["geomean_speedup"] is None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from tests.harness.conftest import CPU_TASK_DIR, run_ks
 
 NO_BASELINE_REFERENCE = '''
@@ -21,6 +23,7 @@ BASELINES = {"torch_sdpa": _never}
 '''
 
 
+@pytest.mark.slow
 def test_bench_with_no_baseline_warns_and_names_the_reason(tmp_path):
     task = tmp_path / "attention_cpu"
     shutil.copytree(CPU_TASK_DIR, task, ignore=shutil.ignore_patterns("results"))

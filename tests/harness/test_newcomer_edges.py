@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from ks_tui.harness.compiler_output import parse_errors
 from tests.harness.conftest import CPU_TASK_DIR, run_ks
 
@@ -22,6 +24,7 @@ def test_an_error_in_a_system_header_keeps_the_headers_name():
                                                        ("kernel.cpp", 3)]
 
 
+@pytest.mark.slow
 def test_a_misspelt_baseline_name_is_bad_input_in_one_line(tmp_path):
     task = tmp_path / "ws" / "kernels" / "attention_cpu"
     shutil.copytree(CPU_TASK_DIR, task, ignore=shutil.ignore_patterns("results", "__pycache__"))

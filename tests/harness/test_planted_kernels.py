@@ -20,6 +20,20 @@ def check(task, planted_dir, kind, **kw):
     return run_harness(task, planted_dir / f"{kind}.cpp", **kw)
 
 
+@pytest.fixture(scope="module")
+def verdict(cpu_task, planted_dir):
+    """verdict(kind): one run of the planted kernel on SUBSET, made once for this module's tests that only read
+    its result (each child run costs seconds: a Python start and the torch import)."""
+    runs: dict[str, dict] = {}
+
+    def get(kind: str) -> dict:
+        if kind not in runs:
+            runs[kind] = check(cpu_task, planted_dir, kind)
+        return runs[kind]
+
+    return get
+
+
 def test_seed_kernel_passes_every_quick_scenario(cpu_task):
     r = run_harness(cpu_task, quick=True)
     assert r["status"] == "correct", r["message"]
@@ -29,19 +43,22 @@ def test_seed_kernel_passes_every_quick_scenario(cpu_task):
     assert isinstance(r["seed"], int)
 
 
-def test_honest_naive_accumulation_passes(cpu_task, planted_dir):
-    r = check(cpu_task, planted_dir, "naive")
+def test_honest_naive_accumulation_passes(verdict):
+    r = verdict("naive")
     assert r["status"] == "correct", r["message"]
     for s in r["scenarios"]:
         assert s["error"]["max_abs"] <= s["error"]["bound"]
+    assert not [w for w in r["warnings"] if "process" in w]  # an honest run warns of no leftover process
 
 
-def test_each_run_draws_a_new_seed(cpu_task, planted_dir):
-    a = check(cpu_task, planted_dir, "naive", scenarios=SUBSET[:1])
+@pytest.mark.slow
+def test_each_run_draws_a_new_seed(cpu_task, planted_dir, verdict):
+    a = verdict("naive")
     b = check(cpu_task, planted_dir, "naive", scenarios=SUBSET[:1])
     assert a["seed"] != b["seed"]
 
 
+@pytest.mark.slow
 def test_a_seed_reproduces_a_scenarios_inputs_whatever_else_runs(cpu_task, planted_dir):
     # The naive kernel is deterministic, so equal errors mean equal inputs.
     both = check(cpu_task, planted_dir, "naive", seed=1234)
@@ -51,6 +68,7 @@ def test_a_seed_reproduces_a_scenarios_inputs_whatever_else_runs(cpu_task, plant
     assert other["scenarios"][0]["error"]["max_abs"] != alone["scenarios"][0]["error"]["max_abs"]
 
 
+@pytest.mark.slow
 def test_kernel_output_is_drained_kept_apart_and_cut(cpu_task, planted_dir):
     seen = []
     r = check(cpu_task, planted_dir, "chatty", scenarios=SUBSET[2:], on_progress=seen.append)
@@ -70,8 +88,8 @@ def test_kernel_output_is_drained_kept_apart_and_cut(cpu_task, planted_dir):
     ("refuses_gqa", "kernel returned 3"),
     ("cache_by_pointer", "max|err|"),
 ])
-def test_wrong_kernels_are_incorrect(cpu_task, planted_dir, kind, needle):
-    r = check(cpu_task, planted_dir, kind)
+def test_wrong_kernels_are_incorrect(verdict, kind, needle):
+    r = verdict(kind)
     assert r["status"] == "incorrect"
     bad = [s for s in r["scenarios"] if not s["ok"]]
     assert bad, "some scenario must fail"
@@ -79,20 +97,21 @@ def test_wrong_kernels_are_incorrect(cpu_task, planted_dir, kind, needle):
     assert bad[0]["id"] in r["message"]
 
 
-def test_ignored_mask_fails_only_causal_scenarios(cpu_task, planted_dir):
-    r = check(cpu_task, planted_dir, "no_causal")
+def test_ignored_mask_fails_only_causal_scenarios(verdict):
+    r = verdict("no_causal")
     verdict = {s["id"]: s["ok"] for s in r["scenarios"]}
     assert verdict == {SUBSET[0]: False, SUBSET[1]: False, SUBSET[2]: True}
 
 
-def test_bf16_error_is_reported_with_its_size(cpu_task, planted_dir):
-    r = check(cpu_task, planted_dir, "bf16_math")
+def test_bf16_error_is_reported_with_its_size(verdict):
+    r = verdict("bf16_math")
     for s in r["scenarios"]:
         assert not s["ok"]
         # Rounded to 8 mantissa bits: far beyond the fp32 bound, far below a wrong answer.
         assert s["error"]["bound"] < s["error"]["max_abs"] < 0.5
 
 
+@pytest.mark.slow
 def test_caching_after_warm_up_is_caught_by_the_recheck_after_timing(cpu_task, planted_dir):
     one = [SUBSET[2]]
     checked = check(cpu_task, planted_dir, "cache_after_warmup", scenarios=one)
@@ -103,8 +122,8 @@ def test_caching_after_warm_up_is_caught_by_the_recheck_after_timing(cpu_task, p
 
 
 @pytest.mark.parametrize("kind, signal_name", [("segfault", "SIGSEGV"), ("abort", "SIGABRT")])
-def test_crashing_kernels_are_crashed_with_stderr(cpu_task, planted_dir, kind, signal_name):
-    r = check(cpu_task, planted_dir, kind)
+def test_crashing_kernels_are_crashed_with_stderr(verdict, kind, signal_name):
+    r = verdict(kind)
     assert r["status"] == "crashed"
     assert signal_name in r["message"]
     assert "during check of" in r["message"]
@@ -112,6 +131,7 @@ def test_crashing_kernels_are_crashed_with_stderr(cpu_task, planted_dir, kind, s
     assert r["compile"]["ok"] is True
 
 
+@pytest.mark.slow
 def test_infinite_loop_times_out_and_the_whole_group_dies(cpu_task, planted_dir, tmp_path, monkeypatch):
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("KS_TEST_PID_FILE", str(pid_file))
@@ -161,6 +181,7 @@ def test_a_process_the_kernel_leaves_running_is_killed_and_named(cpu_task, plant
     assert [w for w in r["warnings"] if f"pid {fork}" in w and "killed" in w], r["warnings"]
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_leaves_no_fork_running(cpu_task, planted_dir, tmp_path, monkeypatch):
     """Ctrl-C in ks while the kernel spins, after it forked a process that left the group by setsid(): the
     interrupt propagates, and the fork is gone too, not only the child's group."""
@@ -184,12 +205,6 @@ def test_an_interrupted_run_leaves_no_fork_running(cpu_task, planted_dir, tmp_pa
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     assert wait_gone(int(pid_file.read_text()))
-
-
-def test_an_honest_run_warns_of_no_leftover(cpu_task, planted_dir):
-    r = check(cpu_task, planted_dir, "naive", scenarios=SUBSET[:1])
-    assert r["status"] == "correct"
-    assert not [w for w in r["warnings"] if "process" in w]
 
 
 def _wait_for(path: Path) -> None:

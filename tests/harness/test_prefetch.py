@@ -22,6 +22,7 @@ def errors(result: dict) -> list:
     return [(s["id"], s["ok"], s["draws"], s["error"]) for s in result["scenarios"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["naive", "zeros"])
 def test_prefetched_and_computed_references_give_the_same_verdicts_and_errors(cpu_task, planted_dir, kind,
                                                                               monkeypatch):
@@ -33,6 +34,7 @@ def test_prefetched_and_computed_references_give_the_same_verdicts_and_errors(cp
     assert pre["status"] == ("correct" if kind == "naive" else "incorrect")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["skip_row", "cache_by_pointer"])
 def test_planted_wrong_kernels_still_fail_with_prefetched_references(cpu_task, planted_dir, kind, monkeypatch):
     r = run(cpu_task, planted_dir / f"{kind}.cpp", monkeypatch, "all", seed=None)

@@ -70,6 +70,7 @@ def test_without_proc_stat_nothing_is_known(tmp_path):
     assert contention.cpu_snapshot(missing).busy_s is None
 
 
+@pytest.mark.slow
 def test_bench_on_a_busy_machine_warns_and_records_the_sharing():
     cpus = os.cpu_count() or 1
     with busy_machine():
@@ -82,6 +83,7 @@ def test_bench_on_a_busy_machine_warns_and_records_the_sharing():
     assert len(warned) == 1 and f"of {cpus} CPU cores busy while the kernel was timed" in warned[0]
 
 
+@pytest.mark.slow
 def test_the_warning_is_in_the_printed_report():
     with busy_machine():
         out = run_ks("bench", "attention_cpu", "--quick")
@@ -93,7 +95,7 @@ def test_the_warning_is_in_the_printed_report():
 def test_the_warning_follows_the_measured_sharing():
     """Without spinners of its own: this machine may be quiet or busy with others' work (CI, other sessions). The
     run warns exactly when the sharing it measured reaches the threshold, and not otherwise."""
-    out = run_ks("bench", "attention_cpu", "--json", "--quick")
+    out = run_ks("bench", "attention_cpu", "--json", "--scenarios", SCENARIOS[0])
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
     measured = r["sharing"]["other_cpu_cores"]

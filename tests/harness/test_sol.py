@@ -212,6 +212,7 @@ def test_an_impossible_time_stays_invalid_after_measuring_again(light, cpu_task)
 
 # ------------------------------------------------------------------ end to end
 
+@pytest.mark.slow
 def test_bench_json_carries_speed_of_light_on_every_scenario_and_the_text_shows_families():
     out = run_ks("bench", "attention_cpu", "--json", "--scenarios", "d24-h2-1-q31-k45-b4",
                  "d16-h4-4-q200-k50-b1-causal")

@@ -128,6 +128,7 @@ def test_a_constructor_printing_the_environment_sees_no_secret_and_none_is_recor
         assert "ANCESTOR ANTHROPIC_API_KEY" not in tail
 
 
+@pytest.mark.slow
 def test_a_kernel_writing_outside_its_scratch_folder_is_refused_in_the_sandbox(task_copy, tmp_path, monkeypatch):
     if box_mode() != "bwrap":
         pytest.skip(f"the file system is confined by bubblewrap only; here: {sandbox.current().describe()}")
@@ -140,6 +141,7 @@ def test_a_kernel_writing_outside_its_scratch_folder_is_refused_in_the_sandbox(t
     assert r["status"] == "correct", r["message"]
 
 
+@pytest.mark.slow
 def test_a_kernel_editing_its_task_yaml_fails_the_run_and_the_file_comes_back(task_copy, tmp_path, monkeypatch):
     """With the sandbox off the edit lands; the guard finds it, fails the run and restores the file."""
     monkeypatch.setenv("KS_SANDBOX", "off")
@@ -195,6 +197,7 @@ def _gone(name: str, timeout: float = 15.0) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scrub", [False, True], ids=["marked", "scrubbed-env"])
 def test_a_daemon_holding_the_output_pipe_does_not_outlive_the_run(cpu_task, tmp_path, monkeypatch, scrub):
     if scrub and box_mode() == "none":

@@ -22,6 +22,7 @@ def _no_sandbox(monkeypatch):
     monkeypatch.setenv("KS_SANDBOX", "off")
 
 
+@pytest.mark.slow
 def test_under_a_sandbox_the_next_child_is_pre_started_inside_it(cpu_task, planted_dir, monkeypatch):
     from ks_tui.harness import sandbox
 
@@ -54,6 +55,7 @@ def test_under_a_sandbox_the_next_child_is_pre_started_inside_it(cpu_task, plant
     assert pool.idle_pid is None
 
 
+@pytest.mark.slow
 def test_the_second_run_is_served_by_the_child_started_after_the_first(cpu_task):
     pool = WarmPool()
     try:
@@ -73,6 +75,7 @@ def test_the_second_run_is_served_by_the_child_started_after_the_first(cpu_task)
         pool.close()
 
 
+@pytest.mark.slow
 def test_a_crash_does_not_poison_the_next_run_and_close_leaves_nothing(cpu_task, planted_dir):
     pool = WarmPool()
     try:
@@ -88,6 +91,7 @@ def test_a_crash_does_not_poison_the_next_run_and_close_leaves_nothing(cpu_task,
     assert pool.idle_pid is None
 
 
+@pytest.mark.slow
 def test_a_child_made_under_another_environment_is_not_used(cpu_task, monkeypatch):
     pool = WarmPool()
     try:

@@ -19,6 +19,9 @@ from types import SimpleNamespace
 
 import pytest
 
+# One session built through `ks try` children, exported, imported and drawn in Chromium: every test here reads it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Flags for a closed network: nothing phones home. Playwright adds --headless, and --user-data-dir for the fresh

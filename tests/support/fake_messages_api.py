@@ -179,7 +179,9 @@ class FakeMessagesAPI:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-messages-api", daemon=True)
+        # A short poll: shutdown() waits up to one poll interval (0.5 s by default), at every test's teardown.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-messages-api", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
