@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call that settles lab/flash_attn_fwd/candidates/*/kernel.cu against best/kernel.cu and FA3:
+# One device call that settles lab/flash_attn_fwd/candidates/*.patch (applied to best) against best/kernel.cu and FA3:
 #   1. every file built in parallel (the harness's build cache), then each candidate `ks check`ed on every scenario
 #      its dispatch changes plus the quick subset (the checks run side by side: correctness only, no timing);
 #   2. per candidate, `ks lab compare` of best and the candidate on a subset of its changed scenarios plus an
@@ -28,7 +28,8 @@ CANDS=${KS_CANDIDATES:-"d256n64 pre192 gqasec c128"}
 ROUNDS=${KS_ROUNDS:-3}
 SHORT_ROUNDS=${KS_SHORT_ROUNDS:-2}
 BEST=kernels/flash_attn_fwd/best/kernel.cu
-CDIR=lab/flash_attn_fwd/candidates
+# Each candidate is a patch of best (lab/flash_attn_fwd/candidates/NAME.patch), written out whole here.
+CDIR=$WORK/candidates
 SUM="python3 lab/flash_attn_fwd/device/candidates_summary.py"
 
 # The timed subset of each candidate's changed scenarios (dispatch_model.py lists them all) and one control.
@@ -49,7 +50,8 @@ ids_of() { echo ${IDS[$1]}; }
 
 # ---- the plan, checked on the CPU (ids exist; which are changed, which control) --------------------------------------
 for c in $CANDS; do
-  if [[ -z ${IDS[$c]+x} || ! -f $CDIR/$c/kernel.cu ]]; then
+  if [[ -z ${IDS[$c]+x} || ! -f lab/flash_attn_fwd/candidates/$c.patch ]] \
+     || ! python3 -m lab.flash_attn_fwd.candidates "$CDIR" "$c" > /dev/null; then
     echo "candidates.sh: no candidate $c (known: ${!IDS[*]})" >&2; exit 2
   fi
   $SUM plan "$c" $(ids_of "$c") > "$WORK/plan-$c.txt" || exit 2

@@ -18,15 +18,22 @@ from lab.flash_attn_fwd.scripts import families
 
 REPO = Path(__file__).resolve().parents[3]
 BEST = REPO / "kernels/flash_attn_fwd/best/kernel.cu"
-CANDS = REPO / "lab/flash_attn_fwd/candidates"
 SCRIPT = REPO / "lab/flash_attn_fwd/device/candidates.sh"
 HOST = "// ---- host side"
 
 
+def test_every_modelled_candidate_has_a_patch():
+    from lab.flash_attn_fwd.candidates import names
+
+    assert names() == sorted(dispatch_model.CANDIDATES)
+
+
 @pytest.mark.parametrize("name", dispatch_model.CANDIDATES)
-def test_a_candidate_changes_host_code_only(name):
+def test_a_candidate_changes_host_code_only(name, tmp_path):
     """Everything above the host side is best's text, so every device function is best's (tested instantiations)."""
-    best, cand = BEST.read_text(), (CANDS / name / "kernel.cu").read_text()
+    from lab.flash_attn_fwd.candidates import write
+
+    best, cand = BEST.read_text(), write(name, tmp_path).read_text()
     assert best.count(HOST) == 1 and cand.count(HOST) == 1
     assert cand.split(HOST)[0] == best.split(HOST)[0]
     assert cand != best
