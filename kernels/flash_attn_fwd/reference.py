@@ -10,7 +10,7 @@ exponentials' throughput to the speed of light (docs/harness.md).
 
 from ks_tui.tasklib.attention.helpers import extra_limits, make_inputs, make_output, reference, reference_lowp
 from ks_tui.tasklib.attention.helpers import call_gpu as call_kernel
-from ks_tui.tasklib.attention.baselines import BASELINES
+from ks_tui.tasklib.attention.baselines import BASELINE_GROUPS, BASELINES
 
-__all__ = ["make_inputs", "make_output", "call_kernel", "reference", "reference_lowp", "BASELINES",
+__all__ = ["make_inputs", "make_output", "call_kernel", "reference", "reference_lowp", "BASELINES", "BASELINE_GROUPS",
            "extra_limits"]

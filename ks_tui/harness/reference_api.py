@@ -60,6 +60,10 @@ OPTIONAL_DOCS = {
                       "precision; needed by the lowp_relative tolerance rule.",
     "BASELINES": "BASELINES: dict[name, factory(inputs, p) -> zero-argument callable]: library "
                  "code timed beside the kernel; a factory raises Unavailable('why') to skip.",
+    "BASELINE_GROUPS": "BASELINE_GROUPS: list of lists of baseline names that share process-wide state and so "
+                       "must not run side by side; the libraries' first calls, made while the kernel compiles "
+                       "and is checked, run one thread per group and per other baseline (harness/warmup.py). "
+                       "Without it, all baselines warm up on one thread.",
     "shape_of": "shape_of(p) -> dict: the params shown as a scenario's shape in results.",
     "extra_limits": "extra_limits(p, device_info) -> dict[name, ms]: limits beyond FLOPs and bytes "
                     "for the speed of light (e.g. attention's exponentials); docs/harness.md.",
@@ -89,4 +93,8 @@ def check_reference(module: Any, where: str = "reference.py") -> list[str]:
             bad = [str(k) for k, v in baselines.items() if not callable(v)]
             if bad:
                 problems.append(f"{where}: BASELINES[{', '.join(bad)}] must be callable")
+    groups = getattr(module, "BASELINE_GROUPS", None)
+    if groups is not None and not (isinstance(groups, (list, tuple)) and all(
+            isinstance(g, (list, tuple)) and all(isinstance(n, str) for n in g) for g in groups)):
+        problems.append(f"{where}: BASELINE_GROUPS must be a list of lists of baseline names")
     return problems

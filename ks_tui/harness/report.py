@@ -132,6 +132,9 @@ def _overlapped(t: dict) -> list[str]:
         out.append(f"sass {t['sass_s']:.2f}s beside the check (waited {t.get('sass_wait_s', 0):.2f}s)")
     if t.get("ref_prefetched"):
         out.append(f"references {t.get('ref_prefetch_used', 0)}/{t['ref_prefetched']} made during the compile")
+    if t.get("warmup_calls"):
+        out.append(f"libraries' first calls {t['warmup_calls']} made during the compile and check "
+                   f"(waited {t.get('warmup_wait_s', 0):.2f}s)")
     return out
 
 

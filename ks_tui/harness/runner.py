@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ks_tui.harness import build as build_mod
-from ks_tui.harness import contention, prefetch, sass_later
+from ks_tui.harness import contention, prefetch, sass_later, warmup
 from ks_tui.harness.reference_api import Unavailable, check_reference
 from ks_tui.harness.result import failure_message, skeleton, summarize
 
@@ -111,6 +111,7 @@ class Runner:
         self.gpu_before = None  # nvidia-smi's reading at the start (GPU bench runs), on a thread
         self._sass_job = None  # the build's SASS summary, made on a thread (harness/sass_later.py)
         self._prefetch = None  # references computed while the compiler ran (harness/prefetch.py)
+        self._warmup = None  # the libraries' first calls, made during the compile and the check (harness/warmup.py)
 
     def _progress(self, done: int, scenario: str, phase: str) -> None:
         self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
@@ -123,6 +124,9 @@ class Runner:
         try:
             self._run()
         finally:
+            if self._warmup is not None:  # no bench came (a failed check, a crash): no more first calls
+                self._warmup.cancel()
+                self.timings.update(self._warmup.timings())
             if self._sass_job is not None:  # made while the kernel was checked: on the record before it is written
                 self._sass_job.finish(self.timings)
             self.timings["total_s"] = round(time.monotonic() - t_all, 4)
@@ -141,6 +145,10 @@ class Runner:
         if prefetch.enabled():
             self._prefetch = prefetch.RefPrefetch(torch_import, load_reference, task, self.scenarios, self.seed,
                                                   _draw_seed, threads if task.device == "cpu" else None)
+        if (task.device == "cuda" and self.mode == "bench" and task.baselines and not self.cached_baselines
+                and warmup.enabled()):
+            self._warmup = warmup.LibraryWarmup(torch_import, load_reference, task, self.scenarios, self.seed,
+                                                _draw_seed, not_before=self.gpu_before)
         self._progress(0, "", "compile")
         t0 = time.monotonic()
         record, lib_path = build_mod.build(
@@ -316,6 +324,10 @@ class Runner:
         torch, task = self.torch, self.task
         self._phase = "recheck"  # the kernel calls and references of the re-checks after timing
         t0 = time.monotonic()
+        if self._warmup is not None:  # nothing of it may run beside a timed block
+            self._warmup.stop()
+            self.timings.update(self._warmup.timings())
+            self._warmup = None
         gpu = GpuTimer(torch, stream) if task.device == "cuda" else None
         # Baselines are timed afresh, interleaved with the kernel: an H200's clock sinks from
         # 1980 to ~1700 MHz under load, so times from another run carry another clock

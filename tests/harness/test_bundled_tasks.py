@@ -52,10 +52,12 @@ def test_bundled_task(task_dir):
 
 def test_contract_names_what_is_missing_or_wrong():
     mod = types.SimpleNamespace(make_inputs=lambda p, g, d: {}, reference=lambda i, p: None,
-                                BASELINES={"ok": lambda i, p: None, "bad": 3}, shape_of="no")
+                                BASELINES={"ok": lambda i, p: None, "bad": 3}, shape_of="no",
+                                BASELINE_GROUPS=["ok"])
     problems = check_reference(mod, "ref.py")
     assert problems == ["ref.py: missing make_output, call_kernel (see docs/task-format.md)",
                         "ref.py: shape_of must be a function",
-                        "ref.py: BASELINES[bad] must be callable"]
+                        "ref.py: BASELINES[bad] must be callable",
+                        "ref.py: BASELINE_GROUPS must be a list of lists of baseline names"]
     assert not isinstance(mod, TaskReference)
     assert REQUIRED == ("make_inputs", "make_output", "call_kernel", "reference")

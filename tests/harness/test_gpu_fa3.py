@@ -32,6 +32,10 @@ def test_fa3_timed_where_importable():
     out = run_ks("bench", str(TASK), "--scenarios", SCENARIOS, "--json", timeout=600)
     result = json.loads(out.stdout)
     assert result["status"] == "correct", result.get("message")
+    # The libraries' first calls were made during the compile and the check (harness/warmup.py), none failed.
+    t = result["timings"]
+    assert t["warmup_calls"] >= 1 and t["warmup_failed"] == 0, t
+    assert t["warmup_stop"] in ("all done", "bench started"), t["warmup_stop"]
     by_id = {s["id"]: s for s in result["scenarios"]}
     bf16 = [s for sid, s in by_id.items() if not sid.endswith("-fp16")]
     if found is None:

@@ -189,6 +189,10 @@ BASELINES: dict[str, Callable[[dict, dict], Callable]] = {
     "fa4": fa4,
 }
 
+# Baselines that must not warm up side by side (harness/warmup.py): torch's SDPA backends are chosen through a
+# process-wide switch (sdpa_kernel), so they share one thread; each FlashAttention package gets its own.
+BASELINE_GROUPS = [["sdpa_cudnn", "sdpa_flash"]]
+
 # Distribution names, for reporting which optional libraries are installed (ks doctor);
 # FA3 is looked up through fa3_module (two module names).
 _DISTRIBUTIONS = {"fa2": "flash-attn", "fa4": "flash-attn-cute"}

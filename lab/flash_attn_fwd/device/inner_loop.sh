@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Issue 63's measurements in one device call (repository root, .whl carried), each step capped by what is left of
+# KS_CALL_SECONDS (default 560):
+#   refs   lab/flash_attn_fwd/device/reference_probe.py: what each reference costs, and a fused low-precision one
+#   quick  a cold quick bench (fresh cache), then warm quick benches with the libraries' warm-up off and on in
+#          alternating order (KS_QUICK_PAIRS pairs, default 2)
+#   gputest the warm-up's GPU test (tests/harness/test_gpu_fa3.py)
+#   full   KS_FULLS full benches (default 1; 2 gives the noise, lab/flash_attn_fwd/device/noise.py)
+#   bash lab/flash_attn_fwd/device/inner_loop.sh ["refs quick gputest full"]
+# Every result JSON lands in $OUT; a table of wall times and where they went is printed last.
+set -uo pipefail
+export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/ks-out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD
+source lab/flash_attn_fwd/device/with_fa3.sh
+BEST=kernels/flash_attn_fwd/best/kernel.cu
+export KS_CACHE_DIR=/tmp/ks-cache-inner-$$
+END=$(( $(date +%s) + ${KS_CALL_SECONDS:-560} ))
+cap() { local left=$(( END - $(date +%s) - 10 )); (( left < 1 )) && left=1; (( $1 < left )) && echo "$1" || echo "$left"; }
+timed() {  # timed NAME LIMIT CMD...: wall seconds to $OUT/times.txt
+  local name=$1 limit=$2; shift 2
+  local t0; t0=$(date +%s%N)
+  timeout "$(cap "$limit")" "$@"; local rc=$?
+  printf '%-22s rc %-3s %7.1f s\n' "$name" "$rc" "$(( ($(date +%s%N) - t0) / 1000000 ))e-3" | tee -a "$OUT/times.txt" >&2
+}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+for step in ${1:-refs quick gputest full}; do
+  case $step in
+  refs) timed refs 120 python3 lab/flash_attn_fwd/device/reference_probe.py > "$OUT/refs.jsonl"; tail -1 "$OUT/refs.jsonl" ;;
+  quick)
+    timed quick-cold 120 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick --json > "$OUT/q-cold.json"
+    for i in $(seq 1 "${KS_QUICK_PAIRS:-2}"); do
+      KS_BASELINE_WARMUP=0 timed "quick-warm-off-$i" 60 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick \
+        --json > "$OUT/q-off-$i.json"
+      timed "quick-warm-on-$i" 60 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick --json > "$OUT/q-on-$i.json"
+    done ;;
+  gputest) timed gputest 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/harness/test_gpu_fa3.py \
+    > "$OUT/gputest.txt" 2>&1; tail -2 "$OUT/gputest.txt" ;;
+  full)
+    for i in $(seq 1 "${KS_FULLS:-1}"); do
+      timed "full-$i" "${KS_FULL_SECONDS:-300}" python3 -m ks_tui bench flash_attn_fwd --source $BEST --json \
+        > "$OUT/full-$i.json" 2> "$OUT/full-$i.err"
+    done
+    [[ ${KS_FULLS:-1} -ge 2 ]] && python3 lab/flash_attn_fwd/device/noise.py "$OUT/full-1.json" "$OUT/full-2.json" \
+      --json "$OUT/noise.json" ;;
+  esac
+done
+rm -rf "$KS_CACHE_DIR"
+python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+from ks_tui.harness.report import phase_line
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    try:
+        r = json.load(open(f))
+    except Exception as e:
+        print(os.path.basename(f), "unreadable", e); continue
+    if "timings" not in r:
+        continue
+    t = r["timings"]
+    g = r.get("geomean_by_baseline") or {}
+    print(f"{os.path.basename(f)}: {r.get('status')} gm {r.get('geomean_speedup') or 0:.3f} (fa3 {g.get('fa3') or 0:.3f}) "
+          f"total {t.get('total_s', 0):.1f}s compile {t.get('compile_s', 0):.1f} import {t.get('import_s', 0):.1f} "
+          f"check {t.get('check_s', 0):.1f} bench {t.get('bench_s', 0):.1f} warmup {t.get('warmup_calls', '-')} calls "
+          f"{t.get('warmup_s', 0):.1f}s waited {t.get('warmup_wait_s', 0):.1f}s ({t.get('warmup_stop', '-')})")
+    print("   ", phase_line(r))
+PY
+cat "$OUT/times.txt"
