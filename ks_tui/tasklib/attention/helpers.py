@@ -187,6 +187,39 @@ def _attention_exact_scores(q, k, v, p: dict) -> torch.Tensor:
     return out
 
 
+def _attention_lowp_fused(q, k, v, p: dict) -> torch.Tensor:
+    """The low-precision reference on the GPU with the fewest passes over the score block: q k^T on the tensor
+    cores with the scale applied in the product's fp32 epilogue and the scores rounded once to the input
+    precision; softmax reading them and writing low-precision probabilities (accumulating in fp32); P V in the
+    input precision with fp32 accumulation. The same roundings as `_attention_chunked(lowp=True)` (scores once,
+    probabilities once, the output once), with the scale before the scores' rounding instead of after; a third
+    of its memory traffic. Same chunks and mask."""
+    b, s_q, s_k, h_q, h_kv, d = (int(p[x]) for x in ("b", "s_q", "s_k", "h_q", "h_kv", "d"))
+    g, bh = h_q // h_kv, b * h_kv
+    causal, scale = bool(p["causal"]), scale_of(p)
+    kb = k.permute(0, 2, 1, 3).reshape(bh, s_k, d)
+    vb = v.permute(0, 2, 1, 3).reshape(bh, s_k, d)
+    out = torch.empty((b, s_q, h_q, d), dtype=q.dtype, device=q.device)
+    rows = max(1, min(s_q, _CHUNK_ELEMS["cuda"] // max(1, b * h_q * s_k)))
+    for i0 in range(0, s_q, rows):
+        i1, c = min(s_q, i0 + rows), min(s_q, i0 + rows) - i0
+        n_k = min(s_k, i1 + s_k - s_q) if causal else s_k
+        if n_k <= 0:
+            out[:, i0:i1] = 0
+            continue
+        qc = q[:, i0:i1].reshape(b, c, h_kv, g, d).permute(0, 2, 3, 1, 4).reshape(bh, g * c, d)
+        zero = torch.zeros((1, 1, 1), dtype=q.dtype, device=q.device).expand(bh, g * c, n_k)
+        scores = torch.baddbmm(zero, qc, kb[:, :n_k].transpose(1, 2), beta=0, alpha=scale)
+        if causal:
+            _causal_strip(scores.view(bh, g, c, n_k), i0, i1, n_k, p)
+        probs = torch.softmax(scores, dim=-1)
+        if causal and s_q > s_k:
+            probs.nan_to_num_(0.0)
+        oc = torch.bmm(probs, vb[:, :n_k])
+        out[:, i0:i1] = oc.view(b, h_kv, g, c, d).permute(0, 3, 1, 2, 4).reshape(b, c, h_q, d)
+    return out
+
+
 def reference(inputs: dict, p: dict) -> torch.Tensor:
     """Higher precision than the inputs: fp64 for fp32 inputs, fp32 for bf16/fp16."""
     q = inputs["q"]
@@ -199,6 +232,8 @@ def reference(inputs: dict, p: dict) -> torch.Tensor:
 def reference_lowp(inputs: dict, p: dict) -> torch.Tensor:
     """The same computed in the input precision (for the lowp_relative rule)."""
     q = inputs["q"]
+    if q.dtype != torch.float32 and q.is_cuda:
+        return _attention_lowp_fused(q, inputs["k"], inputs["v"], p)
     return _attention_chunked(q, inputs["k"], inputs["v"], p, q.dtype, lowp=True)
 
 
