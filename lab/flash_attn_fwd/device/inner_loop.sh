@@ -4,7 +4,7 @@
 #   refs   lab/flash_attn_fwd/device/reference_probe.py: what each reference costs, and a fused low-precision one
 #   quick  a cold quick bench (fresh cache), then warm quick benches with the libraries' warm-up off and on in
 #          alternating order (KS_QUICK_PAIRS pairs, default 2)
-#   gputest the warm-up's GPU test (tests/harness/test_gpu_fa3.py)
+#   gputest the GPU tests of the warm-up and the references (tests/harness/test_gpu_fa3.py, test_gpu_reference.py)
 #   full   KS_FULLS full benches (default 1; 2 gives the noise, lab/flash_attn_fwd/device/noise.py)
 #   bash lab/flash_attn_fwd/device/inner_loop.sh ["refs quick gputest full"]
 # Every result JSON lands in $OUT; a table of wall times and where they went is printed last.
@@ -34,7 +34,7 @@ for step in ${1:-refs quick gputest full}; do
         --json > "$OUT/q-off-$i.json"
       timed "quick-warm-on-$i" 60 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick --json > "$OUT/q-on-$i.json"
     done ;;
-  gputest) timed gputest 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/harness/test_gpu_fa3.py \
+  gputest) timed gputest 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/harness/test_gpu_fa3.py tests/harness/test_gpu_reference.py \
     > "$OUT/gputest.txt" 2>&1; tail -2 "$OUT/gputest.txt" ;;
   full)
     for i in $(seq 1 "${KS_FULLS:-1}"); do
