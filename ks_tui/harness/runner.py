@@ -155,6 +155,10 @@ class Runner:
             self.source, language=task.language, compiler=task.build.compiler, flags=task.build.flags,
             arch=task.build.arch, shown_name=task.kernel.name, timeout=task.timeout_s, sass_later=True)
         self.timings["compile_s"] = round(time.monotonic() - t0, 4)
+        if self._prefetch is not None and not prefetch.finish_all():
+            # The compiler is done: a cached build ends before torch is imported, and the thread must not start
+            # a reference the check would then wait for (joined below, once torch is here).
+            self._prefetch.cancel()
         self._sass_job = sass_later.start(record, lib_path)
         res["compile"] = record
         emit("partial", {"compile": record})
