@@ -128,6 +128,8 @@ def kernel_lines(result: dict, *, every: bool = True) -> list[str]:
 def _overlapped(t: dict) -> list[str]:
     """Work done beside the phases above (a pre-started child, the SASS summary, prefetched references)."""
     out = ["warm start"] if t.get("warm_start") else []
+    if t.get("warm_prewarm_calls"):
+        out.append(f"libraries' first calls {t['warm_prewarm_calls']} made while the child waited")
     if "sass_s" in t:
         out.append(f"sass {t['sass_s']:.2f}s beside the check (waited {t.get('sass_wait_s', 0):.2f}s)")
     if t.get("ref_prefetched"):

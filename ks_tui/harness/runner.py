@@ -82,6 +82,9 @@ class _Background:
             self.error = e
         self.seconds = time.monotonic() - t0
 
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
     def result(self):
         self._thread.join()
         if self.error is not None:
@@ -199,7 +202,10 @@ class Runner:
         self.stream_ptr = stream.cuda_stream if stream is not None else 0
         ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
         with ctx:
-            self._check_all(ref, fn)
+            if self._warmup is not None:
+                self._check_beside_warmup(ref, fn, stream)
+            else:
+                self._check_all(ref, fn)
             if all(s["ok"] for s in res["scenarios"]) and self.mode == "bench":
                 self._bench_all(ref, fn, stream)
             if all(s["ok"] for s in res["scenarios"]) and self.mode == "profile":
@@ -209,6 +215,17 @@ class Runner:
         res["message"] = failure_message(res)
         if self.mode == "bench" and res["status"] != "correct" and not any(s["time_ms"] for s in res["scenarios"]):
             res["message"] += " (not timed: timing needs every scenario correct)"
+
+    def _check_beside_warmup(self, ref, fn, stream) -> None:
+        """The check on a thread of its own while this one, which will time the libraries, makes their first calls
+        (harness/warmup.py): torch keeps cuDNN's plans per thread, so they must be built where the bench runs."""
+        def check() -> None:
+            with self.torch.cuda.stream(stream):
+                self._check_all(ref, fn)
+
+        checker = _Background(check)
+        self._warmup.run_here(until=checker.done)
+        checker.result()
 
     def _describe_device(self) -> None:
         torch, res = self.torch, self.result

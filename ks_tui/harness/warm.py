@@ -190,9 +190,11 @@ def _close_all() -> None:
 
 def serve(task: str, started_at: float, run_main) -> int:
     """`python -m ks_tui.harness warm --task DIR`: load what every run loads, then wait for one job, which
-    run_main (the entry's main) runs as `python -m ks_tui.harness run ...` would."""
+    run_main (the entry's main) runs as `python -m ks_tui.harness run ...` would. A GPU task's libraries make their
+    first calls on the quick scenarios while it waits (`_prewarm`)."""
     t0 = time.time()
     task_dir = Path(task).resolve()
+    loaded = None
     try:
         from ks_tui.harness.runner import thread_count
         from ks_tui.task import load_task
@@ -209,18 +211,83 @@ def serve(task: str, started_at: float, run_main) -> int:
     except Exception:
         pass  # the job, run as usual, reports whatever is wrong
     ready = time.time()
-    line = sys.stdin.buffer.readline()  # the parent's end (EOF) before a job: nothing to do
+    job = _JobLine()
+    pre = _prewarm(loaded, job) if loaded is not None else {}
+    line = job.wait()  # the parent's end (EOF) before a job: nothing to do
     if not line.strip():
         return 0
     try:
-        job = json.loads(line)
+        argv = json.loads(line)
     except ValueError:
         return 2
-    if not isinstance(job, list) or not all(isinstance(a, str) for a in job) or job[:1] != ["run"]:
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or argv[:1] != ["run"]:
         return 2
-    got = time.time()
+    got = job.at
     warm = {"started_at": got, "warm_start": True, "warm_pid": os.getpid(),
             "warm_preload_s": round(ready - t0, 4), "warm_idle_s": round(got - ready, 4),
-            "warm_process_start_s": round(t0 - started_at, 4)}
-    return run_main(job, warm=warm)
+            "warm_process_start_s": round(t0 - started_at, 4), **pre}
+    return run_main(argv, warm=warm)
 
+
+class _JobLine:
+    """The parent's one line (the job), read on a thread, so this one can warm the libraries up meanwhile."""
+
+    def __init__(self) -> None:
+        self.line, self.at = b"", 0.0
+        self._got = threading.Event()
+        threading.Thread(target=self._read, name="ks-warm-job", daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            self.line = sys.stdin.buffer.readline()
+        finally:
+            self.at = time.time()
+            self._got.set()
+
+    def arrived(self) -> bool:
+        return self._got.is_set()
+
+    def wait(self) -> bytes:
+        self._got.wait()
+        return self.line
+
+
+# nvidia-smi's utilization covers up to the last second: the run's "GPU busy before this run" reading must not
+# see the warm-up's own last calls.
+_QUIET_BEFORE_RUN_S = 1.0
+
+
+def _prewarm(task, job: _JobLine) -> dict:
+    """While no job has come: the libraries' first calls on the task's quick scenarios (FA3 loading its kernels,
+    cuDNN's plans, harness/warmup.py), on this thread, which will run the job and time them. Stops at the job's
+    arrival (the call in progress finishes), then keeps the GPU quiet for a second before the run reads its
+    utilization. Only for GPU tasks with baselines; KS_BASELINE_WARMUP=0 turns it off."""
+    from ks_tui.harness import warmup
+
+    if task.device != "cuda" or not task.baselines or not warmup.enabled():
+        return {}
+    try:
+        import torch
+
+        from ks_tui.harness.runner import _draw_seed, load_reference
+
+        if not torch.cuda.is_available():
+            return {}
+    except Exception:
+        return {}
+
+    class _Imported:  # warmup wants the runner's background import; torch is here already
+        @staticmethod
+        def result():
+            return torch
+
+    t0 = time.monotonic()
+    pre = warmup.LibraryWarmup(_Imported, load_reference, task, task.select(quick=True, ids=None), 0, _draw_seed)
+    pre.run_here(until=job.arrived)
+    pre.stop("the job came")
+    quiet = _QUIET_BEFORE_RUN_S - (time.monotonic() - pre.last_call_end) if pre.last_call_end else 0.0
+    if job.arrived() and quiet > 0:
+        time.sleep(quiet)
+    t = pre.timings()
+    return {"warm_prewarm_calls": t["warmup_calls"], "warm_prewarm_s": round(time.monotonic() - t0, 4),
+            "warm_prewarm_stop": t["warmup_stop"]}

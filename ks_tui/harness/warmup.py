@@ -4,14 +4,18 @@ The runner uses it for GPU benches only (on the CPU first calls are cheap, and t
 A library's first call in a process costs far more than the calls the bench times: FA3 loads its kernels
 (~4 s on an H100), cuDNN builds a plan for every new shape (0.1-0.45 s each, tens of seconds over a big grid).
 The bench used to pay all of it between its timed blocks. Here each baseline is called once per scenario, in
-the bench's order, on background threads (each with its own CUDA stream) from the moment torch is imported;
-the bench stops them before its first timed block (the call in progress finishes: nothing of this runs beside
-a timed call) and makes whatever first calls are left itself, as before.
+the bench's order, each group of baselines on a CUDA stream of its own: the first group on the thread that will
+time them (torch keeps cuDNN's plans per thread), while the check runs on another (`run_here`), the other groups
+on threads of their own from the moment torch is imported. The bench stops them before its first timed block
+(the call in progress finishes: nothing of this runs beside a timed call) and makes whatever first calls are
+left itself, as before. (Loading a library's kernels takes the CUDA context's lock, so FA3's load overlaps a
+compile, not GPU work.)
 
 Only the libraries' state is kept (loaded modules, plans); every output is thrown away, nothing here is timed
 or judged, and a failure is only recorded (the bench meets it again and reports it as always). Baselines in one
 of the reference's `BASELINE_GROUPS` share a thread (torch's SDPA backends switch on a process-wide flag), the
-others get one each; a reference without that list gets one thread for all its baselines. KS_BASELINE_WARMUP=0 turns it off.
+others get one each; a reference without that list gets one group for all its baselines. KS_BASELINE_WARMUP=0
+turns it off.
 """
 
 from __future__ import annotations
@@ -59,8 +63,12 @@ class LibraryWarmup:
         self.calls, self.failed, self.wait_s = 0, 0, 0.0
         self.seconds: dict[str, float] = {}   # per thread: its wall time
         self.stopped_by = ""
+        self.last_call_end = 0.0  # time.monotonic() when the last call's GPU work was done
         self._finished = 0  # threads that went through every scenario
         self._threads: list[threading.Thread] = []
+        self._ready = threading.Event()  # set once the starter knows the groups
+        self._here = None  # (torch, reference, first group): for run_here
+        self._groups = 0  # how many groups there are
         self._starter = threading.Thread(target=self._start, name="ks-warmup", daemon=True)
         self._starter.start()
 
@@ -72,13 +80,18 @@ class LibraryWarmup:
             ref = self._load_reference(self.task)
         except BaseException as e:  # the runner meets the same failure and reports it
             self.stopped_by = f"{type(e).__name__}: {e}"[:200]
+            self._ready.set()
             return
         if self._not_before is not None:
             with contextlib.suppress(BaseException):  # its failure is the runner's to report
                 self._not_before.result()
         factories = getattr(ref, "BASELINES", None) or {}
         names = [n for n in self.task.baselines if n in factories]
-        for group in groups(names, getattr(ref, "BASELINE_GROUPS", None)):
+        found = groups(names, getattr(ref, "BASELINE_GROUPS", None))
+        self._here = (torch, ref, found[0]) if found else None
+        self._groups = len(found)
+        self._ready.set()
+        for group in found[1:]:
             t = threading.Thread(target=self._work, args=(torch, ref, group), name=f"ks-warmup-{group[0]}",
                                  daemon=True)
             with self._lock:
@@ -87,21 +100,32 @@ class LibraryWarmup:
                 self._threads.append(t)
             t.start()
 
-    def _work(self, torch, ref, group: list[str]) -> None:
+    def run_here(self, until) -> None:
+        """Warm the first group up on the calling thread (the one that will time the baselines: torch keeps
+        cuDNN's plans per thread) until `until()` is true, the group is done, or stop()/cancel()."""
+        self._ready.wait()
+        if self._here is not None and not self._stop.is_set():
+            self._work(*self._here, until=until)
+
+    def _work(self, torch, ref, group: list[str], until=None) -> None:
         t0 = time.monotonic()
+
+        def over() -> bool:
+            return self._stop.is_set() or (until is not None and until())
+
         key = "+".join(group)
         device = self.task.device
         try:
             stream = torch.cuda.Stream() if device == "cuda" else None
             with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
                 for sc in self.scenarios:
-                    if self._stop.is_set():
+                    if over():
                         return
                     gen = torch.Generator(device=device)
                     gen.manual_seed(self._draw_seed(self.seed, sc.id, WARMUP_DRAW))
                     inputs = ref.make_inputs(sc.params, gen, device)
                     for name in group:
-                        if self._stop.is_set():
+                        if over():
                             return
                         try:
                             ref.BASELINES[name](inputs, sc.params)()
@@ -109,6 +133,7 @@ class LibraryWarmup:
                                 stream.synchronize()
                             with self._lock:
                                 self.calls += 1
+                                self.last_call_end = time.monotonic()
                         except Unavailable:
                             pass  # the bench records why
                         except Exception as e:
@@ -127,8 +152,9 @@ class LibraryWarmup:
 
     # ---------------------------------------------------------------- the runner's side
 
-    def stop(self) -> None:
-        """The bench starts: no more first calls; wait for the ones in progress (no GPU work beside the timing)."""
+    def stop(self, reason: str = "bench started") -> None:
+        """The bench starts (or the job, in a pre-started child): no more first calls; wait for the ones in progress
+        (no GPU work beside the timing)."""
         t0 = time.monotonic()
         self._stop.set()
         self._starter.join()
@@ -138,7 +164,7 @@ class LibraryWarmup:
             t.join()
         self.wait_s = time.monotonic() - t0
         if not self.stopped_by:
-            self.stopped_by = "all done" if threads and self._finished == len(threads) else "bench started"
+            self.stopped_by = "all done" if self._groups and self._finished == self._groups else reason
 
     def cancel(self) -> None:
         """No bench follows (a compile error, a failed check): stop at the next call, without waiting."""

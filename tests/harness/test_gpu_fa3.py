@@ -47,3 +47,26 @@ def test_fa3_timed_where_importable():
     fp16 = by_id["d128-h16-16-s1024-fp16"]
     assert "fa3" in fp16["baselines"] or "FP16" in fp16["skipped_baselines"].get("fa3", "")
     assert "fa3" in result["geomean_by_baseline"] and result["baseline_caveat"] is None
+
+
+def test_a_pre_started_child_warms_the_libraries_up_while_it_waits():
+    """The engine's pre-started child makes the libraries' first calls on the quick scenarios while no job has
+    come (harness/warm.py), on the thread that then runs the job; the run is as correct as a cold one."""
+    import threading
+
+    from ks_tui.harness.client import run_harness
+    from ks_tui.harness.warm import WarmPool
+    from ks_tui.task import load_task
+
+    task = load_task(TASK, REPO)
+    pool = WarmPool()
+    try:
+        pool.prime(task.dir)
+        threading.Event().wait(20)  # the model's turn: torch is imported, then the first calls are made
+        r = run_harness(task, None, mode="bench", quick=True, pool=pool, timeout=600)
+    finally:
+        pool.close()
+    t = r["timings"]
+    assert r["status"] == "correct", r.get("message")
+    assert t.get("warm_start") is True, t
+    assert t["warm_prewarm_calls"] >= 1 and t["warm_prewarm_stop"] in ("all done", "the job came"), t

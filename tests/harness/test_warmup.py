@@ -1,6 +1,7 @@
 """The libraries' first calls made ahead of the bench (harness/warmup.py), driven on the CPU with a reference
-module written here: one call per baseline and scenario in the bench's order, grouped baselines on one thread,
-stop() waiting for the call in progress and starting no other, cancel() not waiting, failures only recorded."""
+module written here: one call per baseline and scenario in the bench's order, the first group on the calling
+thread (run_here, until the check is done), the others on threads of their own, stop() waiting for the call in
+progress and starting no other, cancel() not waiting, failures only recorded."""
 
 from __future__ import annotations
 
@@ -72,9 +73,10 @@ def wait_for(cond):
     raise AssertionError("the warm-up never got there")
 
 
-def test_every_baseline_once_per_scenario_in_order_and_groups_share_a_thread():
+def test_every_baseline_once_per_scenario_in_order_the_first_group_on_the_calling_thread():
     lib = Library(["sdpa_a", "sdpa_b", "fa"])
     w = start(lib, ["sdpa_a", "sdpa_b", "fa", "absent"], declared=[["sdpa_a", "sdpa_b"]])
+    w.run_here(until=lambda: False)
     wait_for(lambda: w.calls == 9)
     w.stop()
     t = w.timings()
@@ -82,13 +84,22 @@ def test_every_baseline_once_per_scenario_in_order_and_groups_share_a_thread():
     for name in ("sdpa_a", "sdpa_b", "fa"):
         assert [sid for n, sid, _ in lib.calls if n == name] == ["s0", "s1", "s2"]
     thread = {n: th for n, _, th in lib.calls}
-    assert thread["sdpa_a"] == thread["sdpa_b"] != thread["fa"]
+    assert thread["sdpa_a"] == thread["sdpa_b"] == threading.current_thread().name != thread["fa"]
+
+
+def test_run_here_ends_when_the_check_does():
+    lib = Library(["a", "b"])
+    w = start(lib, ["a", "b"], n=5)  # no groups declared: both on the calling thread
+    w.run_here(until=lambda: len(lib.calls) >= 3)
+    w.stop()
+    assert [c[:2] for c in lib.calls] == [("a", "s0"), ("b", "s0"), ("a", "s1")]
+    assert w.timings()["warmup_stop"] == "bench started"
 
 
 def test_stop_waits_for_the_call_in_progress_and_starts_no_other():
     gate = threading.Event()
-    lib = Library(["slow"], gate=gate)
-    w = start(lib, ["slow"])
+    lib = Library(["here", "slow"], gate=gate)
+    w = start(lib, ["here", "slow"], declared=[["here"]])  # "slow" on a thread of its own
     assert lib.entered.wait(60)
     stopper = threading.Thread(target=w.stop)
     stopper.start()
@@ -97,14 +108,15 @@ def test_stop_waits_for_the_call_in_progress_and_starts_no_other():
     gate.set()
     stopper.join(60)
     assert not stopper.is_alive()
-    assert [c[:2] for c in lib.calls] == [("slow", "s0")]
-    assert w.timings()["warmup_stop"] == "bench started"
+    assert [c[:2] for c in lib.calls] == [("slow", "s0")]  # and run_here, called now, starts nothing
+    w.run_here(until=lambda: False)
+    assert len(lib.calls) == 1 and w.timings()["warmup_stop"] == "bench started"
 
 
 def test_cancel_does_not_wait_and_nothing_more_starts():
     gate = threading.Event()
-    lib = Library(["slow"], gate=gate)
-    w = start(lib, ["slow"])
+    lib = Library(["here", "slow"], gate=gate)
+    w = start(lib, ["here", "slow"], declared=[["here"]])
     assert lib.entered.wait(60)
     w.cancel()  # returns although the call is still open (a hang here ends in the suite's timeout)
     assert not gate.is_set()
@@ -117,6 +129,7 @@ def test_unavailable_is_skipped_and_a_cuda_error_ends_that_thread_only():
     lib = Library(["gone", "broken", "fine"], failing={"broken": "CUDA error: an illegal memory access"},
                   unavailable=["gone"])
     w = start(lib, ["gone", "broken", "fine"], declared=[["gone"]])
+    w.run_here(until=lambda: False)
     wait_for(lambda: w.calls == 3)
     w.stop()
     t = w.timings()
