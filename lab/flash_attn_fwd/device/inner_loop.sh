@@ -4,9 +4,11 @@
 #   refs   lab/flash_attn_fwd/device/reference_probe.py: what each reference costs, and a fused low-precision one
 #   quick  a cold quick bench (fresh cache), then warm quick benches with the libraries' warm-up off and on in
 #          alternating order (KS_QUICK_PAIRS pairs, default 2)
+#   pool   two quick benches through the engine's pre-started child (loop_speed.py), KS_POOL_GAP s apart
+#          (default 20: the model's turn, in which the child imports torch and warms the libraries up)
 #   gputest the GPU tests of the warm-up and the references (tests/harness/test_gpu_fa3.py, test_gpu_reference.py)
 #   full   KS_FULLS full benches (default 1; 2 gives the noise, lab/flash_attn_fwd/device/noise.py)
-#   bash lab/flash_attn_fwd/device/inner_loop.sh ["refs quick gputest full"]
+#   bash lab/flash_attn_fwd/device/inner_loop.sh ["refs quick pool gputest full"]
 # Every result JSON lands in $OUT; a table of wall times and where they went is printed last.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/ks-out}
@@ -24,9 +26,17 @@ timed() {  # timed NAME LIMIT CMD...: wall seconds to $OUT/times.txt
   printf '%-22s rc %-3s %7.1f s\n' "$name" "$rc" "$(( ($(date +%s%N) - t0) / 1000000 ))e-3" | tee -a "$OUT/times.txt" >&2
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
-for step in ${1:-refs quick gputest full}; do
+for step in ${1:-refs quick pool gputest full}; do
   case $step in
-  refs) timed refs 120 python3 lab/flash_attn_fwd/device/reference_probe.py > "$OUT/refs.jsonl"; tail -1 "$OUT/refs.jsonl" ;;
+  refs) timed refs 120 python3 lab/flash_attn_fwd/device/reference_probe.py > "$OUT/refs.jsonl"
+    python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for r in rows[:-1]:
+    print(f\"{r['id']:34} ref {r['ref_ms']:7.1f} lowp was {r['lowp_ms']:7.1f} now {r['now_ms']:7.1f} ms  error ratio now/was {r['ratio']}\")
+print(rows[-1])" "$OUT/refs.jsonl" ;;
+  pool) timed pool 150 python3 lab/flash_attn_fwd/device/loop_speed.py flash_attn_fwd --source $BEST --quick --mode bench \
+      --runs 2 --gap "${KS_POOL_GAP:-20}" --out "$OUT/pool" ;;
   quick)
     timed quick-cold 120 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick --json > "$OUT/q-cold.json"
     for i in $(seq 1 "${KS_QUICK_PAIRS:-2}"); do
@@ -49,7 +59,7 @@ rm -rf "$KS_CACHE_DIR"
 python3 - "$OUT" <<'PY'
 import glob, json, os, sys
 from ks_tui.harness.report import phase_line
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json")) + glob.glob(os.path.join(sys.argv[1], "pool", "*.json"))):
     try:
         r = json.load(open(f))
     except Exception as e:
@@ -61,7 +71,11 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
     print(f"{os.path.basename(f)}: {r.get('status')} gm {r.get('geomean_speedup') or 0:.3f} (fa3 {g.get('fa3') or 0:.3f}) "
           f"total {t.get('total_s', 0):.1f}s compile {t.get('compile_s', 0):.1f} import {t.get('import_s', 0):.1f} "
           f"check {t.get('check_s', 0):.1f} bench {t.get('bench_s', 0):.1f} warmup {t.get('warmup_calls', '-')} calls "
-          f"{t.get('warmup_s', 0):.1f}s waited {t.get('warmup_wait_s', 0):.1f}s ({t.get('warmup_stop', '-')})")
+          f"{t.get('warmup_s', 0):.1f}s waited {t.get('warmup_wait_s', 0):.1f}s ({t.get('warmup_stop', '-')})"
+          + (f" pre-warmed {t.get('warm_prewarm_calls')} ({t.get('warm_prewarm_stop')}) wall {t.get('wall_s', 0):.1f}s"
+             if t.get('warm_start') else ""))
     print("   ", phase_line(r))
 PY
 cat "$OUT/times.txt"
+# the device returns few files: everything in one archive
+tar czf /tmp/inner-loop.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/inner-loop.tgz "$OUT/"
