@@ -103,7 +103,9 @@ class LibraryWarmup:
     def run_here(self, until) -> None:
         """Warm the first group up on the calling thread (the one that will time the baselines: torch keeps
         cuDNN's plans per thread) until `until()` is true, the group is done, or stop()/cancel()."""
-        self._ready.wait()
+        while not self._ready.wait(0.05):  # torch is still being imported
+            if until is not None and until():
+                return
         if self._here is not None and not self._stop.is_set():
             self._work(*self._here, until=until)
 

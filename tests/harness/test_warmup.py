@@ -137,3 +137,23 @@ def test_unavailable_is_skipped_and_a_cuda_error_ends_that_thread_only():
     assert "broken: RuntimeError: CUDA error" in t["warmup_stop"]
     assert [sid for n, sid, _ in lib.calls if n == "broken"] == ["s0"]
     assert [sid for n, sid, _ in lib.calls if n == "fine"] == ["s0", "s1", "s2"]
+
+
+def test_run_here_does_not_wait_for_torch_when_the_compile_is_already_over():
+    release = threading.Event()
+
+    class SlowImport:  # torch still being imported
+        @staticmethod
+        def result():
+            release.wait(60)
+            return torch
+
+    lib = Library(["a"])
+    task = types.SimpleNamespace(device="cpu", baselines=["a"])
+    scenarios = [types.SimpleNamespace(id="s0", params={"sid": "s0"})]
+    w = LibraryWarmup(SlowImport, lambda t: lib.module(), task, scenarios, 7, _draw_seed)
+    w.run_here(until=lambda: True)  # returns at once (a hang here ends in the suite's timeout)
+    assert lib.calls == [] and not release.is_set()
+    release.set()
+    w.stop()
+    assert lib.calls == []  # stopped before its group ran
