@@ -69,6 +69,7 @@ class LibraryWarmup:
         self._ready = threading.Event()  # set once the starter knows the groups
         self._here = None  # (torch, reference, first group): for run_here
         self._groups = 0  # how many groups there are
+        self._next: dict[str, int] = {}  # per group: the scenario it goes on with (run_here may be called again)
         self._starter = threading.Thread(target=self._start, name="ks-warmup", daemon=True)
         self._starter.start()
 
@@ -117,10 +118,14 @@ class LibraryWarmup:
 
         key = "+".join(group)
         device = self.task.device
+        first = self._next.get(key, 0)
+        if first >= len(self.scenarios):
+            return
         try:
             stream = torch.cuda.Stream() if device == "cuda" else None
             with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-                for sc in self.scenarios:
+                for i in range(first, len(self.scenarios)):
+                    sc = self.scenarios[i]
                     if over():
                         return
                     gen = torch.Generator(device=device)
@@ -141,16 +146,18 @@ class LibraryWarmup:
                         except Exception as e:
                             with self._lock:
                                 self.failed += 1
-                            if "CUDA" in str(e):  # the context is broken (the kernel's doing): stop here
+                            if "CUDA" in str(e):  # the context is broken (the kernel's doing): stop for good
                                 self.stopped_by = f"{name}: {type(e).__name__}: {e}"[:200]
+                                self._next[key] = len(self.scenarios)
                                 return
                     del inputs
+                    self._next[key] = i + 1
             with self._lock:
                 self._finished += 1
         except BaseException as e:
             self.stopped_by = f"{key}: {type(e).__name__}: {e}"[:200]
         finally:
-            self.seconds[key] = round(time.monotonic() - t0, 4)
+            self.seconds[key] = round(self.seconds.get(key, 0.0) + time.monotonic() - t0, 4)
 
     # ---------------------------------------------------------------- the runner's side
 

@@ -87,6 +87,18 @@ def test_every_baseline_once_per_scenario_in_order_the_first_group_on_the_callin
     assert thread["sdpa_a"] == thread["sdpa_b"] == threading.current_thread().name != thread["fa"]
 
 
+def test_run_here_goes_on_where_it_stopped():
+    """The runner calls it during the compile, then again during the check: no scenario is warmed twice."""
+    lib = Library(["a"])
+    w = start(lib, ["a"], n=4)
+    w.run_here(until=lambda: len(lib.calls) >= 2)
+    w.run_here(until=lambda: False)
+    w.run_here(until=lambda: False)  # nothing left
+    w.stop()
+    assert [c[1] for c in lib.calls] == ["s0", "s1", "s2", "s3"]
+    assert w.timings()["warmup_stop"] == "all done" and w.timings()["warmup_calls"] == 4
+
+
 def test_run_here_ends_when_the_check_does():
     lib = Library(["a", "b"])
     w = start(lib, ["a", "b"], n=5)  # no groups declared: both on the calling thread
