@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import anthropic
+from typing import TYPE_CHECKING
+
 import pytest
 
 from tests.support.fake_messages_api import (FakeMessagesAPI, rate_limited, overloaded, reply, stream_error,
                                              text, thinking, tool_use)
 
+# anthropic is imported by the tests that use it, not at collection: the SDK takes a second to import, and every
+# xdist worker collects every module.
+if TYPE_CHECKING:
+    import anthropic
+
 USER = [{"role": "user", "content": "hi"}]
 
 
 def client(api: FakeMessagesAPI, retries: int = 0, key: str = "sk-test") -> anthropic.Anthropic:
+    import anthropic
+
     return anthropic.Anthropic(api_key=key, base_url=api.url, max_retries=retries)
 
 
@@ -40,6 +48,8 @@ def test_overload_and_rate_limit_are_retried_by_the_sdk():
 
 
 def test_http_errors_carry_the_api_error_bodies():
+    import anthropic
+
     with FakeMessagesAPI([overloaded()]) as api:
         with pytest.raises(anthropic.APIStatusError) as e:
             client(api).messages.create(model="m", max_tokens=10, messages=USER)
@@ -48,6 +58,8 @@ def test_http_errors_carry_the_api_error_bodies():
 
 
 def test_error_event_mid_stream_is_raised_after_the_stream_started():
+    import anthropic
+
     with FakeMessagesAPI([stream_error(text("partial answer"))]) as api:
         seen = []
         with pytest.raises(anthropic.APIStatusError) as e:
@@ -61,6 +73,8 @@ def test_error_event_mid_stream_is_raised_after_the_stream_started():
 
 
 def test_bad_key_and_unknown_model_are_refused_without_using_the_script():
+    import anthropic
+
     with FakeMessagesAPI([reply(text("never sent"))], api_key="sk-right", models={"claude-opus-4-6"}) as api:
         with pytest.raises(anthropic.AuthenticationError):
             client(api, key="sk-wrong").messages.create(model="claude-opus-4-6", max_tokens=10, messages=USER)
@@ -71,6 +85,8 @@ def test_bad_key_and_unknown_model_are_refused_without_using_the_script():
 
 
 def test_a_conversation_breaking_the_api_rules_is_a_400():
+    import anthropic
+
     bad = [{"role": "user", "content": "a"},
            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]},
            {"role": "user", "content": "no tool_result"}]
@@ -81,6 +97,8 @@ def test_a_conversation_breaking_the_api_rules_is_a_400():
 
 
 def test_exhausted_script_fails_loudly():
+    import anthropic
+
     with FakeMessagesAPI([]) as api:
         with pytest.raises(anthropic.BadRequestError) as e:
             client(api, retries=2).messages.create(model="m", max_tokens=10, messages=USER)

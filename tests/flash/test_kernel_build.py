@@ -14,6 +14,7 @@ import pytest
 
 from ks_tui.harness.build import build
 from ks_tui.task import load_task
+from tests.conftest import run_wide_dir, run_wide_lock
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,13 +37,17 @@ def compiled(request, tmp_path_factory):
     source = source_of(request.param)
     import os
 
-    cache = tmp_path_factory.mktemp("ks-cache")
+    # This run's build cache, which tests/harness shares (test_bundled_tasks builds the same seed kernel with the
+    # same command): cold, nothing cached from other runs, and one nvcc build of the seed per run whichever test
+    # comes first; the other waits for it on the lock and reads the same record.
+    cache = run_wide_dir(tmp_path_factory, "ks-cache")
     old = os.environ.get("KS_CACHE_DIR")
-    os.environ["KS_CACHE_DIR"] = str(cache)  # cold: nothing cached from other runs
+    os.environ["KS_CACHE_DIR"] = str(cache)
     try:
-        record, lib = build(source, language=task.language, compiler=task.build.compiler,
-                            flags=task.build.flags, arch=task.build.arch,
-                            shown_name=source.name, timeout=600)
+        with run_wide_lock(tmp_path_factory, f"build-{task.name}-{source.name}"):
+            record, lib = build(source, language=task.language, compiler=task.build.compiler,
+                                flags=task.build.flags, arch=task.build.arch,
+                                shown_name=source.name, timeout=600)
     finally:
         if old is None:
             os.environ.pop("KS_CACHE_DIR")
