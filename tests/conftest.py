@@ -31,57 +31,6 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return (os.cpu_count() or 1) + 1
 
 
-def pytest_configure(config) -> None:
-    if not os.environ.get("PYTEST_XDIST_WORKER") and (getattr(config.option, "numprocesses", 0) or 0) > 1:
-        _compile_ahead(config)
-
-
-def _compile_ahead(config) -> None:
-    """Before the workers start, write the bytecode each of them would otherwise make for itself: the test modules'
-    (with pytest's assertion rewriting, the slow part of collecting from a fresh clone) and ks_tui's. Every worker
-    collects every module, so in a fresh clone each spent seconds compiling the same files at the same time, on
-    the run's critical path. Split over the machine's cores (forked children); files already compiled are skipped.
-    An optimisation only: where pytest's internals differ, the workers compile as they did."""
-    import compileall
-
-    try:
-        from _pytest.assertion import rewrite
-
-        cached_pyc = lambda fn: rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
-        stale = [fn for fn in sorted(Path(__file__).parent.rglob("test_*.py"))
-                 if rewrite._read_pyc(fn, cached_pyc(fn)) is None]
-    except (ImportError, AttributeError, OSError):
-        return
-    if config.getoption("assertmode", "rewrite") != "rewrite":
-        stale = []
-    package = [str(p) for p in sorted((Path(__file__).parents[1] / "ks_tui").rglob("*.py"))]
-    state = type("State", (), {"trace": staticmethod(lambda message: None)})()
-
-    def compile_share(share: int, shares: int) -> None:
-        for fn in stale[share::shares]:
-            if rewrite.try_makedirs(cached_pyc(fn).parent):
-                source_stat, code = rewrite._rewrite_test(fn, config)
-                rewrite._write_pyc(state, code, source_stat, cached_pyc(fn))
-        for path in package[share::shares]:
-            compileall.compile_file(path, quiet=2)
-
-    shares = max(1, min(os.cpu_count() or 1, 8))
-    children = []
-    for share in range(1, shares):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                compile_share(share, shares)
-            finally:
-                os._exit(0)
-        children.append(pid)
-    try:
-        compile_share(0, shares)
-    finally:
-        for pid in children:
-            os.waitpid(pid, 0)
-
-
 def pytest_unconfigure(config) -> None:
     """An xdist worker, once its session has ended and its last report is sent, exits without the interpreter's
     teardown: freeing the modules and objects of hundreds of tests (torch, textual, the SDKs) took seconds at
