@@ -153,19 +153,27 @@ def _exact_scores_supported(q) -> bool:
 _EXACT_SCORES: bool | None = None
 
 
-def _attention_exact_scores(q, k, v, p: dict) -> torch.Tensor:
-    """The fp32 reference for bf16/fp16 inputs on the GPU, with the scores on the tensor cores.
+def _attention_blocks_gpu(q, k, v, p: dict, lowp: bool) -> torch.Tensor:
+    """Attention of bf16/fp16 inputs on the GPU, over blocks of query rows, as two batched matrix products with
+    q k^T on the tensor cores (the scale applied in fp32 as that product's alpha). Same chunks and mask as
+    `_attention_chunked`.
 
-    A product of two bf16 (or fp16) numbers is exact in fp32, so q k^T taken on the tensor cores with
-    fp32 accumulation and an fp32 result (the scale applied in fp32 as the product's alpha) is as
-    accurate as an fp32 matrix product, at a tenth of the time; P V stays an fp32 product (P is no
-    low-precision number). Same chunks and mask as `_attention_chunked`."""
+    lowp=False, the fp32 reference: a product of two bf16 (or fp16) numbers is exact in fp32, so q k^T with fp32
+    accumulation and an fp32 result is as accurate as an fp32 matrix product, at a tenth of the time; P V stays
+    an fp32 product (P is no low-precision number).
+    lowp=True, the low-precision reference with the fewest passes over the score block: the scores rounded once to
+    the input precision, softmax reading them and writing low-precision probabilities (accumulating in fp32), P V
+    in the input precision with fp32 accumulation. The same roundings as `_attention_chunked(lowp=True)` (scores
+    once, probabilities once, the output once), with the scale before the scores' rounding instead of after; a
+    third of its memory traffic."""
     b, s_q, s_k, h_q, h_kv, d = (int(p[x]) for x in ("b", "s_q", "s_k", "h_q", "h_kv", "d"))
     g, bh = h_q // h_kv, b * h_kv
     causal, scale = bool(p["causal"]), scale_of(p)
+    work = q.dtype if lowp else torch.float32
+    product = {} if lowp else {"out_dtype": torch.float32}
     kb = k.permute(0, 2, 1, 3).reshape(bh, s_k, d)                 # [b*h_kv, s_k, d], input precision
-    vb = v.permute(0, 2, 1, 3).reshape(bh, s_k, d).float()         # exact widening
-    out = torch.empty((b, s_q, h_q, d), dtype=torch.float32, device=q.device)
+    vb = v.permute(0, 2, 1, 3).reshape(bh, s_k, d).to(work)        # fp32: an exact widening
+    out = torch.empty((b, s_q, h_q, d), dtype=work, device=q.device)
     rows = max(1, min(s_q, _CHUNK_ELEMS["cuda"] // max(1, b * h_q * s_k)))
     for i0 in range(0, s_q, rows):
         i1, c = min(s_q, i0 + rows), min(s_q, i0 + rows) - i0
@@ -174,9 +182,8 @@ def _attention_exact_scores(q, k, v, p: dict) -> torch.Tensor:
             out[:, i0:i1] = 0
             continue
         qc = q[:, i0:i1].reshape(b, c, h_kv, g, d).permute(0, 2, 3, 1, 4).reshape(bh, g * c, d)
-        zero = torch.zeros((1, 1, 1), dtype=torch.float32, device=q.device).expand(bh, g * c, n_k)
-        scores = torch.baddbmm(zero, qc, kb[:, :n_k].transpose(1, 2), beta=0, alpha=scale,
-                               out_dtype=torch.float32)
+        zero = torch.zeros((1, 1, 1), dtype=work, device=q.device).expand(bh, g * c, n_k)
+        scores = torch.baddbmm(zero, qc, kb[:, :n_k].transpose(1, 2), beta=0, alpha=scale, **product)
         if causal:
             _causal_strip(scores.view(bh, g, c, n_k), i0, i1, n_k, p)
         probs = torch.softmax(scores, dim=-1)
@@ -187,44 +194,11 @@ def _attention_exact_scores(q, k, v, p: dict) -> torch.Tensor:
     return out
 
 
-def _attention_lowp_fused(q, k, v, p: dict) -> torch.Tensor:
-    """The low-precision reference on the GPU with the fewest passes over the score block: q k^T on the tensor
-    cores with the scale applied in the product's fp32 epilogue and the scores rounded once to the input
-    precision; softmax reading them and writing low-precision probabilities (accumulating in fp32); P V in the
-    input precision with fp32 accumulation. The same roundings as `_attention_chunked(lowp=True)` (scores once,
-    probabilities once, the output once), with the scale before the scores' rounding instead of after; a third
-    of its memory traffic. Same chunks and mask."""
-    b, s_q, s_k, h_q, h_kv, d = (int(p[x]) for x in ("b", "s_q", "s_k", "h_q", "h_kv", "d"))
-    g, bh = h_q // h_kv, b * h_kv
-    causal, scale = bool(p["causal"]), scale_of(p)
-    kb = k.permute(0, 2, 1, 3).reshape(bh, s_k, d)
-    vb = v.permute(0, 2, 1, 3).reshape(bh, s_k, d)
-    out = torch.empty((b, s_q, h_q, d), dtype=q.dtype, device=q.device)
-    rows = max(1, min(s_q, _CHUNK_ELEMS["cuda"] // max(1, b * h_q * s_k)))
-    for i0 in range(0, s_q, rows):
-        i1, c = min(s_q, i0 + rows), min(s_q, i0 + rows) - i0
-        n_k = min(s_k, i1 + s_k - s_q) if causal else s_k
-        if n_k <= 0:
-            out[:, i0:i1] = 0
-            continue
-        qc = q[:, i0:i1].reshape(b, c, h_kv, g, d).permute(0, 2, 3, 1, 4).reshape(bh, g * c, d)
-        zero = torch.zeros((1, 1, 1), dtype=q.dtype, device=q.device).expand(bh, g * c, n_k)
-        scores = torch.baddbmm(zero, qc, kb[:, :n_k].transpose(1, 2), beta=0, alpha=scale)
-        if causal:
-            _causal_strip(scores.view(bh, g, c, n_k), i0, i1, n_k, p)
-        probs = torch.softmax(scores, dim=-1)
-        if causal and s_q > s_k:
-            probs.nan_to_num_(0.0)
-        oc = torch.bmm(probs, vb[:, :n_k])
-        out[:, i0:i1] = oc.view(b, h_kv, g, c, d).permute(0, 3, 1, 2, 4).reshape(b, c, h_q, d)
-    return out
-
-
 def reference(inputs: dict, p: dict) -> torch.Tensor:
     """Higher precision than the inputs: fp64 for fp32 inputs, fp32 for bf16/fp16."""
     q = inputs["q"]
     if q.dtype != torch.float32 and q.is_cuda and _exact_scores_supported(q):
-        return _attention_exact_scores(q, inputs["k"], inputs["v"], p)
+        return _attention_blocks_gpu(q, inputs["k"], inputs["v"], p, lowp=False)
     work = torch.float64 if q.dtype == torch.float32 else torch.float32
     return _attention_chunked(q, inputs["k"], inputs["v"], p, work)
 
@@ -233,7 +207,7 @@ def reference_lowp(inputs: dict, p: dict) -> torch.Tensor:
     """The same computed in the input precision (for the lowp_relative rule)."""
     q = inputs["q"]
     if q.dtype != torch.float32 and q.is_cuda:
-        return _attention_lowp_fused(q, inputs["k"], inputs["v"], p)
+        return _attention_blocks_gpu(q, inputs["k"], inputs["v"], p, lowp=True)
     return _attention_chunked(q, inputs["k"], inputs["v"], p, q.dtype, lowp=True)
 
 
