@@ -22,7 +22,12 @@ SESSION_LABEL = "20261201-093000-test"
 @pytest.fixture
 def seeded_app(workspace, fixed_dates):
     store, sid = seed_session(workspace)
-    return KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
+    app = KernelSeekApp(opener=SessionOpener(workspace, load_config(workspace), "attention_cpu"), session_id=sid)
+    yield app
+    # The snapshot ends the app without its quit action (which waits for the engine): the session's thread is still
+    # closing the session in the workspace, which a passing test's tmp_path removal would pull from under it.
+    if app.backend is not None:
+        app.backend.join(30)
 
 
 async def until_still(pilot) -> None:
