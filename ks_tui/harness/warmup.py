@@ -8,8 +8,8 @@ the bench's order, each group of baselines on a CUDA stream of its own: the firs
 time them (torch keeps cuDNN's plans per thread), while the check runs on another (`run_here`), the other groups
 on threads of their own from the moment torch is imported. The bench stops them before its first timed block
 (the call in progress finishes: nothing of this runs beside a timed call) and makes whatever first calls are
-left itself, as before. (Loading a library's kernels takes the CUDA context's lock, so FA3's load overlaps a
-compile, not GPU work.)
+left itself, as before. (FA3's load stalls the GPU work beside it: on an H100 a quick check took 1.7 s without it,
+5.4-6.4 s beside it; it pays off during a compile and in an idle pre-started child.)
 
 Only the libraries' state is kept (loaded modules, plans); every output is thrown away, nothing here is timed
 or judged, and a failure is only recorded (the bench meets it again and reports it as always). Baselines in one

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call of checks (from the repository root, .whl carried): ks doctor, nvcc split or not on the best
-# kernel, the inner loop's speed (loop_speed.sh), then the GPU tests. Everything lands in $OUT/checks.tgz
+# kernel, the inner loop's speed (inner_loop.sh quick pool), then the GPU tests. Everything lands in $OUT/checks.tgz
 # (the device returns few files); short tables are printed as it goes.
 #   bash lab/flash_attn_fwd/device/checks.sh ["doctor compile loop tests full noise"]
 set -uo pipefail
@@ -22,7 +22,8 @@ for step in $STEPS; do
   compile)
     bash lab/flash_attn_fwd/device/fa3_bench.sh compile 2>&1 | tail -3 ;;
   loop)
-    KS_CALL_SECONDS=$(cap ${KS_LOOP_SECONDS:-200}) bash lab/flash_attn_fwd/device/loop_speed.sh 2>&1 | tail -12 ;;
+    OUT=$OUT/loop KS_QUICK_PAIRS=1 KS_CALL_SECONDS=$(cap ${KS_LOOP_SECONDS:-200}) \
+      bash lab/flash_attn_fwd/device/inner_loop.sh "quick pool" 2>&1 | tail -16 ;;
   full)  # the best kernel's full grid with FA3 beside it; its speed-of-light table (benchmarks/sol_table.py)
     t0=$(date +%s)
     timeout $(cap ${KS_FULL_SECONDS:-260}) python3 -m ks_tui bench flash_attn_fwd --source kernels/flash_attn_fwd/best/kernel.cu \

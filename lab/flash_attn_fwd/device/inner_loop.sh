@@ -3,7 +3,7 @@
 # KS_CALL_SECONDS (default 560):
 #   refs   lab/flash_attn_fwd/device/reference_probe.py: what each reference costs, and a fused low-precision one
 #   quick  a cold quick bench (fresh cache), then warm quick benches with the libraries' warm-up off and on in
-#          alternating order (KS_QUICK_PAIRS pairs, default 2)
+#          alternating order (KS_QUICK_PAIRS pairs, default 2), then a warm quick check
 #   pool   two quick benches through the engine's pre-started child (loop_speed.py), KS_POOL_GAP s apart
 #          (default 20: the model's turn, in which the child imports torch and warms the libraries up)
 #   gputest the GPU tests of the warm-up and the references (tests/harness/test_gpu_fa3.py, test_gpu_reference.py)
@@ -43,7 +43,8 @@ print(rows[-1])" "$OUT/refs.jsonl" ;;
       KS_BASELINE_WARMUP=0 timed "quick-warm-off-$i" 60 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick \
         --json > "$OUT/q-off-$i.json"
       timed "quick-warm-on-$i" 60 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick --json > "$OUT/q-on-$i.json"
-    done ;;
+    done
+    timed check-quick-warm 60 python3 -m ks_tui check flash_attn_fwd --source $BEST --quick --json > "$OUT/q-check.json" ;;
   gputest) timed gputest 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/harness/test_gpu_fa3.py tests/harness/test_gpu_reference.py \
     > "$OUT/gputest.txt" 2>&1; tail -2 "$OUT/gputest.txt" ;;
   full)
