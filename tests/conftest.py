@@ -18,6 +18,10 @@ import pytest
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# No standby harness server (harness/standby.py) outlives a test's `ks bench`: tests/harness/test_standby.py turns
+# it on where it is the subject.
+os.environ["KS_STANDBY"] = "0"
+
 from tests.support.fake_messages_api import FakeMessagesAPI
 from tests.support.workspace import GIT_IDENTITY, HOST_VARS, make_workspace
 

@@ -40,6 +40,14 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=scenarios_cmd)
 
+    text = "the harness children kept waiting between `ks check` / `ks bench` runs (KS_STANDBY=0: none)"
+    p = sub.add_parser("standby", help=text, description=text)
+    p.add_argument("action", nargs="?", choices=("list", "stop"), default="list",
+                   help="list the waiting servers (default) or stop them")
+    p.add_argument("--task", metavar="TASK", help="with stop: only this task's")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=standby_cmd)
+
     p = sub.add_parser("doctor", help="what this machine offers: GPU, compilers, baselines, API key",
                        description="what this machine offers: GPU, compilers, baselines, API key")
     p.add_argument("--json", action="store_true")
@@ -147,9 +155,13 @@ def run_cmd(args, mode: str) -> int:
                                  timeout=args.timeout, seed=args.seed, cached_baselines=args.cached_baselines,
                                  on_event=WorkerProgress() if not args.json or sys.stderr.isatty() else None)
         else:
+            pool = _standby_pool()
             result = run_harness(task, args.source, mode=mode, quick=args.quick, scenarios=ids,
                                  timeout=args.timeout, seed=args.seed, on_progress=progress,
-                                 cached_baselines=args.cached_baselines)
+                                 cached_baselines=args.cached_baselines, pool=pool)
+            if pool is not None and pool.started:
+                print(f"ks: a harness child now waits {pool.idle_s:g} s for the next run of {task.name} "
+                      "(`ks standby stop` ends it; KS_STANDBY=0: none)", file=sys.stderr, flush=True)
     finally:
         progress.close()
     if pair:
@@ -163,6 +175,40 @@ def run_cmd(args, mode: str) -> int:
 
             print(summary_lines(result))
     return EXIT_OK if result["status"] == "correct" else EXIT_KERNEL_FAILED
+
+
+def _standby_pool():
+    """The pool of a one-shot command: a standby server that outlives it (harness/standby.py); None when off."""
+    from ks_tui.harness import standby, warm
+
+    if not (standby.enabled() and warm.enabled()):
+        return None
+    return standby.StandbyPool()
+
+
+def standby_cmd(args) -> int:
+    from ks_tui.harness import standby
+
+    if args.action == "stop":
+        import argparse
+
+        task_dir = _load(argparse.Namespace(task=args.task, workspace=args.workspace)).dir if args.task else None
+        said = standby.stop(task_dir)
+        if args.json:
+            print(json.dumps({"stopped": said}, indent=1))
+        else:
+            print(f"asked {len(said)} standby server(s) to stop" + (" (a busy one ends after its run)" if said else ""))
+        return EXIT_OK
+    live = standby.servers()
+    if args.json:
+        print(json.dumps({"servers": live}, indent=1))
+    elif not live:
+        print("no standby harness server" + ("" if standby.enabled() else " (KS_STANDBY=0)"))
+    else:
+        for s in live:
+            print(f"pid {s['pid']}  {s['task']}  sandbox {s['box']}  runs {s['runs']}  "
+                  f"{'busy' if s['busy'] else 'waiting'}  idle limit {s['idle_s']:g} s")
+    return EXIT_OK
 
 
 MAX_ROUNDS = 1000  # more is a typo; the seeds must also stay below 2**31

@@ -37,6 +37,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="stdin is a pipe the parent holds open: at its end, kill this process group")
     w = sub.add_parser("warm", help="pre-load for TASK, then run the one job (run's arguments, JSON) read from stdin")
     w.add_argument("--task", required=True)
+    s = sub.add_parser("standby", help="keep a pre-started child for TASK waiting between one-shot commands")
+    s.add_argument("--task", required=True)
+    s.add_argument("--box", required=True, help="the sandbox mode the children run in")
+    s.add_argument("--address", required=True, help="the name the command computed for this key")
+    s.add_argument("--idle", type=float, required=True, help="seconds without a job before it exits")
     return p
 
 
@@ -73,6 +78,10 @@ def main(argv: list[str] | None = None, warm: dict | None = None) -> int:
         from ks_tui.harness.warm import serve
 
         return serve(args.task, STARTED_AT, main)
+    if args.cmd == "standby":
+        from ks_tui.harness import standby
+
+        return standby.serve(args.task, args.box, args.address, args.idle)
     if args.die_with_parent:
         _die_with_parent()
     faulthandler.enable()  # a segfault prints the Python stack: which scenario, which call

@@ -239,6 +239,9 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
     tail = "\n".join(reader.tail)
     result["stderr_tail"] = tail[-8000:]
     result["sandbox"] = used.mode
+    lost = getattr(proc, "lost", "")  # a standby server's child whose server died (harness/standby.py)
+    if lost:
+        result.setdefault("warnings", []).append(f"{lost}: the harness child's exit status is unknown")
     if left:
         result.setdefault("warnings", []).append(
             f"the kernel left {len(left)} process(es) running after the harness child ended "

@@ -116,6 +116,15 @@ def current() -> Sandbox:
     return _probe(_setting())
 
 
+def for_mode(mode: str) -> Sandbox | None:
+    """The sandbox of a mode `current()` chose in another process (the standby server's children must run in the
+    same one); None when that mode cannot run here."""
+    try:
+        return _probe("off" if mode == "none" else mode)
+    except KsError:
+        return None
+
+
 def warning_line() -> str:
     """One line for the start of a session or run when kernels run unconfined; "" when a sandbox is active or it
     was turned off on purpose."""

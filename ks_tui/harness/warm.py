@@ -15,7 +15,8 @@ hung, killed or cancelled child is handled by run_harness as a cold one would be
 idle child, kills it when the key no longer matches, on close(), and at interpreter exit; a child whose parent
 dies sees its stdin end and exits (or kills its group once it has a job, as --die-with-parent does).
 
-One-shot commands (`ks check`, `ks bench`) exit right after their run and pass no pool.
+One-shot commands (`ks check`, `ks bench`) exit right after their run: their pool lives in a server process that
+outlives them (harness/standby.py).
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ class WarmChild:
     def remove_scratch(self) -> None:
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+        release = getattr(self.proc, "release", None)  # a standby server's child (harness/standby.py)
+        if release is not None:
+            release()
 
 
 _POOLS: "weakref.WeakSet[WarmPool]" = weakref.WeakSet()
@@ -173,6 +177,16 @@ class WarmPool:
             child, self._child = self._child, None
         if child is not None:
             child.kill()
+
+    def drop_dead(self) -> bool:
+        """Forget an idle child that died without a job (True when there was one)."""
+        with self._lock:
+            child = self._child
+            if child is None or child.alive():
+                return False
+            self._child = None
+        child.kill()
+        return True
 
     @property
     def idle_pid(self) -> int | None:
@@ -285,6 +299,8 @@ def _prewarm(task, job: _JobLine) -> dict:
     pre = warmup.LibraryWarmup(_Imported, load_reference, task, task.select(quick=True, ids=None), 0, _draw_seed)
     pre.run_here(until=job.arrived)
     pre.stop("the job came")
+    if not job.arrived():  # it may wait long (a standby server's child): the warm-up's memory goes back
+        torch.cuda.empty_cache()
     quiet = _QUIET_BEFORE_RUN_S - (time.monotonic() - pre.last_call_end) if pre.last_call_end else 0.0
     if job.arrived() and quiet > 0:
         time.sleep(quiet)

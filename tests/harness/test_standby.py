@@ -1,0 +1,189 @@
+"""The standby server (harness/standby.py): one-shot `ks bench` commands, real processes, a real Unix socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.harness.conftest import CPU_TASK_DIR, REPO, run_ks
+from tests.support.processes import wait_gone
+
+ONE = "d24-h2-1-q31-k45-b4"
+
+
+@pytest.fixture
+def standby_env(tmp_path, monkeypatch):
+    """Standby on (the suite turns it off), its sockets in a private folder of this test, no sandbox."""
+    folder = tmp_path / "standby"
+    monkeypatch.setenv("KS_STANDBY", "1")
+    monkeypatch.setenv("KS_STANDBY_DIR", str(folder))
+    monkeypatch.setenv("KS_STANDBY_IDLE_S", "120")
+    monkeypatch.setenv("KS_SANDBOX", "off")
+    monkeypatch.delenv("KS_RUN_MARK", raising=False)
+    yield folder
+    pids = [s["pid"] for s in _servers()]
+    run_ks("standby", "stop")
+    for pid in pids:
+        if not wait_gone(pid, 20):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _servers() -> list[dict]:
+    got = run_ks("standby", "--json")
+    assert got.returncode == 0, got.stderr
+    return json.loads(got.stdout)["servers"]
+
+
+def _bench(*extra: str, task: str = "attention_cpu", env: dict | None = None) -> tuple[dict, str]:
+    got = run_ks("bench", task, "--scenarios", ONE, "--json", *extra, env=env)
+    assert got.returncode in (0, 1), got.stderr
+    return json.loads(got.stdout), got.stderr
+
+
+def _wait(predicate, timeout: float = 30.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    return predicate()
+
+
+def test_the_next_command_is_served_by_the_child_the_last_one_left_waiting(standby_env):
+    first, said = _bench()
+    assert first["status"] == "correct", first["message"]
+    assert "warm_start" not in first["timings"]
+    assert "now waits 120 s" in said
+    live = _wait(_servers)
+    assert len(live) == 1 and live[0]["task"] == str(CPU_TASK_DIR) and live[0]["runs"] == 0
+    second, said = _bench()
+    assert second["status"] == "correct", second["message"]
+    assert second["timings"]["warm_start"] is True
+    assert second["seed"] != first["seed"]  # fresh inputs, as a cold run draws
+    assert "now waits" not in said  # the server was there already
+    third, _ = _bench()
+    assert third["timings"]["warm_start"] is True and third["timings"]["warm_pid"] != second["timings"]["warm_pid"]
+    live = _servers()
+    assert live[0]["runs"] == 2 and live[0]["busy"] is False
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("ks-harness-*/result.json"))
+
+    stopped = run_ks("standby", "stop")
+    assert stopped.returncode == 0 and "asked 1" in stopped.stdout
+    assert _wait(lambda: not _servers())
+    assert not list(standby_env.glob("*.sock"))
+
+
+def test_off_by_setting_and_inside_a_run(standby_env):
+    result, said = _bench(env={"KS_STANDBY": "0"})
+    assert result["status"] == "correct" and "now waits" not in said
+    result, said = _bench(env={"KS_RUN_MARK": "outer"})  # an agent's bash command: its sweep would end a server
+    assert result["status"] == "correct" and "now waits" not in said
+    assert not _servers()
+
+
+@pytest.mark.slow
+def test_other_settings_or_changed_task_files_run_cold_and_replace_the_stale_server(standby_env, tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(CPU_TASK_DIR, ws / "kernels" / "attention_cpu")
+    task = str(ws / "kernels" / "attention_cpu")
+    _bench(task=task)
+    old = _wait(_servers)[0]["pid"]
+    other, _ = _bench(task=task, env={"KS_THREADS": "1"})  # another environment: another key, its own server
+    assert "warm_start" not in other["timings"]
+    assert _wait(lambda: len(_servers()) == 2)
+    ref = Path(task) / "reference.py"
+    ref.write_text(ref.read_text() + "\n# edited\n")  # the task's own code changed: the waiting child is stale
+    edited, _ = _bench(task=task)
+    assert edited["status"] == "correct" and "warm_start" not in edited["timings"]
+    assert wait_gone(old, 30)  # replaced; the other environment's server stays
+    assert _wait(lambda: len(_servers()) == 2)
+    again, _ = _bench(task=task)
+    assert again["timings"]["warm_start"] is True
+
+
+@pytest.mark.slow
+def test_a_hung_kernel_in_a_standby_child_is_killed_and_the_server_carries_on(standby_env, planted_dir):
+    _bench()
+    waiting = _wait(_servers)[0]["child"]
+    hung, _ = _bench("--source", str(planted_dir / "infinite_loop.cpp"), "--timeout", "8")
+    assert hung["status"] == "timeout", hung["message"]
+    assert wait_gone(waiting)  # the waiting child took the job, hung, and its group was killed
+    live = _wait(lambda: [s for s in _servers() if s["runs"] == 1 and not s["busy"]])
+    assert live and live[0]["child"] not in (None, waiting)  # a fresh one waits
+    after, _ = _bench()
+    assert after["status"] == "correct" and after["timings"]["warm_start"] is True
+
+
+@pytest.mark.slow
+def test_a_command_killed_mid_run_takes_its_kernel_along_and_leaves_the_server_waiting(standby_env, planted_dir,
+                                                                                      tmp_path):
+    flag, pid_file = tmp_path / "hang", tmp_path / "pid"
+    hang = {"KS_TEST_HANG_FILE": str(flag), "KS_TEST_PID_FILE": str(pid_file)}  # the key's environment: every run's
+    _bench("--source", str(planted_dir / "hangs_on_flag.cpp"), env=hang)  # honest while the flag is absent
+    server = _wait(_servers)[0]["pid"]
+    flag.touch()
+    env = {**os.environ, **hang}
+    cmd = subprocess.Popen([sys.executable, "-m", "ks_tui", "bench", "attention_cpu", "--scenarios", ONE,
+                            "--source", str(planted_dir / "hangs_on_flag.cpp"), "--json"],
+                           cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait(pid_file.exists, 60)
+        kernel = int(_wait(lambda: pid_file.read_text().strip(), 10))
+        cmd.kill()  # kill -9: no handler runs in ks
+        cmd.wait()
+        assert wait_gone(kernel, 20)  # the child saw its stdin end and took its group down
+    finally:
+        if cmd.poll() is None:
+            cmd.kill()
+    live = _wait(lambda: [s for s in _servers() if s["runs"] == 1 and not s["busy"]], 30)
+    assert live and live[0]["pid"] == server
+    flag.unlink()
+    after, _ = _bench(env=hang)
+    assert after["status"] == "correct" and after["timings"]["warm_start"] is True
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_mid_run_leaves_a_clear_crash_not_a_hang(standby_env, planted_dir, tmp_path):
+    flag, pid_file = tmp_path / "hang", tmp_path / "pid"
+    hang = {"KS_TEST_HANG_FILE": str(flag), "KS_TEST_PID_FILE": str(pid_file)}  # the key's environment: every run's
+    _bench("--source", str(planted_dir / "hangs_on_flag.cpp"), env=hang)  # honest while the flag is absent
+    server = _wait(_servers)[0]["pid"]
+    flag.touch()
+    env = {**os.environ, **hang}
+    cmd = subprocess.Popen([sys.executable, "-m", "ks_tui", "bench", "attention_cpu", "--scenarios", ONE,
+                            "--source", str(planted_dir / "hangs_on_flag.cpp"), "--json", "--timeout", "60"],
+                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert _wait(pid_file.exists, 60)
+        os.kill(server, signal.SIGKILL)
+        assert wait_gone(server)
+        kernel = int(_wait(lambda: pid_file.read_text().strip(), 10))
+        os.kill(kernel, signal.SIGKILL)  # the kernel's process ends; nobody is left to report its status
+        out, _ = cmd.communicate(timeout=60)
+    finally:
+        if cmd.poll() is None:
+            cmd.kill()
+    result = json.loads(out)
+    assert result["status"] == "crashed"
+    assert any("standby server ended" in w for w in result.get("warnings", [])), result
+
+
+def test_a_folder_others_can_enter_is_not_used(tmp_path, monkeypatch):
+    from ks_tui.harness import standby
+
+    folder = tmp_path / "open"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    monkeypatch.setenv("KS_STANDBY_DIR", str(folder))
+    assert standby.folder() is None
+    folder.chmod(0o700)
+    assert standby.folder() == folder
