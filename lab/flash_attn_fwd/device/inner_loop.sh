@@ -6,7 +6,12 @@
 #          alternating order (KS_QUICK_PAIRS pairs, default 2), then a warm quick check
 #   pool   two quick benches through the engine's pre-started child (loop_speed.py), KS_POOL_GAP s apart
 #          (default 20: the model's turn, in which the child imports torch and warms the libraries up)
-#   gputest the GPU tests of the warm-up and the references (tests/harness/test_gpu_fa3.py, test_gpu_reference.py)
+#   standby one-shot quick benches with the standby server on (harness/standby.py): the first starts it, then
+#          runs KS_STANDBY_GAP s apart (default 25: the waiting child imports torch and warms the libraries up),
+#          and one right after another (the child still starting)
+#   nvcc   the harness's nvcc command on the best kernel, cold, with nvcc --time: where the compile goes
+#   noiseprobe lab/flash_attn_fwd/device/noise_probe.py: which bench design holds each scenario's speedup steadiest
+#   gputest the GPU tests of the warm-up, the references and the standby (tests/harness/test_gpu_*.py)
 #   full   KS_FULLS full benches (default 1; 2 gives the noise, lab/flash_attn_fwd/device/noise.py)
 #   bash lab/flash_attn_fwd/device/inner_loop.sh ["refs quick pool gputest full"]
 # Every result JSON lands in $OUT; a table of wall times and where they went is printed last.
@@ -17,6 +22,7 @@ export PYTHONPATH=$PWD
 source lab/flash_attn_fwd/device/with_fa3.sh
 BEST=kernels/flash_attn_fwd/best/kernel.cu
 export KS_CACHE_DIR=/tmp/ks-cache-inner-$$
+export KS_STANDBY=0 KS_STANDBY_DIR=/tmp/ks-standby-inner-$$  # one-shot runs stay one-shot; `standby` turns it on
 END=$(( $(date +%s) + ${KS_CALL_SECONDS:-560} ))
 cap() { local left=$(( END - $(date +%s) - 10 )); (( left < 1 )) && left=1; (( $1 < left )) && echo "$1" || echo "$left"; }
 timed() {  # timed NAME LIMIT CMD...: wall seconds to $OUT/times.txt
@@ -47,6 +53,23 @@ print(rows[-1])" "$OUT/refs.jsonl" ;;
     timed check-quick-warm 60 python3 -m ks_tui check flash_attn_fwd --source $BEST --quick --json > "$OUT/q-check.json" ;;
   gputest) timed gputest 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/harness/test_gpu_fa3.py tests/harness/test_gpu_reference.py \
     > "$OUT/gputest.txt" 2>&1; tail -2 "$OUT/gputest.txt" ;;
+  standby)
+    sb() { KS_STANDBY=1 timed "standby-$1" 90 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick --json \
+      > "$OUT/s-$1.json" 2> "$OUT/s-$1.err"; }
+    sb first; sleep "${KS_STANDBY_GAP:-25}"; sb warm-1; sb at-once; sleep "${KS_STANDBY_GAP:-25}"; sb warm-2
+    KS_STANDBY=1 python3 -m ks_tui standby; KS_STANDBY=1 python3 -m ks_tui standby stop ;;
+  nvcc)
+    rm -rf /tmp/ks-nvcc && mkdir -p /tmp/ks-nvcc && cp $BEST /tmp/ks-nvcc/kernel.cu
+    cmd=$(python3 -c "
+import sys; from ks_tui.harness.build import compile_command; from ks_tui.task import load_task
+t = load_task('kernels/flash_attn_fwd', '.')
+print(' '.join(compile_command(t.language, t.build.compiler, t.build.flags, t.build.arch, 'kernel.cu', 'kernel.so')))")
+    echo "$cmd --time nvcc-time.csv" | tee "$OUT/nvcc-cmd.txt"
+    (cd /tmp/ks-nvcc && timed nvcc-cold 90 $cmd --time nvcc-time.csv > /dev/null 2>&1) ; cp /tmp/ks-nvcc/nvcc-time.csv "$OUT/"
+    cat "$OUT/nvcc-time.csv" ;;
+  noiseprobe) timed noiseprobe "${KS_PROBE_SECONDS:-220}" python3 lab/flash_attn_fwd/device/noise_probe.py \
+      --seconds "$(( $(cap "${KS_PROBE_SECONDS:-220}") - 15 ))" --out "$OUT/noise_probe.json" > "$OUT/noise_probe.log" 2>&1
+    tail -30 "$OUT/noise_probe.log" ;;
   full)
     for i in $(seq 1 "${KS_FULLS:-1}"); do
       timed "full-$i" "${KS_FULL_SECONDS:-300}" python3 -m ks_tui bench flash_attn_fwd --source $BEST --json \
