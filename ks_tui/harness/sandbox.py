@@ -108,6 +108,10 @@ def _probe(setting: str) -> Sandbox:
 
 
 _UNSHARE_FLAGS = ("--pid", "--net", "--ipc", "--mount", "--fork", "--kill-child", "--mount-proc")
+# unshare makes the command pid 1 of the new namespace, and pid 1 gets no signal it has no handler for: a kernel's
+# abort() (or a SIGTERM the command sends itself) would not end it. A shell stands as pid 1 and waits for the
+# command (the trailing `exit` keeps it from exec'ing it); a signal's death comes back as exit code 128 + N.
+_UNSHARE_INIT = ("/bin/sh", "-c", '"$@"; exit $?', "ks-init")
 
 
 def current() -> Sandbox:
@@ -167,7 +171,7 @@ def wrap(cmd: list[str], box: Sandbox, *, scratch: Path, writable: list[Path], r
     """CMD run inside BOX. SCRATCH and WRITABLE stay writable (created when missing); READABLE (the task, the
     kernel source) stays readable even where it lies under the hidden home."""
     if box.mode == "unshare":
-        return [shutil.which("unshare") or "unshare", *_UNSHARE_FLAGS, *cmd]
+        return [shutil.which("unshare") or "unshare", *_UNSHARE_FLAGS, *_UNSHARE_INIT, *cmd]
     if box.mode != "bwrap":
         return list(cmd)
     for w in writable:
@@ -206,7 +210,7 @@ def wrap_shell(cmd: list[str], box: Sandbox) -> list[str]:
                 "--die-with-parent", *cmd]
     if box.mode == "unshare":
         return [shutil.which("unshare") or "unshare", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc",
-                *cmd]
+                *_UNSHARE_INIT, *cmd]
     return list(cmd)
 
 

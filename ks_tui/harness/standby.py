@@ -41,6 +41,8 @@ from ks_tui.harness.leftovers import MARK_VARIABLE, new_mark
 IDLE_S = 600.0
 CONNECT_TIMEOUT_S = 2.0
 _MAX_MESSAGE = 1 << 16
+_NAME_CHARS = 24
+_SOCKET_PATH_MAX = 107  # sun_path's 108 bytes, less the closing NUL
 
 
 def enabled() -> bool:
@@ -60,7 +62,7 @@ def idle_seconds() -> float:
 
 def folder() -> Path | None:
     """Where the servers' sockets live: a folder of this user's that nobody else can enter; None when it cannot
-    be made so (then no server is started or used)."""
+    be made so, or its sockets' paths would be too long (then no server is started or used)."""
     base = os.environ.get("KS_STANDBY_DIR")
     if base:
         path = Path(base)
@@ -75,6 +77,8 @@ def folder() -> Path | None:
         return None
     # Whoever can connect can have a kernel run as this user: refuse a folder someone else owns or can enter.
     if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    if len(os.fsencode(path / f"{'0' * _NAME_CHARS}.sock")) > _SOCKET_PATH_MAX:  # too long for a Unix socket
         return None
     return path
 
@@ -98,12 +102,12 @@ def _fingerprint(task_dir: Path) -> str:
 def family(key: tuple) -> str:
     """A name for a pool key (harness.warm.pool_key): servers of one family differ only by the code they run."""
     text = json.dumps([list(map(str, key[:2])), [list(kv) for kv in key[2]], key[3]])
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    return hashlib.sha256(text.encode()).hexdigest()[:_NAME_CHARS]
 
 
 def address(key: tuple, task_dir: Path) -> str:
     """The server's name for a pool key and the task's present files (and ks_tui's code)."""
-    return hashlib.sha256(f"{family(key)}:{_fingerprint(task_dir)}".encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{family(key)}:{_fingerprint(task_dir)}".encode()).hexdigest()[:_NAME_CHARS]
 
 
 # ------------------------------------------------------------------ the command's side

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,9 +21,10 @@ ONE = "d24-h2-1-q31-k45-b4"
 
 
 @pytest.fixture
-def standby_env(tmp_path, monkeypatch):
-    """Standby on (the suite turns it off), its sockets in a private folder of this test, no sandbox."""
-    folder = tmp_path / "standby"
+def standby_env(monkeypatch):
+    """Standby on (the suite turns it off), its sockets in a private folder of this test (short: a socket's path
+    has 107 bytes at most), no sandbox."""
+    folder = Path(tempfile.mkdtemp(prefix="ks-sb-"))
     monkeypatch.setenv("KS_STANDBY", "1")
     monkeypatch.setenv("KS_STANDBY_DIR", str(folder))
     monkeypatch.setenv("KS_STANDBY_IDLE_S", "120")
@@ -34,6 +36,7 @@ def standby_env(tmp_path, monkeypatch):
     for pid in pids:
         if not wait_gone(pid, 20):
             os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _servers() -> list[dict]:
@@ -177,13 +180,18 @@ def test_a_server_that_dies_mid_run_leaves_a_clear_crash_not_a_hang(standby_env,
     assert any("standby server ended" in w for w in result.get("warnings", [])), result
 
 
-def test_a_folder_others_can_enter_is_not_used(tmp_path, monkeypatch):
+def test_a_folder_others_can_enter_or_too_long_for_a_socket_is_not_used(monkeypatch):
     from ks_tui.harness import standby
 
-    folder = tmp_path / "open"
-    folder.mkdir(mode=0o777)
-    folder.chmod(0o777)
-    monkeypatch.setenv("KS_STANDBY_DIR", str(folder))
-    assert standby.folder() is None
-    folder.chmod(0o700)
-    assert standby.folder() == folder
+    folder = Path(tempfile.mkdtemp(prefix="ks-sb-"))
+    try:
+        folder.chmod(0o777)
+        monkeypatch.setenv("KS_STANDBY_DIR", str(folder))
+        assert standby.folder() is None
+        folder.chmod(0o700)
+        assert standby.folder() == folder
+        deep = folder / ("d" * 80)
+        monkeypatch.setenv("KS_STANDBY_DIR", str(deep))
+        assert standby.folder() is None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
