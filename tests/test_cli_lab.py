@@ -11,7 +11,8 @@ from ks_tui.cli import build_parser, main
 
 DAY_ONE = ["tui", "init", "doctor", "scenarios", "check", "bench", "compare", "session", "sessions", "try",
            "log", "show", "rollback", "questions", "run", "report", "task", "lab",
-           "profile", "mcp"]  # a kernel's profile (Nsight Compute) and the MCP server are product commands too
+           "profile", "mcp",  # a kernel's profile (Nsight Compute) and the MCP server are product commands too
+           "standby"]  # the harness child kept waiting between one-shot check/bench commands
 
 
 def _listed(help_text: str) -> list[str]:
