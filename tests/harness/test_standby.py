@@ -126,50 +126,47 @@ def test_a_hung_kernel_in_a_standby_child_is_killed_and_the_server_carries_on(st
     assert after["status"] == "correct" and after["timings"]["warm_start"] is True
 
 
-@pytest.mark.slow
-def test_a_command_killed_mid_run_takes_its_kernel_along_and_leaves_the_server_waiting(standby_env, planted_dir,
-                                                                                      tmp_path):
+def _hanging_command(planted_dir, tmp_path, *extra: str):
+    """A server waiting for the key of a run of hangs_on_flag.cpp, then such a run through it, hanging: (the
+    server's pid, the command, the kernel's pid, the environment of the key)."""
     flag, pid_file = tmp_path / "hang", tmp_path / "pid"
     hang = {"KS_TEST_HANG_FILE": str(flag), "KS_TEST_PID_FILE": str(pid_file)}  # the key's environment: every run's
     _bench("--source", str(planted_dir / "hangs_on_flag.cpp"), env=hang)  # honest while the flag is absent
     server = _wait(_servers)[0]["pid"]
     flag.touch()
-    env = {**os.environ, **hang}
     cmd = subprocess.Popen([sys.executable, "-m", "ks_tui", "bench", "attention_cpu", "--scenarios", ONE,
-                            "--source", str(planted_dir / "hangs_on_flag.cpp"), "--json"],
-                           cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            "--source", str(planted_dir / "hangs_on_flag.cpp"), "--json", *extra],
+                           cwd=REPO, env={**os.environ, **hang}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True)
     try:
         assert _wait(pid_file.exists, 60)
         kernel = int(_wait(lambda: pid_file.read_text().strip(), 10))
-        cmd.kill()  # kill -9: no handler runs in ks
-        cmd.wait()
-        assert wait_gone(kernel, 20)  # the child saw its stdin end and took its group down
-    finally:
-        if cmd.poll() is None:
-            cmd.kill()
+    except BaseException:
+        cmd.kill()
+        raise
+    flag.unlink()  # the next run is honest again
+    return server, cmd, kernel, hang
+
+
+@pytest.mark.slow
+def test_a_command_killed_mid_run_takes_its_kernel_along_and_leaves_the_server_waiting(standby_env, planted_dir,
+                                                                                      tmp_path):
+    server, cmd, kernel, hang = _hanging_command(planted_dir, tmp_path)
+    cmd.kill()  # kill -9: no handler runs in ks
+    cmd.wait()
+    assert wait_gone(kernel, 20)  # the child saw its stdin end and took its group down
     live = _wait(lambda: [s for s in _servers() if s["runs"] == 1 and not s["busy"]], 30)
     assert live and live[0]["pid"] == server
-    flag.unlink()
     after, _ = _bench(env=hang)
     assert after["status"] == "correct" and after["timings"]["warm_start"] is True
 
 
 @pytest.mark.slow
 def test_a_server_that_dies_mid_run_leaves_a_clear_crash_not_a_hang(standby_env, planted_dir, tmp_path):
-    flag, pid_file = tmp_path / "hang", tmp_path / "pid"
-    hang = {"KS_TEST_HANG_FILE": str(flag), "KS_TEST_PID_FILE": str(pid_file)}  # the key's environment: every run's
-    _bench("--source", str(planted_dir / "hangs_on_flag.cpp"), env=hang)  # honest while the flag is absent
-    server = _wait(_servers)[0]["pid"]
-    flag.touch()
-    env = {**os.environ, **hang}
-    cmd = subprocess.Popen([sys.executable, "-m", "ks_tui", "bench", "attention_cpu", "--scenarios", ONE,
-                            "--source", str(planted_dir / "hangs_on_flag.cpp"), "--json", "--timeout", "60"],
-                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    server, cmd, kernel, _ = _hanging_command(planted_dir, tmp_path, "--timeout", "60")
     try:
-        assert _wait(pid_file.exists, 60)
         os.kill(server, signal.SIGKILL)
         assert wait_gone(server)
-        kernel = int(_wait(lambda: pid_file.read_text().strip(), 10))
         os.kill(kernel, signal.SIGKILL)  # the kernel's process ends; nobody is left to report its status
         out, _ = cmd.communicate(timeout=60)
     finally:
