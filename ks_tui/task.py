@@ -33,7 +33,7 @@ TOP_KEYS = {"name", "description", "kernel", "entry", "build", "reference", "tim
             "constraints", "bytes", "family"}
 BUILD_KEYS = {"compiler", "flags", "arch"}
 SCENARIO_KEYS = {"grid", "list", "id", "derive", "defaults"}
-TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "threads", "draws", "rounds", "quick"}
+TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "threads", "draws", "rounds", "quick", "alternate"}
 QUICK_TIMING_KEYS = {"warmup", "min_reps", "max_reps", "budget_s", "rounds"}  # what a --quick run may spend less of
 EXPR_FUNCS = {"min": min, "max": max, "abs": abs}
 
@@ -60,6 +60,7 @@ class Timing:
     threads: int | None = None     # CPU: same count for kernel and baselines
     draws: int = 2                 # correctness draws per scenario (at least 2)
     rounds: int = 5                # GPU: kernel and baselines timed in this many alternating blocks
+    alternate: bool = True         # GPU: inside each block, the kernel's and the libraries' calls take turns
     quick: tuple = ()              # (key, value) overrides of the keys above for --quick runs (QUICK_TIMING_KEYS)
 
     def for_run(self, quick: bool) -> "Timing":
@@ -457,6 +458,10 @@ def _timing(doc: _Doc, spec) -> Timing:
 
 def _timing_values(doc: _Doc, spec: dict, path: tuple) -> dict:
     for k, v in spec.items():
+        if k == "alternate":
+            if not isinstance(v, bool):
+                raise doc.error(path + (k,), f"{'.'.join(path)}.{k} must be true or false")
+            continue
         kind = (int, float) if k == "budget_s" else int  # counts: 2.5 warm-up calls means nothing
         if not isinstance(v, kind) or isinstance(v, bool) or v <= 0:
             what = "a positive number" if k == "budget_s" else "a positive whole number"

@@ -480,7 +480,7 @@ class Runner:
         if gpu is not None:
             spec = task.timing.for_run(self.result["quick"])  # --quick may time with a smaller budget
             with self._spent("bench_timed_s"):
-                timed, errors = gpu.time_interleaved(funcs, spec, rounds=spec.rounds)
+                timed, errors = gpu.time_interleaved(funcs, spec, rounds=spec.rounds, alone=("",))
             if "" in errors:
                 raise errors[""]  # the kernel failing while timed is a crash, not a skip
             for name, e in errors.items():  # e.g. out of memory in a library: skip, do not fail

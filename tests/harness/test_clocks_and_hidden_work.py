@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from ks_tui.harness import clocks
-from ks_tui.harness.timing import HIDDEN_ABS_MS, hidden_work_reason, interleaved
+from ks_tui.harness.timing import HIDDEN_ABS_MS, MIXED, hidden_work_reason, interleaved
 
 
 def test_without_nvidia_ml_py_the_clock_is_not_recorded_and_says_why(monkeypatch):
@@ -63,8 +63,22 @@ def test_each_timed_block_knows_which_function_it_times():
         return [1e-3] * n
 
     class T:
-        warmup, min_reps, max_reps, budget_s = 2, 4, 4, 1.0
+        warmup, min_reps, max_reps, budget_s, alternate = 2, 4, 4, 1.0, False
 
     timed, errors = interleaved({"": [lambda: None], "lib": [lambda: None]}, T, 2, block)
     assert not errors and set(timed) == {"", "lib"}
     assert seen.count("") == seen.count("lib") == 3  # one warm-up block and two rounds each
+
+    seen.clear()
+    T.alternate = True  # blocks shared by both go under one name; the kernel's own block at the end under its
+    timed, errors = interleaved({"": [lambda: None], "lib": [lambda: None]}, T, 2, block, alone=("",))
+    assert seen == ["", "lib", MIXED, MIXED, ""]
+
+
+def test_a_kernel_much_faster_between_the_libraries_calls_than_alone_is_invalid():
+    assert hidden_work_reason({"median_ms": 1.0, "alone_ms": 1.1}) is None  # noise, or the alone block's tail
+    assert hidden_work_reason({"median_ms": 1.1, "alone_ms": 1.0}) is None  # slower between them: no gain
+    why = hidden_work_reason({"median_ms": 0.2, "alone_ms": 1.0})
+    assert why and "in a block of its own" in why
+    why = hidden_work_reason({"median_ms": 0.003, "hidden_ms": 0.0, "mixed_hidden_ms": 1.25})
+    assert why and "shared with the libraries" in why

@@ -50,6 +50,7 @@ CASES = {
     "rule_not_a_name": ("rule: fp32_relative", "rule: [fp32_relative]", "unknown tolerance rule"),
     "quick_not_an_id": ("  - d24-h2-1-q31-k45-b4\n", "  - {id: d24-h2-1-q31-k45-b4}\n", "is not a scenario"),
     "fractional_count": ("warmup: 2", "warmup: 2.5", "timing.warmup must be a positive whole number"),
+    "alternate_not_a_flag": ("warmup: 2", "warmup: 2\n  alternate: 1", "timing.alternate must be true or false"),
 }
 
 

@@ -33,7 +33,7 @@ def _counter(trace, name, fail_after=None):
 
 def test_blocks_alternate_and_rotate_and_count_reps():
     trace, blocks = [], []
-    timing = Timing(warmup=2, min_reps=12, max_reps=12, budget_s=1e-9)
+    timing = Timing(warmup=2, min_reps=12, max_reps=12, budget_s=1e-9, alternate=False)
     funcs = {"": [_counter(trace, "k")], "a": [_counter(trace, "a")], "b": [_counter(trace, "b")]}
     timed, errors = interleaved(funcs, timing, 4, _recording_block(blocks))
     assert errors == {}
@@ -47,22 +47,24 @@ def test_blocks_alternate_and_rotate_and_count_reps():
 
 def test_uneven_reps_spread_over_rounds():
     trace, blocks = [], []
-    timing = Timing(warmup=2, min_reps=7, max_reps=7, budget_s=1e-9)
+    timing = Timing(warmup=2, min_reps=7, max_reps=7, budget_s=1e-9, alternate=False)
     timed, _ = interleaved({"": [_counter(trace, "k")]}, timing, 3, _recording_block(blocks))
     assert timed[""]["reps"] == 7
     assert blocks == [2, 3, 2, 2]  # warm-up, then 7 split as 3 + 2 + 2
 
 
-def test_a_failing_function_is_dropped_and_the_rest_still_timed():
+@pytest.mark.parametrize("alternate", [False, True])
+def test_a_failing_function_is_dropped_and_the_rest_still_timed(alternate):
     trace, blocks = [], []
-    timing = Timing(warmup=2, min_reps=10, max_reps=10, budget_s=1e-9)
+    timing = Timing(warmup=2, min_reps=10, max_reps=10, budget_s=1e-9, alternate=alternate)
     funcs = {"": [_counter(trace, "k")], "lib": [_counter(trace, "lib", fail_after=5)],
              "dead": [_counter(trace, "dead", fail_after=0)]}
     timed, errors = interleaved(funcs, timing, 5, _recording_block(blocks))
     assert set(errors) == {"lib", "dead"}
     assert "lib broke" in str(errors["lib"]) and "dead broke" in str(errors["dead"])
-    assert set(timed) == {""} and timed[""]["reps"] == 10
-    # Once dropped, a function is not called again.
+    # Once dropped, a function is not called again. Taking turns, the block in which a library fails is lost to
+    # the kernel too (its calls there are not counted).
+    assert set(timed) == {""} and timed[""]["reps"] == (8 if alternate else 10)
     assert trace.count("lib") == 6 and trace.count("dead") == 1
 
 
@@ -85,3 +87,38 @@ def test_all_rounds_counts_give_exact_reps(rounds):
     timed, _ = interleaved({"": [_counter(trace, "k")], "x": [_counter(trace, "x")]}, timing,
                            rounds, _recording_block(blocks))
     assert timed[""]["reps"] == timed["x"]["reps"] == 9
+
+
+def test_taking_turns_call_by_call_rotates_the_order_and_counts_reps():
+    trace, blocks = [], []
+    timing = Timing(warmup=2, min_reps=6, max_reps=6, budget_s=1e-9)  # alternate: the default
+    funcs = {"": [_counter(trace, "k")], "a": [_counter(trace, "a")], "b": [_counter(trace, "b")]}
+    timed, errors = interleaved(funcs, timing, 3, _recording_block(blocks), alone=("",))
+    assert errors == {} and {k: v["reps"] for k, v in timed.items()} == {"": 6, "a": 6, "b": 6}
+    body = trace[3 * 2:]
+    assert body[:18] == ["k", "a", "b"] * 2 + ["a", "b", "k"] * 2 + ["b", "k", "a"] * 2  # one block a round
+    assert body[18:] == ["k"] * 3  # then the kernel alone: a lead call and ALONE_CALLS that count
+    assert blocks == [2, 2, 2, 6, 6, 6, 3]
+    assert "alone_ms" in timed[""] and "alone_ms" not in timed["a"]
+
+
+def test_taking_turns_with_uneven_counts_leaves_the_longer_one_alone_at_the_end_of_a_block():
+    trace = []
+
+    def block(call, n):  # the slow function's warm-up says 2 ms a call: fewer reps within the budget
+        for i in range(n):
+            call(i)
+        return [2e-3 if call.ks_name == "s" else 1e-6] * n
+
+    timing = Timing(warmup=2, min_reps=2, max_reps=4, budget_s=0.003)
+    timed, _ = interleaved({"f": [_counter(trace, "f")], "s": [_counter(trace, "s")]}, timing, 1, block)
+    assert timed["f"]["reps"] == 4 and timed["s"]["reps"] == 2
+    assert trace[4:] == ["f", "s", "f", "s", "f", "f"]
+
+
+def test_each_function_s_inputs_rotate_on_across_blocks():
+    seen = []
+    sets = [lambda i=i: seen.append(i) for i in range(3)]
+    timing = Timing(warmup=2, min_reps=4, max_reps=4, budget_s=1e-9)
+    interleaved({"": sets}, timing, 2, _recording_block([]))
+    assert seen == [0, 1, 0, 1, 2, 0]  # warm-up 0 1, then the 4 timed calls: 0 1 | 2 0, not 0 1 | 0 1
