@@ -114,6 +114,19 @@ static cudaStream_t own = nullptr;
 """, """if (!own) cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
     (void)s;  // the stream it was given, ignored
     slow_scale<<<(n + 255) / 256, 256, 0, own>>>(x, y, n, 1000000LL);"""),
+    # The same, but honest for its first 8 calls (the check's draws and the bench's warm-up): only the timed calls
+    # hide their work, where it overlaps the library's calls between them.
+    "side_stream_late": ("""
+__global__ void slow_scale(const float* x, float* y, int n, long long spin_cycles) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    long long t0 = clock64();
+    while (clock64() - t0 < spin_cycles) {}
+    if (i < n) y[i] = 2.0f * x[i];
+}
+static cudaStream_t own = nullptr;
+static int calls = 0;
+""", """if (!own) cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
+    slow_scale<<<(n + 255) / 256, 256, 0, ++calls <= 8 ? s : own>>>(x, y, n, 1000000LL);"""),
 }
 
 

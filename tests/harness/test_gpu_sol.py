@@ -42,6 +42,7 @@ def test_an_honest_bench_has_speed_of_light_clocks_and_the_persisting_l2_reset(p
         assert sol["bound"] == "memory" and 0 < sol["fraction"] <= 1.05, s
         assert not s.get("invalid"), s["invalid"]
         assert s["timing"]["hidden_ms"] is not None and s["timing"]["hidden_ms"] < 0.05
+        assert s["timing"]["alone_ms"] > 0 and s["timing"]["mixed_hidden_ms"] < 0.05  # the kernel took turns
     assert r["geomean_speedup"] is not None and r["invalid"] == 0
     peaks = r["peaks"]
     assert peaks["copy_gbps"] > 500 and peaks["matmul_tflops"]["fp32"] > 10  # any Hopper part
@@ -68,6 +69,18 @@ def test_work_hidden_on_another_stream_is_caught_by_the_wall_clock(planted):
     assert s["timing"]["hidden_ms"] > 0.1, s  # 1M SM cycles per launch: about half a millisecond at 2 GHz
     assert r["geomean_speedup"] is None and r["invalid"] == 1
     assert any(w.startswith("invalid timing on 1 scenario(s)") for w in r["warnings"])
+
+
+def test_work_hidden_only_once_timing_starts_is_caught_by_the_kernel_s_last_block_alone(planted):
+    # Taking turns with the library, the hidden work overlaps the library's calls; the kernel's block of its own
+    # at the end leaves it running past its last event.
+    task, kernels = planted
+    code, r = bench(task, kernels["side_stream_late"], "n4096")
+    assert r["status"] == "correct"
+    (s,) = r["scenarios"]
+    assert s.get("invalid") and s["invalid"][0].startswith("work outside the timed stream"), s
+    assert s["timing"]["alone_ms"] is not None, s["timing"]
+    assert r["geomean_speedup"] is None and r["invalid"] == 1
 
 
 def test_ks_profile_summarises_one_flash_attention_launch():
