@@ -141,13 +141,13 @@ class GpuTimer:
             self._empty_gap = min(self.gaps.pop("\0empty"))
         return self._empty_gap
 
-    def hidden_ms(self, name: str, last: bool = False) -> float | None:
-        """Wall time past the harness stream's events in this function's best block (or its last one), less an
-        empty block's."""
+    def hidden_ms(self, name: str, last: int = 0) -> float | None:
+        """Wall time past the harness stream's events in this function's best block (of its `last` ones when
+        given), less an empty block's."""
         gaps = self.gaps.get(name)
         if not gaps:
             return None
-        return max(0.0, ((gaps[-1] if last else min(gaps)) - self.empty_gap()) * 1e3)
+        return max(0.0, (min(gaps[-last:] if last else gaps) - self.empty_gap()) * 1e3)
 
     def time(self, calls: list[Callable[[], object]], timing) -> dict:
         """Median of one function's calls (see `interleaved` for several)."""
@@ -162,16 +162,17 @@ class GpuTimer:
         self.gaps.clear()
         timed, errors = interleaved(funcs, timing, rounds, self._timed, alone)
         for name, t in timed.items():
-            # Taking turns, a checked function's own blocks are its warm-up and its block alone at the end: the
-            # last one counts (a kernel honest while warmed up must not hide behind that block).
-            t["hidden_ms"] = self.hidden_ms(name, last="alone_ms" in t)
+            # Taking turns, a checked function's own blocks are its warm-up and its blocks alone at the end: those
+            # count (a kernel honest while warmed up must not hide behind its warm-up block).
+            t["hidden_ms"] = self.hidden_ms(name, last=ALONE_BLOCKS if "alone_ms" in t else 0)
             if name in alone and MIXED in self.gaps:
                 t["mixed_hidden_ms"] = self.hidden_ms(MIXED)
         return timed, errors
 
 
 MIXED = "\0mixed"  # the name an alternating block's gaps are kept under (it times several functions)
-ALONE_CALLS = 2     # alternating: the checked function's calls in a block of its own at the end (plus a lead)
+ALONE_BLOCKS = 2    # alternating: blocks of the checked function's own at the end (two: one hiccup is no verdict)
+ALONE_CALLS = 1     # ... its calls in each that count (after a lead call)
 ALONE_REL = 0.2     # ... it may not run more than this much faster between the others' calls than alone
 
 
@@ -186,9 +187,9 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
     than with a block per function (lab/flash_attn_fwd/results/2026-12-07-h100-noise-probe). Without it the
     functions take turns block by block. The order rotates every round. A block's first call after the
     device-wide sync runs ~10% slow: in turn-taking it is one call of one function per block.
-    The functions in `alone` (the kernel) also get one block of their own at the end: `alone_ms`, the median
-    of its calls but the first, for hidden_work_reason's check that work left on another stream did not
-    overlap the others' calls. A function that raises is dropped and its error returned; the caller decides
+    The functions in `alone` (the kernel) also get ALONE_BLOCKS short blocks of their own at the end:
+    `alone_ms`, the median of their calls but each block's first, for hidden_work_reason's check that work left
+    on another stream did not overlap the others' calls. A function that raises is dropped and its error returned; the caller decides
     whether that is fatal (the kernel) or a skip (a library).
     """
     errors: dict[str, Exception] = {}
@@ -228,7 +229,7 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
         for name in alone:
             if name in out:
                 try:
-                    lone = timed_block(plan[name][0], ALONE_CALLS + 1)[1:]
+                    lone = [t for _ in range(ALONE_BLOCKS) for t in timed_block(plan[name][0], ALONE_CALLS + 1)[1:]]
                 except Exception as e:
                     errors[name] = e
                     out.pop(name)

@@ -97,8 +97,8 @@ def test_taking_turns_call_by_call_rotates_the_order_and_counts_reps():
     assert errors == {} and {k: v["reps"] for k, v in timed.items()} == {"": 6, "a": 6, "b": 6}
     body = trace[3 * 2:]
     assert body[:18] == ["k", "a", "b"] * 2 + ["a", "b", "k"] * 2 + ["b", "k", "a"] * 2  # one block a round
-    assert body[18:] == ["k"] * 3  # then the kernel alone: a lead call and ALONE_CALLS that count
-    assert blocks == [2, 2, 2, 6, 6, 6, 3]
+    assert body[18:] == ["k"] * 4  # then the kernel alone: two blocks of a lead call and one that counts
+    assert blocks == [2, 2, 2, 6, 6, 6, 2, 2]
     assert "alone_ms" in timed[""] and "alone_ms" not in timed["a"]
 
 
