@@ -189,8 +189,8 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
     device-wide sync runs ~10% slow: in turn-taking it is one call of one function per block.
     The functions in `alone` (the kernel) also get ALONE_BLOCKS short blocks of their own at the end:
     `alone_ms`, the median of their calls but each block's first, for hidden_work_reason's check that work left
-    on another stream did not overlap the others' calls. A function that raises is dropped and its error returned; the caller decides
-    whether that is fatal (the kernel) or a skip (a library).
+    on another stream did not overlap the others' calls. A function that raises is dropped and its error
+    returned; the caller decides whether that is fatal (the kernel) or a skip (a library).
     """
     errors: dict[str, Exception] = {}
     plan: dict[str, tuple[Callable[[int], object], int]] = {}
