@@ -11,7 +11,7 @@
 #          and one right after another (the child still starting)
 #   nvcc   the harness's nvcc command on the best kernel, cold, with nvcc --time: where the compile goes
 #   noiseprobe lab/flash_attn_fwd/device/noise_probe.py: which bench design holds each scenario's speedup steadiest
-#   gputest the GPU tests of the warm-up, the references and the standby (tests/harness/test_gpu_*.py)
+#   gputest the GPU tests of the warm-up, the references and the timing's hidden-work checks (tests/harness/test_gpu_*.py)
 #   full   KS_FULLS full benches (default 1; 2 gives the noise, lab/flash_attn_fwd/device/noise.py)
 #   bash lab/flash_attn_fwd/device/inner_loop.sh ["refs quick pool gputest full"]
 # Every result JSON lands in $OUT; a table of wall times and where they went is printed last.
@@ -52,6 +52,7 @@ print(rows[-1])" "$OUT/refs.jsonl" ;;
     done
     timed check-quick-warm 60 python3 -m ks_tui check flash_attn_fwd --source $BEST --quick --json > "$OUT/q-check.json" ;;
   gputest) timed gputest 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/harness/test_gpu_fa3.py tests/harness/test_gpu_reference.py \
+    tests/harness/test_gpu_sol.py -k "not profile and not sanitize" \
     > "$OUT/gputest.txt" 2>&1; tail -2 "$OUT/gputest.txt" ;;
   standby)
     sb() { KS_STANDBY=1 timed "standby-$1" 90 python3 -m ks_tui bench flash_attn_fwd --source $BEST --quick --json \
