@@ -183,10 +183,10 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
 
     `timed_block(call, n)` runs call(0..n-1) and returns n durations in seconds. With `timing.alternate`
     (the default) each block runs every function's calls in turn, call by call, so the kernel and each library
-    see the same clock, temperature and power state; an H100 measured a scenario's speedup 3x steadier so
-    than with a block per function (lab/flash_attn_fwd/results/2026-12-07-h100-standby-noise). Without it the
-    functions take turns block by block. The order rotates every round. A block's first call after the
-    device-wide sync runs ~10% slow: in turn-taking it is one call of one function per block.
+    see the same clock, temperature and power state (on an H100 a scenario's speedup held 3x steadier so than
+    with a block per function, docs/harness.md). Without it the functions take turns block by block. The
+    order rotates every round. A block's first call after the device-wide sync runs ~10% slow: taking turns,
+    that is one call of one function per block.
     The functions in `alone` (the kernel) also get ALONE_BLOCKS short blocks of their own at the end:
     `alone_ms`, the median of their calls but each block's first, for hidden_work_reason's check that work left
     on another stream did not overlap the others' calls. A function that raises is dropped and its error
