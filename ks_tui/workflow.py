@@ -123,10 +123,11 @@ def try_kernel(store, sid: str, *, mode: str = "bench", quick: bool = False, aut
                question: str | None = None, summary: str = "", timeout: float | None = None,
                on_progress: Callable[[dict], None] | None = None, again: bool = False,
                no_run: bool = False, on_start: Callable[[Any], None] | None = None,
-               prepare: Callable[[], None] | None = None) -> Recorded:
+               prepare: Callable[[], None] | None = None, pool=None) -> Recorded:
     """`ks try`'s whole sequence under the session lock: refuse a bad worktree, skip an unchanged
     kernel (unless `again`), run the harness (or record 'unchecked' with `no_run`), record, trace.
-    `prepare` runs under the lock first (e.g. copying another kernel file into the worktree)."""
+    `prepare` runs under the lock first (e.g. copying another kernel file into the worktree); `pool`: a
+    pre-started harness child serves the run (harness/warm.py, harness/standby.py)."""
     with store.lock(sid):
         store.check(sid)  # refuse a detached/dirty/locked worktree before a long harness run
         if prepare is not None:
@@ -141,7 +142,7 @@ def try_kernel(store, sid: str, *, mode: str = "bench", quick: bool = False, aut
             if on_start is not None:
                 on_start(task)
             result, measured = run_harness(task, task.kernel, mode=mode, quick=quick, timeout=timeout,
-                                           on_progress=on_progress)
+                                           on_progress=on_progress, pool=pool)
             if result.get("status") == "cancelled":
                 raise KsError("the harness run was cancelled; nothing recorded")
         return record_run(store, sid, result, measured, author=author, question=question, summary=summary,

@@ -226,11 +226,15 @@ def cmd_try(args) -> int:
             _say(f"running the harness ({'check' if args.check else 'bench'}{', quick' if args.quick else ''}) "
                  f"on {task.kernel}")
 
+        from ks_tui.commands.harness_cmds import say_standby, standby_pool
+
+        pool = standby_pool()
         recorded = workflow.try_kernel(
             store, info.id, mode="check" if args.check else "bench", quick=args.quick, author=args.author,
             question=args.question, summary=args.summary, timeout=args.timeout, on_progress=_progress,
             again=args.again, no_run=args.no_run, on_start=started,
-            prepare=(lambda: store.replace_kernel(info.id, Path(args.kernel))) if args.kernel else None)
+            prepare=(lambda: store.replace_kernel(info.id, Path(args.kernel))) if args.kernel else None, pool=pool)
+        say_standby(pool, info.task)
     if recorded.unchanged_since is not None:
         _unchanged(args, recorded.unchanged_since)
         _say(f"hint: edit {store.kernel_path(info.id)} first; to time it without a commit use "

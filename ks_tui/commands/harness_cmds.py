@@ -155,13 +155,11 @@ def run_cmd(args, mode: str) -> int:
                                  timeout=args.timeout, seed=args.seed, cached_baselines=args.cached_baselines,
                                  on_event=WorkerProgress() if not args.json or sys.stderr.isatty() else None)
         else:
-            pool = _standby_pool()
+            pool = standby_pool()
             result = run_harness(task, args.source, mode=mode, quick=args.quick, scenarios=ids,
                                  timeout=args.timeout, seed=args.seed, on_progress=progress,
                                  cached_baselines=args.cached_baselines, pool=pool)
-            if pool is not None and pool.started:
-                print(f"ks: a harness child now waits {pool.idle_s:g} s for the next run of {task.name} "
-                      "(`ks standby stop` ends it; KS_STANDBY=0: none)", file=sys.stderr, flush=True)
+            say_standby(pool, task.name)
     finally:
         progress.close()
     if pair:
@@ -177,13 +175,21 @@ def run_cmd(args, mode: str) -> int:
     return EXIT_OK if result["status"] == "correct" else EXIT_KERNEL_FAILED
 
 
-def _standby_pool():
-    """The pool of a one-shot command: a standby server that outlives it (harness/standby.py); None when off."""
+def standby_pool():
+    """The pool of a one-shot command (`ks check`, `ks bench`, `ks try`): a standby server that outlives it
+    (harness/standby.py); None when off."""
     from ks_tui.harness import standby, warm
 
     if not (standby.enabled() and warm.enabled()):
         return None
     return standby.StandbyPool()
+
+
+def say_standby(pool, task_name: str) -> None:
+    """Once, on stderr, when this command left a server behind."""
+    if pool is not None and pool.started:
+        print(f"ks: a harness child now waits {pool.idle_s:g} s for the next run of {task_name} "
+              "(`ks standby stop` ends it; KS_STANDBY=0: none)", file=sys.stderr, flush=True)
 
 
 def standby_cmd(args) -> int:

@@ -192,3 +192,25 @@ def test_a_folder_others_can_enter_or_too_long_for_a_socket_is_not_used(monkeypa
         assert standby.folder() is None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_ks_try_is_served_by_the_standby_child_of_its_session(standby_env, tmp_path):
+    from tests.support.workspace import GIT_IDENTITY
+
+    env = {**GIT_IDENTITY, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "KS_WORKSPACE": ""}
+    assert run_ks("init", str(tmp_path / "ws"), env=env, cwd=tmp_path).returncode == 0
+    ws = tmp_path / "ws"
+    new = run_ks("session", "new", "attention_cpu", env=env, cwd=ws)
+    assert new.returncode == 0, new.stderr
+    sid = new.stdout.strip()
+    kernel = ws / "sessions" / sid / "worktree" / "kernels" / "attention_cpu" / "kernel.cpp"
+    first = run_ks("try", "-s", sid, "--check", "--quick", "--json", env=env, cwd=ws)
+    assert first.returncode == 0 and "now waits" in first.stderr, first.stderr
+    kernel.write_text(kernel.read_text() + "\n// the next attempt\n")
+    second = run_ks("try", "-s", sid, "--check", "--quick", "--json", env=env, cwd=ws)
+    assert second.returncode == 0, second.stderr
+    result = json.loads(second.stdout)["result"]
+    assert result["status"] == "correct" and result["timings"]["warm_start"] is True
+    live = _servers()
+    assert len(live) == 1 and live[0]["task"] == str(kernel.parent) and live[0]["runs"] == 1
