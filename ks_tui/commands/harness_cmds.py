@@ -40,7 +40,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=scenarios_cmd)
 
-    text = "the harness children kept waiting between `ks check` / `ks bench` runs (KS_STANDBY=0: none)"
+    text = "the harness children kept waiting between `ks check`, `ks bench` and `ks try` runs (KS_STANDBY=0: none)"
     p = sub.add_parser("standby", help=text, description=text)
     p.add_argument("action", nargs="?", choices=("list", "stop"), default="list",
                    help="list the waiting servers (default) or stop them")
