@@ -191,7 +191,11 @@ def wrap(cmd: list[str], box: Sandbox, *, scratch: Path, writable: list[Path], r
     for d in hidden:
         args += ["--tmpfs", str(d)]
     keep_rw = _outermost([Path(w).resolve() for w in [scratch, *writable]])
-    keep_ro = [p for p in _outermost([Path(r).resolve() for r in [*readable, *_needed_paths()] if os.path.exists(r)])
+    # Never a folder that holds a hidden one: "/" (sys.path's first entry when started from /) would swallow every
+    # other path, and the home itself would undo the hiding.
+    needed = [p for p in (Path(r).resolve() for r in [*readable, *_needed_paths()] if os.path.exists(r))
+              if not any(_under(d, p) for d in hidden)]
+    keep_ro = [p for p in _outermost(needed)
                if any(_under(p, d) for d in hidden) and not any(_under(p, w) for w in keep_rw)]
     for p in keep_ro:
         args += ["--ro-bind", str(p), str(p)]

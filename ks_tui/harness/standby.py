@@ -529,9 +529,11 @@ class _Server:
             if not self.stopping:
                 self._start_child()
             return
-        if not self.pool.drop_dead():
+        said = self.pool.drop_dead()
+        if said is None:
             return
-        # The idle child died without a job (a crash at import, the driver): try again a few times.
+        # The idle child died without a job (a crash at import, the driver): said in the log; try again a few times.
+        print(f"standby: the waiting child died: {said}", flush=True)
         self.idle_deaths += 1
         if self.idle_deaths <= self.RESTARTS:
             self._start_child()

@@ -178,15 +178,22 @@ class WarmPool:
         if child is not None:
             child.kill()
 
-    def drop_dead(self) -> bool:
-        """Forget an idle child that died without a job (True when there was one)."""
+    def drop_dead(self) -> str | None:
+        """Forget an idle child that died without a job: the end of what it printed (None when there was none)."""
         with self._lock:
             child = self._child
             if child is None or child.alive():
-                return False
+                return None
             self._child = None
+        said = b""
+        if child.proc.stdout is not None:
+            os.set_blocking(child.proc.stdout.fileno(), False)  # something it started may hold the pipe open
+            try:
+                said = child.proc.stdout.read() or b""
+            except OSError:
+                pass
         child.kill()
-        return True
+        return f"exit code {child.proc.returncode}: " + said.decode("utf-8", "replace")[-2000:]
 
     @property
     def idle_pid(self) -> int | None:

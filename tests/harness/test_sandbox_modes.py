@@ -4,6 +4,7 @@ and the switch. The tools are hidden from PATH lookups to play a machine without
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,18 @@ def test_the_bubblewrap_command_hides_home_and_keeps_the_gpu_and_the_scratch_wri
     for node in sandbox.glob.glob("/dev/nvidia*"):
         assert f"--dev-bind {node} {node}" in text
     assert cmd[-2:] == ["python3", "-V"]
+
+
+def test_a_needed_folder_that_holds_the_home_is_not_shown_back(monkeypatch, tmp_path):
+    # `python -m` started from / puts "/" first on sys.path: shown back, it swallowed Python's own folder under the
+    # hidden home (bwrap then found no interpreter); the home itself would undo the hiding.
+    home = tmp_path / "home"
+    (home / "venv").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(sandbox, "_needed_paths", lambda: [Path("/"), home, home / "venv"])
+    box = sandbox.Sandbox("bwrap", "", ("--unshare-all",))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    text = " ".join(sandbox.wrap(["python3", "-V"], box, scratch=scratch, writable=[], readable=[]))
+    assert f"--ro-bind {(home / 'venv').resolve()} {(home / 'venv').resolve()}" in text
+    assert f"--ro-bind {home.resolve()} " not in text and "--ro-bind / / --dev" in text  # "/" only as the base

@@ -214,3 +214,26 @@ def test_ks_try_is_served_by_the_standby_child_of_its_session(standby_env, tmp_p
     assert result["status"] == "correct" and result["timings"]["warm_start"] is True
     live = _servers()
     assert len(live) == 1 and live[0]["task"] == str(kernel.parent) and live[0]["runs"] == 1
+
+
+@pytest.mark.slow
+def test_under_a_sandbox_the_standby_child_runs_inside_it(standby_env, monkeypatch, planted_dir):
+    from ks_tui.harness import sandbox
+
+    monkeypatch.setenv("KS_SANDBOX", "auto")
+    box = sandbox.current()
+    if not box.active:
+        pytest.skip("no sandbox on this machine")
+    first, _ = _bench()
+    waiting = _wait(_servers)[0]
+    assert waiting["box"] == box.mode
+    with open(f"/proc/{waiting['child']}/cmdline", "rb") as f:  # the waiting child was started inside the sandbox
+        assert os.path.basename(f.read().split(b"\0")[0].decode()) == box.mode
+    second, _ = _bench()
+    assert first["status"] == second["status"] == "correct", second["message"]
+    assert second["sandbox"] == box.mode and second["timings"]["warm_start"] is True
+    assert not list(Path(tempfile.gettempdir()).glob("ks-harness-*/result.json"))  # its scratch went with the run
+    if box.mode == "bwrap":
+        # A source outside the task's workspace is not visible to the waiting child: that run starts cold.
+        cold, _ = _bench("--source", str(planted_dir / "naive.cpp"))
+        assert cold["status"] == "correct" and "warm_start" not in cold["timings"], cold["message"]
