@@ -230,7 +230,6 @@ class StandbyPool:
     def __init__(self, idle_s: float | None = None) -> None:
         self.idle_s = idle_seconds() if idle_s is None else idle_s
         self.started: int | None = None
-        self.used = False
 
     def take(self, key: tuple):
         from ks_tui.harness import sandbox
@@ -242,7 +241,7 @@ class StandbyPool:
         path = where / f"{address(key, Path(key[1]))}.sock"
         if not path.exists():
             return None
-        answer = _request(path, {"op": "take", "address": path.stem}, fds=True)
+        answer = _request(path, {"op": "take"}, fds=True)
         if answer is None:
             return None
         reply, fds, rest, conn = answer
@@ -253,7 +252,6 @@ class StandbyPool:
             return None
         proc = _RemoteChild(conn, reply["pid"], os.fdopen(fds[0], "wb"), os.fdopen(fds[1], "rb"), rest)
         scratch = Path(reply["scratch"]) if reply.get("scratch") else None
-        self.used = True
         return WarmChild(proc, str(reply.get("mark", "")), key, float(reply.get("spawned", time.time())),  # type: ignore[arg-type]
                          sandbox.Sandbox(str(reply.get("box", "none")), "the standby server's"), scratch,
                          tuple(Path(r) for r in reply.get("roots", [])))
