@@ -64,4 +64,18 @@ def diagnose() -> dict:
     from ks_tui.harness.sandbox import doctor_report
 
     report["sandbox"] = doctor_report()  # whether kernels run confined, how, and the switch
+    report["standby"] = _standby_report()
     return report
+
+
+def _standby_report() -> str:
+    """Whether one-shot commands leave a harness child waiting (harness/standby.py), and how many wait now."""
+    from ks_tui.harness import standby
+
+    if not standby.enabled():
+        return "off (KS_STANDBY=0, or inside a KernelSeek run)"
+    if standby.folder() is None:
+        return "off: no private folder for its sockets (KS_STANDBY_DIR)"
+    live = standby.servers()
+    return (f"on: a child waits {standby.idle_seconds():g} s after `ks check` / `ks bench` / `ks try` "
+            f"(KS_STANDBY=0 turns it off); {len(live)} waiting now (`ks standby`)")

@@ -82,6 +82,7 @@ def test_doctor_reports_the_machine():
     assert doc["nvml"].startswith("nvidia-ml-py ")
     assert doc["anthropic api key"] in ("set", "not set (ANTHROPIC_API_KEY)")
     assert "sk-" not in out.stdout  # never prints the key itself
+    assert doc["standby"].startswith("off (KS_STANDBY=0")  # the suite turns it off (tests/conftest.py)
 
 
 def test_a_missing_baseline_is_reported_not_hidden(tmp_path):
