@@ -9,6 +9,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 
+# No standby harness server (ks_tui/harness/standby.py) outlives a test's `ks bench` or `ks try`.
+os.environ["KS_STANDBY"] = "0"
+
 
 @pytest.fixture(autouse=True)
 def _children_import_this_tree(monkeypatch):
