@@ -152,6 +152,10 @@ async def test_bash_needs_approval_in_a_dialog(workspace, fake_api):
                        "the second dialog")
         await pilot.press("n")
         await wait_for(pilot, lambda: len(api.requests) >= 3, "both tool results sent back")
+    # The test ends the app without its quit action (which waits for the engine): the session's thread still closes
+    # the session in the workspace, which a passing test's tmp_path removal would pull from under it.
+    if app.backend is not None:
+        app.backend.join(30)
 
     results = [b for m in api.requests[2]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "tool_result"]
