@@ -23,6 +23,7 @@ Standard library only: the server never imports torch; its child does.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -83,13 +84,8 @@ def folder() -> Path | None:
     return path
 
 
-def _fingerprint(task_dir: Path) -> str:
-    """What makes a waiting child stale: the task's own files (task.yaml, reference.py, ...; not the kernels the
-    runs bring) and ks_tui's code, by size and modification time."""
-    package = Path(__file__).resolve().parent.parent
+def _stamp(files) -> str:
     h = hashlib.sha256()
-    files = sorted(package.rglob("*.py")) + sorted(
-        p for p in Path(task_dir).iterdir() if p.is_file() and p.suffix in (".py", ".yaml", ".yml", ".json"))
     for p in files:
         try:
             st = p.stat()
@@ -97,6 +93,19 @@ def _fingerprint(task_dir: Path) -> str:
             continue
         h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _code_stamp() -> str:
+    """ks_tui's own code, once per process (a command takes and primes: one walk of the package, not two)."""
+    return _stamp(sorted(Path(__file__).resolve().parent.parent.rglob("*.py")))
+
+
+def _fingerprint(task_dir: Path) -> str:
+    """What makes a waiting child stale: the task's own files (task.yaml, reference.py, ...; not the kernels the
+    runs bring) and ks_tui's code, by size and modification time."""
+    own = sorted(p for p in Path(task_dir).iterdir() if p.is_file() and p.suffix in (".py", ".yaml", ".yml", ".json"))
+    return f"{_code_stamp()}:{_stamp(own)}"
 
 
 def family(key: tuple) -> str:
@@ -270,12 +279,12 @@ class StandbyPool:
         except Exception:
             return
         task_dir = Path(task_dir).resolve()
-        key = pool_key(task_dir, child_env(new_mark()), box.mode)
+        env = child_env(new_mark())  # the server's own mark; it gives each child a fresh one
+        key = pool_key(task_dir, env, box.mode)
         name = address(key, task_dir)
         if _request(where / f"{name}.sock", {"op": "ping"}) is not None:
             return
         _stop_stale(where, family(key), name)
-        env = child_env(new_mark())
         cmd = [sys.executable, "-m", "ks_tui.harness", "standby", "--task", str(task_dir), "--box", box.mode,
                "--address", name, "--idle", str(self.idle_s)]
         try:

@@ -46,3 +46,20 @@ def run_ks(*args: str, env: dict | None = None, cwd: Path | None = None, timeout
     """`ks` as a real child process (python -m ks_tui)."""
     return subprocess.run([sys.executable, "-m", "ks_tui", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd or REPO, env={**os.environ, **(env or {})})
+
+
+def active_sandbox(monkeypatch):
+    """The sandbox `auto` picks on this machine (the test is skipped where none can run)."""
+    from ks_tui.harness import sandbox
+
+    monkeypatch.setenv("KS_SANDBOX", "auto")
+    box = sandbox.current()
+    if not box.active:
+        pytest.skip("no sandbox on this machine")
+    return box
+
+
+def started_inside(pid: int, box) -> bool:
+    """PID was started by the sandbox's own tool (bwrap, unshare): the harness child runs inside it."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return os.path.basename(f.read().split(b"\0")[0].decode()) == box.mode

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.conftest import CPU_TASK_DIR, REPO, run_ks
+from tests.harness.conftest import CPU_TASK_DIR, REPO, active_sandbox, run_ks, started_inside
 from tests.support.processes import wait_gone
 
 ONE = "d24-h2-1-q31-k45-b4"
@@ -218,17 +218,11 @@ def test_ks_try_is_served_by_the_standby_child_of_its_session(standby_env, tmp_p
 
 @pytest.mark.slow
 def test_under_a_sandbox_the_standby_child_runs_inside_it(standby_env, monkeypatch, planted_dir):
-    from ks_tui.harness import sandbox
-
-    monkeypatch.setenv("KS_SANDBOX", "auto")
-    box = sandbox.current()
-    if not box.active:
-        pytest.skip("no sandbox on this machine")
+    box = active_sandbox(monkeypatch)
     first, _ = _bench()
     waiting = _wait(_servers)[0]
     assert waiting["box"] == box.mode
-    with open(f"/proc/{waiting['child']}/cmdline", "rb") as f:  # the waiting child was started inside the sandbox
-        assert os.path.basename(f.read().split(b"\0")[0].decode()) == box.mode
+    assert started_inside(waiting["child"], box)
     second, _ = _bench()
     assert first["status"] == second["status"] == "correct", second["message"]
     assert second["sandbox"] == box.mode and second["timings"]["warm_start"] is True

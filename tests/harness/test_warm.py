@@ -11,6 +11,7 @@ import pytest
 
 from ks_tui.harness.client import run_harness
 from ks_tui.harness.warm import WarmPool
+from tests.harness.conftest import active_sandbox, started_inside
 from tests.support.processes import gone, wait_gone
 
 ONE = ["d24-h2-1-q31-k45-b4"]
@@ -24,18 +25,12 @@ def _no_sandbox(monkeypatch):
 
 @pytest.mark.slow
 def test_under_a_sandbox_the_next_child_is_pre_started_inside_it(cpu_task, planted_dir, monkeypatch):
-    from ks_tui.harness import sandbox
-
-    monkeypatch.setenv("KS_SANDBOX", "auto")
-    box = sandbox.current()
-    if not box.active:
-        pytest.skip("no sandbox on this machine")
+    box = active_sandbox(monkeypatch)
     pool = WarmPool()
     try:
         first = run_harness(cpu_task, scenarios=ONE, pool=pool)
         waiting = pool.idle_pid
-        with open(f"/proc/{waiting}/cmdline", "rb") as f:  # the waiting child was started inside the sandbox
-            assert os.path.basename(f.read().split(b"\0")[0].decode()) == box.mode
+        assert started_inside(waiting, box)
         scratch = pool._child.scratch
         assert scratch is not None and scratch.is_dir()
         second = run_harness(cpu_task, scenarios=ONE, pool=pool)
