@@ -189,8 +189,10 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
     that is one call of one function per block.
     The functions in `alone` (the kernel) also get ALONE_BLOCKS short blocks of their own at the end:
     `alone_ms`, the median of their calls but each block's first, for hidden_work_reason's check that work left
-    on another stream did not overlap the others' calls. A function that raises is dropped and its error
-    returned; the caller decides whether that is fatal (the kernel) or a skip (a library).
+    on another stream did not overlap the others' calls; and, taking turns, `paired`: {other function: the
+    median, over the turns in which both ran, of the other's call time over its own} (see `paired_ratios`).
+    A function that raises is dropped and its error returned; the caller decides whether that is fatal (the
+    kernel) or a skip (a library).
     """
     errors: dict[str, Exception] = {}
     plan: dict[str, tuple[Callable[[int], object], int]] = {}
@@ -209,12 +211,13 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
     samples: dict[str, list[float]] = {name: [] for name in plan}
     order = list(plan)
     done = dict.fromkeys(plan, 0)  # each function's calls so far: its input sets rotate on across blocks
+    turns: dict[tuple[int, int], dict[str, float]] = {}  # (round, turn in its block) -> {function: seconds}
     for r in range(rounds):
         shift = r % max(1, len(order))
         turn = [name for name in order[shift:] + order[:shift] if name not in errors]
         counts = {name: plan[name][1] // rounds + (1 if r < plan[name][1] % rounds else 0) for name in turn}
         if getattr(timing, "alternate", False):
-            _alternating_block(plan, turn, counts, done, samples, errors, timed_block)
+            _alternating_block(plan, turn, counts, done, samples, errors, timed_block, turns, r)
             continue
         for name in turn:
             call, n = plan[name][0], counts[name]
@@ -235,21 +238,40 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
                     out.pop(name)
                     continue
                 out[name]["alone_ms"] = statistics.median(lone) * 1e3
+                out[name]["paired"] = paired_ratios(turns, name, [n for n in out if n != name])
     return out, errors
 
 
+def paired_ratios(turns: dict[tuple[int, int], dict[str, float]], mine: str, others: list[str]) -> dict[str, float]:
+    """For each other function, the median over the turns in which both ran of (its time / mine).
+
+    Taking turns, a function's call and the others' calls of the same turn are adjacent in time, so a clock or
+    power swing slower than a few calls moves both alike and cancels in their ratio; a ratio of the two medians
+    mixes calls made at different clocks (on an H100 under its power cap, the long scenarios' 5-6 calls each).
+    """
+    ratios: dict[str, list[float]] = {n: [] for n in others}
+    for times in turns.values():
+        if times.get(mine, 0) > 0:
+            for n in others:
+                if n in times:
+                    ratios[n].append(times[n] / times[mine])
+    return {n: statistics.median(r) for n, r in ratios.items() if r}
+
+
 def _alternating_block(plan, turn: list[str], counts: dict[str, int], done: dict[str, int],
-                       samples: dict[str, list[float]], errors: dict[str, Exception], timed_block) -> None:
-    """One block in which the functions' calls take turns (one function running out of calls leaves the rest)."""
-    slots: list[tuple[str, int]] = []
+                       samples: dict[str, list[float]], errors: dict[str, Exception], timed_block,
+                       turns: dict[tuple[int, int], dict[str, float]], r: int) -> None:
+    """One block in which the functions' calls take turns (one function running out of calls leaves the rest);
+    each call's time also goes to `turns` under (round r, turn j)."""
+    slots: list[tuple[str, int, int]] = []
     for j in range(max(counts.values(), default=0)):
-        slots += [(name, done[name] + j) for name in turn if j < counts[name]]
+        slots += [(name, done[name] + j, j) for name in turn if j < counts[name]]
     if not slots:
         return
     failed: list[str] = []
 
     def mixed(i: int) -> None:
-        name, k = slots[i]
+        name, k, _ = slots[i]
         try:
             plan[name][0](k)
         except Exception:
@@ -264,7 +286,8 @@ def _alternating_block(plan, turn: list[str], counts: dict[str, int], done: dict
             errors[failed[-1]] = e
             return
         raise
-    for (name, _), t in zip(slots, times):
+    for (name, _, j), t in zip(slots, times):
         samples[name].append(t)
+        turns.setdefault((r, j), {})[name] = t
     for name in turn:
         done[name] += counts[name]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -119,6 +120,27 @@ def test_nvcc_builds_for_sm90a_and_ptxas_is_parsed(tmp_path):
         assert record["sass"] is None and "cuobjdump" in record["sass_reason"]
     else:
         assert record["sass"]["BAR"] >= 1
+
+
+def _device_code(lib) -> bytes:
+    """The fatbinary nvcc embedded in a shared library (the device code, as the driver loads it)."""
+    out = lib.with_suffix(".fatbin")
+    subprocess.run(["objcopy", "-O", "binary", "--only-section=.nv_fatbin", str(lib), str(out)], check=True)
+    return out.read_bytes()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None or shutil.which("objcopy") is None, reason="nvcc/objcopy missing")
+def test_the_host_code_level_leaves_the_device_code_alone(tmp_path):
+    # The harness compiles the host side at -O1 (a third less host compile time) on the grounds that nvcc's -O
+    # is the host's level only: the same device code whether a task keeps that or asks for -O3.
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    mine, lib1 = nvcc_build(tmp_path / "a", "tiny.cu", TINY_CU)
+    theirs, lib3 = nvcc_build(tmp_path / "b", "tiny.cu", TINY_CU, flags=("-O3", "-std=c++17"))
+    assert mine["ok"] and theirs["ok"], (mine["log"], theirs["log"])
+    assert "-O1" in mine["command"] and theirs["command"].index("-O1") < theirs["command"].index("-O3")  # theirs wins
+    code = _device_code(lib1)
+    assert len(code) > 1000 and code == _device_code(lib3)
+    assert lib1.read_bytes() != lib3.read_bytes()  # ... while the host code did change
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

@@ -122,3 +122,38 @@ def test_each_function_s_inputs_rotate_on_across_blocks():
     timing = Timing(warmup=2, min_reps=4, max_reps=4, budget_s=1e-9)
     interleaved({"": sets}, timing, 2, _recording_block([]))
     assert seen == [0, 1, 0, 1, 2, 0]  # warm-up 0 1, then the 4 timed calls: 0 1 | 2 0, not 0 1 | 0 1
+
+
+def test_taking_turns_pairs_each_call_with_the_others_of_its_turn():
+    # The device slows by 1% a call. The library takes 2.5x the kernel's time at any clock, so within the budget
+    # it gets 4 calls to the kernel's 10 and runs out early in the block: its median comes from the block's
+    # faster start, the kernel's from its slower rest, and the medians' ratio reads ~4% low. The ratio within
+    # each turn is off only by the one call between the two (1%).
+    trace, clock = [], [1.0]
+
+    def block(call, n):
+        out = []
+        for i in range(n):
+            call(i)
+            clock[0] *= 1.01
+            out.append(1e-3 * clock[0] * (2.5 if trace[-1] == "lib" else 1.0))
+        return out
+
+    timing = Timing(warmup=2, min_reps=2, max_reps=20, budget_s=0.0105)
+    funcs = {"": [_counter(trace, "k")], "lib": [_counter(trace, "lib")]}
+    timed, errors = interleaved(funcs, timing, 1, block, alone=("",))
+    assert errors == {} and (timed[""]["reps"], timed["lib"]["reps"]) == (10, 4)
+    assert timed[""]["paired"] == {"lib": pytest.approx(2.5 * 1.01)}
+    assert timed["lib"]["median_ms"] / timed[""]["median_ms"] < 2.5 * 0.97  # the bias pairing avoids
+
+
+def test_pairs_only_where_calls_take_turns():
+    import dataclasses
+
+    funcs = {"": [lambda: None], "a": [lambda: None]}
+    apart = Timing(warmup=2, min_reps=4, max_reps=4, budget_s=1e-9, alternate=False)
+    timed, _ = interleaved(funcs, apart, 2, _recording_block([]), alone=("",))
+    assert "paired" not in timed[""]
+    turns = dataclasses.replace(apart, alternate=True)
+    timed, _ = interleaved(funcs, turns, 2, _recording_block([]), alone=("",))
+    assert set(timed[""]["paired"]) == {"a"} and "paired" not in timed["a"]

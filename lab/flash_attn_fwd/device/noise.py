@@ -3,7 +3,9 @@
     python3 lab/flash_attn_fwd/device/noise.py A.json B.json [--json OUT]
 
 Per scenario it compares the speedup vs the fastest baseline and the kernel's own time; the goals are the
-inner loop issue's: geomean within 0.5% between the two, every scenario within 3%.
+inner loop issue's: geomean within 0.5% between the two, every scenario within 3%. Where the bench took turns
+it also compares the paired speedup (`timing.paired`: the median of the turns' library/kernel ratios, against
+the same fastest baseline) and its geomean.
 """
 
 from __future__ import annotations
@@ -18,6 +20,21 @@ def _load(path):
         return json.load(f)
 
 
+def paired(r: dict) -> dict[str, float]:
+    """Per scenario, the paired speedup against the fastest baseline (by medians), where the bench has one."""
+    out = {}
+    for s in r.get("scenarios") or []:
+        best = (s.get("baseline") or {}).get("name")
+        ratio = ((s.get("timing") or {}).get("paired") or {}).get(best)
+        if ratio and not s.get("invalid"):
+            out[s["id"]] = ratio
+    return out
+
+
+def _geomean(xs: list[float]) -> float | None:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
 def compare(a: dict, b: dict) -> dict:
     sa = {s["id"]: s for s in a.get("scenarios") or []}
     sb = {s["id"]: s for s in b.get("scenarios") or []}
@@ -25,6 +42,10 @@ def compare(a: dict, b: dict) -> dict:
     speed = {i: sb[i]["speedup"] / sa[i]["speedup"] - 1 for i in both}
     ktime = {i: sb[i]["time_ms"] / sa[i]["time_ms"] - 1 for i in both}
     ga, gb = a.get("geomean_speedup"), b.get("geomean_speedup")
+    pa, pb = paired(a), paired(b)
+    pboth = [i for i in both if i in pa and i in pb]
+    pspeed = {i: pb[i] / pa[i] - 1 for i in pboth}
+    pga, pgb = _geomean([pa[i] for i in pboth]), _geomean([pb[i] for i in pboth])
 
     def spread(d):
         vals = sorted(abs(v) for v in d.values())
@@ -38,6 +59,9 @@ def compare(a: dict, b: dict) -> dict:
     return {"scenarios": len(both),
             "geomean": [ga, gb], "geomean_diff_pct": 100 * (gb / ga - 1) if ga and gb else None,
             "speedup": spread(speed), "kernel_time": spread(ktime),
+            "paired_scenarios": len(pboth), "paired_geomean": [pga, pgb],
+            "paired_geomean_diff_pct": 100 * (pgb / pga - 1) if pga and pgb else None,
+            "paired_speedup": spread(pspeed),
             "bench_s": [(r.get("timings") or {}).get("bench_s") for r in (a, b)],
             "check_s": [(r.get("timings") or {}).get("check_s") for r in (a, b)],
             "wall_s": [(r.get("timings") or {}).get("wall_s") for r in (a, b)]}
@@ -51,7 +75,11 @@ def main(argv: list[str]) -> int:
     g = out["geomean"]
     print(f"noise over {out['scenarios']} scenarios: geomean {g[0]:.4f} vs {g[1]:.4f} "
           f"({out['geomean_diff_pct']:+.2f}%, goal within 0.5%)" if g[0] and g[1] else "no geomean")
-    for key in ("speedup", "kernel_time"):
+    if out["paired_geomean"][0]:
+        pg = out["paired_geomean"]
+        print(f"  paired over {out['paired_scenarios']}: geomean {pg[0]:.4f} vs {pg[1]:.4f} "
+              f"({out['paired_geomean_diff_pct']:+.2f}%)")
+    for key in ("speedup", "paired_speedup", "kernel_time"):
         s = out[key]
         if s:
             print(f"  {key:12} per scenario |diff|: median {s['median_pct']:.2f}%, p95 {s['p95_pct']:.2f}%, "
