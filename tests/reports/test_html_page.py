@@ -193,21 +193,23 @@ def test_the_page_draws_in_headless_chromium_without_a_request_or_an_error(built
 
 
 def _hover_attempt(page, label: str) -> str:
-    """Move the mouse over each attempt's point until plotly's hover label names `label`; its text."""
+    """Move the mouse over each attempt's point until plotly's hover label names `label`; its text.
+
+    Waits for a label with that text, not for any label: on a loaded machine plotly redraws late, and the label
+    still showing is the previous point's."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     points = page.locator("#timeline .scatterlayer .point").all()
-    for point in points + points:  # a second pass: on a loaded machine a label can come late
+    for point in points + points:  # a second pass: on a loaded machine a hover can be missed
         box = point.bounding_box()
         if not box:
             continue
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        label_el = page.locator("#timeline .hoverlayer .hovertext")
+        page.mouse.move(0, 0)  # off the plot first, so each point is a new hover
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=3)
+        wanted = page.locator("#timeline .hoverlayer .hovertext", has_text=label).first
         try:
-            label_el.first.wait_for(timeout=5_000)
-        except PlaywrightTimeout:  # no label for this point
+            wanted.wait_for(timeout=4_000)
+        except PlaywrightTimeout:  # this point is another attempt's (or its label came too late)
             continue
-        text = label_el.first.text_content() or ""
-        if label in text:
-            return text
+        return wanted.text_content() or ""
     raise AssertionError(f"no hover label names attempt {label}")
