@@ -56,8 +56,10 @@ def _nbytes(refs) -> int:
 class RefPrefetch:
     """Start with the runner's pieces; stop() when the compiler is done; take() from the check."""
 
-    def __init__(self, torch_import, load_reference, task, scenarios, seed: int, draw_seed, threads: int | None):
+    def __init__(self, torch_import, load_reference, task, scenarios, seed: int, draw_seed, threads: int | None,
+                 draws: int | None = None):
         self.task, self.scenarios, self.seed = task, list(scenarios), seed
+        self.draws = task.timing.draws if draws is None else draws  # the draws the check takes
         self._torch_import, self._load_reference, self._draw_seed = torch_import, load_reference, draw_seed
         self._threads = threads
         self._stop = threading.Event()
@@ -95,7 +97,7 @@ class RefPrefetch:
             budget = CPU_BUDGET_BYTES
         lowp = self.task.tolerance["rule"] == "lowp_relative"
         for sc in self.scenarios:
-            for draw in range(self.task.timing.draws):
+            for draw in range(self.draws):
                 if self._stop.is_set():
                     self.stopped_by = self.stopped_by or "compile finished"
                     return

@@ -115,6 +115,8 @@ class Runner:
         self._sass_job = None  # the build's SASS summary, made on a thread (harness/sass_later.py)
         self._prefetch = None  # references computed while the compiler ran (harness/prefetch.py)
         self._warmup = None  # the libraries' first calls, made during the compile and the check (harness/warmup.py)
+        # A bench judges the last draw after timing, in the timed buffers (the re-check): the check takes the others.
+        self.check_draws = task.timing.draws - 1 if mode == "bench" else task.timing.draws
 
     def _progress(self, done: int, scenario: str, phase: str) -> None:
         self.at = {"done": done, "total": len(self.scenarios), "scenario": scenario, "phase": phase}
@@ -147,7 +149,8 @@ class Runner:
             self.gpu_before = _Background(contention.gpu_utilization)
         if prefetch.enabled():
             self._prefetch = prefetch.RefPrefetch(torch_import, load_reference, task, self.scenarios, self.seed,
-                                                  _draw_seed, threads if task.device == "cpu" else None)
+                                                  _draw_seed, threads if task.device == "cpu" else None,
+                                                  draws=self.check_draws)
         if (task.device == "cuda" and self.mode == "bench" and task.baselines and not self.cached_baselines
                 and warmup.enabled()):
             self._warmup = warmup.LibraryWarmup(torch_import, load_reference, task, self.scenarios, self.seed,
@@ -218,6 +221,8 @@ class Runner:
                 self._check_all(ref, fn)
             if all(s["ok"] for s in res["scenarios"]) and self.mode == "bench":
                 self._bench_all(ref, fn, stream)
+            elif self.mode == "bench":  # not timed: the draws left for after timing are judged here
+                self._last_draws(ref, fn)
             if all(s["ok"] for s in res["scenarios"]) and self.mode == "profile":
                 self._profile_launch(ref, fn)
         summarize(res)
@@ -305,31 +310,45 @@ class Runner:
             return judge(out, ref, inputs, p, self.task.tolerance, refs)
 
     def _check_one(self, ref, fn, sc) -> dict:
-        p = sc.params
-        entry = {"id": sc.id, "shape": _shape(ref, p), "ok": False, "error": None, "draws": 0,
+        entry = {"id": sc.id, "shape": _shape(ref, sc.params), "ok": False, "error": None, "draws": 0,
                  "time_ms": None, "tflops": None, "baseline": None, "baselines": {},
                  "skipped_baselines": {}, "speedup": None}
-        with self._spent("check_inputs_s"):
-            inputs = self._new_inputs(ref, sc, 0)
-            out = self._task_code(sc, "make_output", ref.make_output, p, inputs)
-        worst = None
-        for draw in range(self.task.timing.draws):
-            if draw:
-                # Later draws refill the SAME buffers: a kernel caching results by pointer fails.
-                with self._spent("check_inputs_s"):
-                    for k, v in self._new_inputs(ref, sc, draw).items():
-                        inputs[k].copy_(v)
+        self._judge_draws(ref, fn, sc, range(self.check_draws), entry)
+        return entry
+
+    def _judge_draws(self, ref, fn, sc, draws: range, entry: dict, buffers: tuple | None = None) -> None:
+        """Judge these draws of a scenario into `entry` (ok, the worst verdict, draws judged); the first refills
+        `buffers` (inputs, out) when given, else new ones; the rest refill the same buffers (a kernel caching
+        results by pointer fails)."""
+        p = sc.params
+        for draw in draws:
+            with self._spent("check_inputs_s" if self._phase == "check" else "bench_inputs_s"):
+                fresh = self._new_inputs(ref, sc, draw)
+                if buffers is None:
+                    buffers = (fresh, self._task_code(sc, "make_output", ref.make_output, p, fresh))
+                else:
+                    for k, v in fresh.items():
+                        buffers[0][k].copy_(v)
+                    del fresh
+            inputs, out = buffers
             pre = self._prefetch.take(self.torch, sc.id, draw, inputs) if self._prefetch is not None else None
             verdict = self._call_and_judge(ref, fn, inputs, out, p, pre)
             verdict["draw"] = draw
-            entry["draws"] = draw + 1
+            entry["draws"] += 1
+            worst = entry["error"]
             if not verdict["ok"]:
-                worst = verdict
-                break
+                entry["ok"], entry["error"] = False, verdict
+                return
             if worst is None or (verdict["max_abs"] or 0) > (worst["max_abs"] or 0):
-                worst = verdict
-        entry["ok"], entry["error"] = worst["ok"], worst
-        return entry
+                entry["error"] = verdict
+            entry["ok"] = True
+
+    def _last_draws(self, ref, fn) -> None:
+        """A bench that timed nothing (a scenario failed its check): the scenarios that passed are judged on the
+        draws that were left for after timing, so every `ok` still means every draw."""
+        for sc, entry in zip(self.scenarios, self.result["scenarios"]):
+            if entry["ok"]:
+                self._judge_draws(ref, fn, sc, range(self.check_draws, self.task.timing.draws), entry)
 
     def _check_all(self, ref, fn) -> None:
         self._phase = "check"
@@ -505,16 +524,11 @@ class Runner:
             best = min(entry["baselines"], key=entry["baselines"].get)
             entry["baseline"] = {"name": best, "time_ms": entry["baselines"][best]}
             entry["speedup"] = entry["baselines"][best] / entry["time_ms"]
-        # Re-check after timing: fresh data in the same buffers the timed calls used.
-        inputs, out = sets[0]
-        with self._spent("bench_inputs_s"):
-            for k, v in self._new_inputs(ref, sc, 1000).items():
-                inputs[k].copy_(v)
-        verdict = self._call_and_judge(ref, fn, inputs, out, p)
-        verdict["draw"] = "after-timing"
-        if not verdict["ok"]:
-            verdict["what"] = "re-check after timing failed: " + verdict["what"]
-            entry["ok"], entry["error"] = False, verdict
+        # Re-check after timing: the scenario's last draw, data the kernel has not seen, in the same buffers the
+        # timed calls used (a kernel that replays old answers once warmed up fails here).
+        self._judge_draws(ref, fn, sc, range(self.check_draws, self.task.timing.draws), entry, sets[0])
+        if not entry["ok"]:
+            entry["error"]["what"] = "re-check after timing failed: " + entry["error"]["what"]
 
     def _input_sets(self, ref, sc, gpu) -> list[tuple]:
         inputs, out = self._fresh_set(ref, sc, 500)
