@@ -247,7 +247,7 @@ def paired_ratios(turns: dict[tuple[int, int], dict[str, float]], mine: str, oth
 
     Taking turns, a function's call and the others' calls of the same turn are adjacent in time, so a clock or
     power swing slower than a few calls moves both alike and cancels in their ratio; a ratio of the two medians
-    mixes calls made at different clocks (on an H100 under its power cap, the long scenarios' 5-6 calls each).
+    mixes calls made at different clocks (on an H100 under its power cap, a long scenario's few calls each).
     """
     ratios: dict[str, list[float]] = {n: [] for n in others}
     for times in turns.values():
