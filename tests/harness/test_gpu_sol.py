@@ -43,6 +43,9 @@ def test_an_honest_bench_has_speed_of_light_clocks_and_the_persisting_l2_reset(p
         assert not s.get("invalid"), s["invalid"]
         assert s["timing"]["hidden_ms"] is not None and s["timing"]["hidden_ms"] < 0.05
         assert s["timing"]["alone_ms"] > 0 and s["timing"]["mixed_hidden_ms"] < 0.05  # the kernel took turns
+        paired = s["timing"]["paired"]  # ... so each library's calls were paired with its calls of the same turn
+        assert set(paired) == {n for n, t in s["baselines"].items() if t} and all(x > 0 for x in paired.values())
+        assert s["draws"] == 2 and s["error"]["draw"] in (0, 1)  # the last draw judged after timing, counted once
     assert r["geomean_speedup"] is not None and r["invalid"] == 0
     peaks = r["peaks"]
     assert peaks["copy_gbps"] > 500 and peaks["matmul_tflops"]["fp32"] > 10  # any Hopper part
