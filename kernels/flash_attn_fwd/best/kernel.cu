@@ -51,7 +51,7 @@ struct TileConfig {
 };
 
 // M: query rows per tile (64 per consumer warpgroup); the default is each head dim's usual tile.
-// N: keys per block (128; v15-v35 ran 160 on d96/d128's long 128-row tiles).
+// N: keys per block (128; d256's longer launches use 80 or 64, below).
 template <int Dp> constexpr int kDefaultRows = Dp == 64 ? 192 : 128;
 template <int Dp, int M = kDefaultRows<Dp>, int N = 128> struct Config;
 // kQBufs: Q buffers (2 lets the next tile's Q land while this tile still reads its own;
@@ -59,24 +59,24 @@ template <int Dp, int M = kDefaultRows<Dp>, int N = 128> struct Config;
 // Producer budget 40: the persistent producer spills at 24.
 // d64: 192x128 tiles (3 consumers, 512 threads): 128*40 + 384*152 = 63488 <= 512*128.
 template <> struct Config<64, 192> : TileConfig<3, 128, 3, 2, 40, 152> {};
-// (v12-v27 also ran d64 causal at s_q <= 1024 on 128x128 tiles, two consumers; v28 dropped them: the 192-row
-// tiles' skipped / half-width first block won there too.)
+// (d64 causal runs them at s_q <= 1024 too: the 192-row tiles' skipped / half-width first block beats 128x128
+// tiles there.)
 // d96/d128: 128-row tiles (2 consumers, 384 threads): 128*40 + 256*232 = 64512 = 384*168.
 template <> struct Config<128, 128> : TileConfig<2, 128, 2, 2, 40, 232> {};
-// d256's short launches (v42: unmasked s_k <= 512, causal <= 1024): 128x128 tiles in one K/V stage, K and V
+// d256's short launches (unmasked and causal s_k <= 512): 128x128 tiles in one K/V stage, K and V
 // released apart (K_{i+1} loads under softmax_i and P_i V_i). Why 128 keys: at 64 a Q K^T wgmma reads as many
 // shared-memory bytes per clock as the tensor cores can use (IDEAS.md, "d256 on 128-key blocks"); 128 cuts the bytes
 // per key by 12.5% (measured +6%).
 // Registers: 128*56 + 256*224 = 64512 (the producer spills 16 B at 40; 48 + 232 is over the
 // launch allocation, which hung the kernel on the H200).
 template <> struct Config<256, 128> : TileConfig<2, 128, 1, 1, 56, 224> {};
-// v41: d256's long launches on 128x80 tiles in two stages (64 + 2 x 80 KB = 224 KB), the FA3-order loop: O 128 + S 40
+// d256's long launches on 128x80 tiles in two stages (64 + 2 x 80 KB = 224 KB), the FA3-order loop: O 128 + S 40
 // + P 20 registers fit the 224 (at 128 keys the loop spilled 16 bytes).
 template <> struct Config<256, 128, 80> : TileConfig<2, 80, 2, 1, 56, 224> {};
-// v42: d256's middle launches (unmasked 512 < s_k <= 1024, causal 1024 < s_k <= 4096) on 128x64 tiles in two
+// d256's middle launches (unmasked 512 < s_k <= 1024, causal 512 < s_k <= 4096) on 128x64 tiles in two
 // stages beside O's 32 KB (64 + 2 x 64 + 32 = 224 KB), the FA3-order loop and the TMA epilogue.
 template <> struct Config<256, 128, 64> : TileConfig<2, 64, 2, 1, 56, 224> {};
-// d96/d128 192x128 tiles (3 consumers on v6's loop, 512 threads): 128*32 + 384*160 = 65536.
+// d96/d128 192x128 tiles (3 consumers on the in-order loop, 512 threads): 128*32 + 384*160 = 65536.
 template <> struct Config<128, 192> : TileConfig<3, 128, 2, 2, 32, 160> {};
 
 constexpr int kTileSlots = 2;  // shared-memory ring that hands decoded tiles to the consumers
@@ -84,14 +84,14 @@ constexpr int kSlotBytes = 16;  // m_block, head, batch, n_blocks (n_blocks < 0:
 // Named barrier of consumer warpgroup cw before its TMA store of O: id kEpilogueBarrier + cw
 // (0 is __syncthreads; 1 + cw is the FA3-order loop's softmax barrier).
 constexpr uint32_t kEpilogueBarrier = 4;
-// v33: d256's TMA epilogue stages O in 32 KB of its own (after the K/V stages, before the barriers).
+// d256's TMA epilogue stages O in 32 KB of its own (after the K/V stages, before the barriers).
 template <int Dp, bool kTmaEpi> constexpr uint32_t kOStageBytes = Dp == 256 && kTmaEpi ? 32768u : 0u;
 
-// v31: the P V / O width: d96 (Dp 128 with 6 Q K^T steps) runs m64n96 over V in 64-byte swizzle, three
-// 32-column panels; the others as before.
+// The P V / O width: d96 (Dp 128 with 6 Q K^T steps) runs m64n96 over V in 64-byte swizzle, three
+// 32-column panels (m64n128 would spend a quarter of P V on zero columns); the others Dp.
 template <int Dp, int Steps> constexpr int kDv = Dp == 128 && Steps == 6 ? 96 : Dp;
-// v35: d96 on 128-row tiles loads V from a second producer thread
-// v38: and unmasked d256 on the register epilogue (v41: the 80-key blocks of its launches past s_k 1024)
+// A second producer thread loads V (so K of block i + 2 need not queue behind V of block i + 1): d96 on 128-row
+// tiles and unmasked d256 on the register epilogue (the 80-key blocks of its launches past s_k 1024)
 template <int Dp, int Steps, int Consumers, bool TmaEpi, bool HalfDiag>
 constexpr bool kVThread = (Dp == 128 && Steps == 6 && Consumers == 2) || (Dp == 256 && !TmaEpi && !HalfDiag);
 template <int Dp, int Steps> constexpr bool kV64 = kDv<Dp, Steps> == 96;
@@ -101,7 +101,7 @@ template <int Dp, int Steps> constexpr int kVPanels = kV64<Dp, Steps> ? 3 : Dp /
 // Head dims whose K and V of a stage are released apart (empty guards K, emptyV guards V):
 // d96/d128 (FA3 loop order) and d256 (one stage: K_{i+1} loads while P_i V_i still reads V_i).
 template <int Dp> constexpr bool kSplitKV = Dp >= 128;
-// v46: the unmasked 192-row d96/d128 functions hand their last part-empty wave out as 64-row pieces
+// The unmasked 192-row d96/d128 functions hand their last part-empty wave out as 64-row pieces (fewer idle SMs)
 template <int Dp, int Consumers, bool HalfDiag> constexpr bool kSplitTail = Dp == 128 && Consumers == 3 && !HalfDiag;
 
 // Barriers: fullK[S], fullV[S], empty[S], qFull[QB], qEmpty[QB], tileFull[TS], tileEmpty[TS].
@@ -123,7 +123,7 @@ static_assert(smem_bytes<64>() <= 227 * 1024 && smem_bytes<128>() <= 227 * 1024 
               "shared memory per CTA");
 
 // Tile scheduler: the next tile index (after each CTA's first, blockIdx.x) comes from here.
-// v35: zero at load; the last CTA of a launch zeroes it again (and g_ctas_done) for the next one.
+// Zero at load; the last CTA of a launch zeroes it again (and g_ctas_done) for the next one: no memset per launch.
 __device__ unsigned int g_tile_counter;
 __device__ unsigned int g_ctas_done;  // CTAs past their last atomicAdd
 
@@ -245,13 +245,13 @@ __device__ __forceinline__ uint64_t smem_desc_v(uint32_t addr, uint32_t lbo, uin
 
 // The descriptor of `base`'s buffer at a byte offset. The low word holds the start address >> 4 in its low
 // 14 bits (shared memory is < 256 KB: no carry into the stride fields), so a plain 64-bit add is exact, and
-// ptxas emits it as one UIADD3.64 that keeps the high word (v19's 32-bit add needed a move of it too).
+// ptxas emits it as one UIADD3.64 that keeps the high word (a 32-bit add on the low word needs a move of it too).
 __device__ __forceinline__ uint64_t smem_desc_at(uint64_t base, uint32_t byte_off) {
   return base + (byte_off >> 4);  // one 64-bit add (UIADD3.64); the low word cannot carry
 }
 
-// v19's form of smem_desc_at (a 32-bit add on the low word, the high word masked back in), kept for d64: there
-// the 64-bit add of smem_desc_at measured 0.6-0.9% slower (v22's header).
+// smem_desc_at as a 32-bit add on the low word (the high word masked back in), for d64: there
+// the 64-bit add of smem_desc_at measured 0.6-0.9% slower.
 __device__ __forceinline__ uint64_t smem_desc_at_lo(uint64_t base, uint32_t byte_off) {
   return (base & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(base) + (byte_off >> 4));
 }
@@ -310,7 +310,7 @@ __device__ __forceinline__ void wgmma_rs_n64_bf16(float (&d)[32], const uint32_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
-// O(64x96) += A(registers) * B(smem, MN-major, 64-byte swizzle): d96's P V (v31)
+// O(64x96) += A(registers) * B(smem, MN-major, 64-byte swizzle): d96's P V
 __device__ __forceinline__ void wgmma_rs_n96_bf16(float (&d)[48], const uint32_t (&a)[4], uint64_t db, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
@@ -487,7 +487,7 @@ __device__ __forceinline__ void wgmma_rs_n256_f16(float (&d)[128], const uint32_
 }
 
 
-// S(64x128) (+)= Q(registers) K^T, K in shared memory (K-major): d64's Q K^T since v38.
+// S(64x128) (+)= Q(registers) K^T, K in shared memory (K-major): d64's Q K^T.
 __device__ __forceinline__ void wgmma_rs_kn128_bf16(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
@@ -531,7 +531,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
 KS_WGMMA_SS_N64(wgmma_ss_n64_bf16, "bf16")
 KS_WGMMA_SS_N64(wgmma_ss_n64_f16, "f16")
 #undef KS_WGMMA_SS_N64
-// S(64x80) (+)= A(smem, K-major) * B(smem, K-major)^T: an 80-key block (v41: d256's long launches)
+// S(64x80) (+)= A(smem, K-major) * B(smem, K-major)^T: an 80-key block (d256's long launches)
 #define KS_WGMMA_SS_N80(NAME, TYPE)                                                              \
   __device__ __forceinline__ void NAME(float (&d)[40], uint64_t da, uint64_t db, int accumulate) { \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"                                \
@@ -717,7 +717,7 @@ struct Tile {
 template <int BN, int kBlockM, bool kTail>
 __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh, int sec, int h_q,
                                             int s_q, int s_k, int causal) {
-  // The causal tail (v40; kTail only in the causal functions, where `causal` is 1 + cut): the query blocks cut ..
+  // The causal tail (kTail only in the causal functions, where `causal` is 1 + cut): the query blocks cut ..
   // num_m_blocks - 1 go by sections as below, counted from block `cut` (s_q shortened to match, so each block sees the
   // same keys); then the `cut` lightest blocks of every head, as one section over all heads, so the launch ends on
   // short tiles in every CTA. The unmasked functions compile none of it.
@@ -750,7 +750,7 @@ __device__ __forceinline__ Tile decode_tile(int t, int num_m_blocks, int num_bh,
 
 // ---- the kernel --------------------------------------------------------------------------------
 // kHalfDiag: true in the causal launches' functions only. d256 compiles its half-width diagonal block only there (the
-// block's code cost the unmasked ones 3% at s <= 2048 in shared functions), and so does v40's tail (decode_tile).
+// block's code cost the unmasked ones 3% at s <= 2048 in shared functions), and so does the causal tail (decode_tile).
 // causal: 0, or 1 + the tail's cut (the query blocks a head runs last; 0 where s_k <= 4096), read as a flag elsewhere.
 template <typename T, int Dp, int kM, int kQkSteps, bool kTmaEpi, int kN = 128, bool kHalfDiag = true>
 __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
@@ -760,7 +760,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
                   int h_q, int h_kv, int d, int causal, float scale_log2, int num_m_blocks,
                   int num_bh, int sec, int num_tiles) {
   // Cfg::kBlockM / Cfg::kConsumers through a type alias, not new constexpr locals: extra locals
-  // renumber NVVM's values and change the d96/d128/d256 register allocation against v5.
+  // renumber NVVM's values and change the d96/d128/d256 register allocation.
   using Cfg = Config<Dp, kM, kN>;
   constexpr int BN = Config<Dp, kM, kN>::kBlockN;
   constexpr int kStages = Config<Dp, kM, kN>::kStages;
@@ -771,11 +771,11 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
 
   extern __shared__ uint8_t smem_raw[];
   uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
-  // v32: an opaque copy on 192-row tiles, so ptxas keeps the base in a register there rather than rebuild it in the
+  // An opaque copy on 192-row tiles, so ptxas keeps the base in a register there rather than rebuild it in the
   // key loop (in d256 the same cost 2% at s <= 2048)
   if constexpr (kM == 192) asm volatile("mov.b32 %0, %0;" : "+r"(base));
-  // v33: the dispatch runs the d96/d128 instantiations without kHalfDiag for unmasked launches only
-  // (d64 and d256 keep v32's code: next_nocausal measured them level)
+  // The d96/d128 instantiations without kHalfDiag (unmasked launches only) fix causal at 0 at compile time
+  // (d64's and d256's keep the run-time flag: fixing it there measured level)
   if constexpr (!kHalfDiag && Dp == 128) causal = 0;
   const uint32_t sQ = base;                         // buffer b at sQ + b * kQBytes
   const uint32_t sK = sQ + kQBufs * kQBytes;        // stage s at sK + s * kKVBytes
@@ -810,7 +810,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     }
     for (int i = 0; i < kTileSlots; ++i) {
       mbar_init(tile_full(i), 1);
-      // per consumer warp, after reading the slot; v35: and the V thread where there is one
+      // per consumer warp, after reading the slot; and the V thread where there is one
       mbar_init(tile_empty(i), 4 * Cfg::kConsumers + (kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag> ? 1 : 0));
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -889,7 +889,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
             for (int p = 0; p < kPanels; ++p)
               tma_load(sK + stage * kKVBytes + p * BN * 128, &tm_k, full_k(stage), p * 64, kv_head,
                        n * BN, w.batch);
-            if constexpr (!kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>) {  // v35: else thread 32 loads V
+            if constexpr (!kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>) {  // else thread 32 loads V
             if constexpr (kSplitKV<Dp>) mbar_wait(empty_v(stage), phase ^ 1);
             mbar_expect_tx(full_v(stage), kVPanels<Dp, kQkSteps> * BN * kVRowBytes<Dp, kQkSteps>);
             // d96's three boxes in a loop: unrolled, the 32-register producer of the 192-row tiles spilled 4 B
@@ -907,7 +907,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(grid));
         tile = atomicAdd(&g_tile_counter, 1u) + grid;
       }
-      // v35: this CTA's last atomicAdd on the counter is done; the launch's last CTA here resets both.
+      // This CTA's last atomicAdd on the counter is done; the launch's last CTA here resets both.
       __threadfence();
       uint32_t grid;
       asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(grid));
@@ -917,7 +917,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       }
     } else if constexpr (kVThread<Dp, kQkSteps, Cfg::kConsumers, kTmaEpi, kHalfDiag>) {
     if (threadIdx.x == 32) {
-      // v35: V's loads, block by block in thread 0's order, on stage counters of their own
+      // V's loads, block by block in thread 0's order, on stage counters of their own
       int stage = 0;
       uint32_t phase = 0;
       int slot = 0;
@@ -1007,14 +1007,14 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
       if (++q_buf == kQBufs) { q_buf = 0; q_phase ^= 1; }
     }
 
-    if constexpr ((Dp == 128 || BN < 128) && Cfg::kConsumers == 2) {  // d96, d128 on 128-row tiles; d256 on 80 (v41), 64 (v42) keys
+    if constexpr ((Dp == 128 || BN < 128) && Cfg::kConsumers == 2) {  // d96, d128 on 128-row tiles; d256 on 80, 64 keys
       // FlashAttention-3's intra-warpgroup order: S_{i+1} = Q K_{i+1}^T and O += P_i V_i are
       // issued together, the warpgroup waits for S_{i+1} only (wait_group 1) and runs the
       // softmax of block i+1 while P_i V_i is still on the tensor cores; then it waits for
       // P_i V_i, releases stage i (both of its wgmmas have completed), rescales O and packs
       // P_{i+1}. One S accumulator is live during the softmax (O + S + P: 0 spills at 232
-      // registers). d256 on 128-key blocks stays on v6's loop below (with this order it spills 16 bytes); on 80-key
-      // blocks (v41) it runs this one: O 128 + S 40 + P 20; on 64-key blocks (v42) O 128 + S 32 + P 16.
+      // registers). d256 on 128-key blocks runs the in-order loop below (with this order it spills 16 bytes); on
+      // 80-key blocks it runs this one: O 128 + S 40 + P 20; on 64-key blocks O 128 + S 32 + P 16.
       if (n_blocks > 0) {
         float s_acc[BN / 2];
         uint32_t p_frag[BN / 16][4];
@@ -1057,7 +1057,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         // (s_q = s_k: warpgroup 0) and the tile has more key blocks, the diagonal block runs first, whole and at
         // half width: Q K^T as m64n64, the softmax over 64 columns, P V over 64 keys, each waited for.
         int first = 0;  // key blocks done before the FA3-order code below
-        // Causal 64-key blocks (v42): where every key of the diagonal-most block lies past this warpgroup's
+        // Causal 64-key blocks: where every key of the diagonal-most block lies past this warpgroup's
         // last row (s_q = s_k: warpgroup 0's last 64-key block), the warpgroup waits for the block's loads and
         // releases K and V without computing; O stays zero (no rescale at the next block).
         if constexpr (BN == 64 && kHalfDiag) {
@@ -1162,9 +1162,9 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           if (rescaled) rescale_o<kDv<Dp, kQkSteps>>(o_acc, alpha);
           to_p();
         }
-        // v8's epilogue: every S = Q K^T of this tile has completed, the producer may load the next
+        // Every S = Q K^T of this tile has completed, the producer may load the next
         // tile's Q. (With the TMA epilogue and two Q buffers, the O store releases it: release_staged. d256's TMA
-        // epilogue stages O in a region of its own, so its one Q buffer goes here too, v42.)
+        // epilogue stages O in a region of its own, so its one Q buffer goes here too.)
         if constexpr (!(kTmaEpi && kQBufs >= 2)) release(q_empty(qb));
         // Last P V.
         mbar_wait(full_v(s), parity);
@@ -1177,10 +1177,11 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         release(empty_v(s));
       }
     } else {
-      // 192-row tiles (d64; d96/d128 since v45): warpgroups whose rows all lie past s_q (the last tile of a head) run
-      // no key block; each waits for its blocks' loads and releases their stages itself (session 12: v21's stand-in
-      // release by warpgroup 0 let a dead warpgroup's parity tests run two phases ahead of the loads;
-      // scripts/protocol_model.py), K and V apart where they are released apart.
+      // The in-order loop (per key block: Q K^T, softmax, P V). 192-row tiles (d64, d96/d128): warpgroups whose rows
+      // all lie past s_q (the last tile of a head) run no key block; each waits for its blocks' loads and releases
+      // their stages itself (releases by warpgroup 0 on its behalf would let a dead warpgroup's parity tests run two
+      // phases ahead of the loads: lab/flash_attn_fwd/scripts/protocol_model.py), K and V apart where they are
+      // released apart.
       int live_blocks = n_blocks;
       uint32_t releases = 1;
       if constexpr (Dp == 64 || Cfg::kConsumers == 3) {
@@ -1286,13 +1287,13 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
           if constexpr (Dp == 256) {
             // V of the stage; with the TMA epilogue a tile's only key block's V stage holds O for the store, and
             // the epilogue releases it (as in the loop).
-            if (lane == 0) mbar_arrive(empty_v(s));  // v33: O has its own staging area
+            if (lane == 0) mbar_arrive(empty_v(s));  // O has its own staging area
           } else {
             mbar_arrive_if(empty(s), lane == 0);  // K and V of the stage (one mbarrier), one arrival per warp
           }
         }
       }
-      // v38: d64's Q rows of this warpgroup as A fragments, loaded once a tile (Q has landed: q_full above)
+      // d64's Q rows of this warpgroup as A fragments, loaded once a tile (Q has landed: q_full above)
       uint32_t q_frag[Dp == 64 ? kQkSteps : 1][4];
       if constexpr (Dp == 64) {
         if (first_block < live_blocks) {
@@ -1307,7 +1308,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         const int n = n_blocks - 1 - i;
         const int s = stage;
         const uint32_t parity = phase;
-        const int s_u = Dp == 64 ? s : __shfl_sync(0xffffffff, s, 0);  // d64: v19's vector-register stage
+        const int s_u = Dp == 64 ? s : __shfl_sync(0xffffffff, s, 0);  // d64: vector register (smem_desc_at_lo)
         auto desc_at = [](uint64_t b, uint32_t off) { return Dp == 64 ? smem_desc_at_lo(b, off) : smem_desc_at(b, off); };
         if (++stage == kStages) { stage = 0; phase ^= 1; }
 
@@ -1325,7 +1326,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         for (int kk = 0; kk < kQkSteps; ++kk) {
           const uint32_t off = (kk % 4) * 32;  // 16 columns = 32 bytes inside a 128-byte row
           const uint64_t db = desc_at(smem_desc(sK + s_u * kKVBytes, 16, 1024), (kk / 4) * BN * 128 + off);
-          if constexpr (Dp == 64) {  // v38: Q from registers
+          if constexpr (Dp == 64) {  // Q from registers
             if constexpr (kIsBf16<T>) wgmma_rs_kn128_bf16(s_acc, q_frag[kk], db, kk > 0);
             else wgmma_rs_kn128_f16(s_acc, q_frag[kk], db, kk > 0);
           } else {
@@ -1371,7 +1372,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
         wgmma_wait<0>();
         fence_regs(o_acc);
         __syncwarp();
-        if (lane == 0) {  // V (and K unless split); v33: d256's last V stage too
+        if (lane == 0) {  // V (and K unless split); d256's last V stage too
           if constexpr (Dp == 64) mbar_arrive_count(empty(s), releases);
           else mbar_arrive(kSplitKV<Dp> ? empty_v(s) : empty(s));
         }
@@ -1382,7 +1383,7 @@ __global__ void __launch_bounds__(Config<Dp, kM, kN>::kThreads, 1)
     if constexpr (kTmaEpi && (kQBufs >= 2 || Dp == 256)) {
       if (n_blocks > 0) {
         if constexpr (Dp == 256) {
-          // v33: d256's epilogue through 32 KB of shared memory of its own, beside the one Q buffer and
+          // d256's epilogue through 32 KB of shared memory of its own, beside the one Q buffer and
           // the one K/V stage: warpgroup cw stages its 64 rows x 128 columns (two 64-column panels, 8 KB each, in
           // the TMA's 128-byte swizzle) at + cw * 16 KB, stores them, waits for the store to read them and stages
           // the other 128 columns. The last key block's V stage went back to the producer in the loop, so the next
@@ -1551,11 +1552,11 @@ int num_sms() {
 
 // Causal tile order: K/V bytes one section of heads may keep in L2 at a time (see decode_tile).
 constexpr long long kSectionL2Bytes = 16ll << 20;
-// Causal launches: the light query blocks that go last over every head fill this many waves (v40's tail).
+// Causal launches: the light query blocks that go last over every head fill this many waves (the tail).
 constexpr int kTailWaves = 4;
-// ... and only past this many keys (session 32: s_k <= 2048 lost 1.7%, s4096 level).
+// ... and only past this many keys (at s_k <= 2048 it lost 1.7%, at s4096 it read level).
 constexpr int kTailMinSk = 4096;
-// Causal launches up to kShortSectionMaxSk keys: sections of 4 MB (v39; session 32: s_k <= 512 +4.8..+5.0% kernel time).
+// Causal launches up to kShortSectionMaxSk keys: sections of 4 MB (s_k <= 512: +4.8..+5.0% kernel time).
 constexpr long long kShortSectionL2Bytes = 4ll << 20;
 constexpr int kShortSectionMaxSk = 1024;
 
@@ -1587,12 +1588,12 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
     if (kv_heads < 1) kv_heads = 1;
     const long long heads = kv_heads * group;
     sec = heads < num_bh ? static_cast<int>(heads) : num_bh;
-    // v44: d256's square short causal launches hold ~64 tiles (half a wave) a section, not a byte count
+    // d256's square short causal launches hold ~64 tiles (half a wave) a section, not a byte count (4 MB: 32-128 tiles)
     if (Dp == 256 && s_k <= kShortSectionMaxSk && s_q == s_k) {
       const int h64 = 64 / num_m_blocks > 1 ? 64 / num_m_blocks : 1;
       sec = h64 < num_bh ? h64 : num_bh;
     }
-    // The tail (v40): the lightest query blocks of every head go last, over all heads: as many as fill kTailWaves waves
+    // The tail: the lightest query blocks of every head go last, over all heads: as many as fill kTailWaves waves
     // of tiles and hold at most half the heaviest block's keys (the prefill shapes' blocks all see most keys: none)
     const auto blocks = [&](int m) {
       const int end = m * kBlockM + kBlockM + s_k - s_q;
@@ -1600,13 +1601,13 @@ int launch(const void* q, const void* k, const void* v, void* o, int b, int s_q,
       return kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
     };
     const int heaviest = blocks(num_m_blocks - 1);
-    // v44: not for d256, whose light blocks would re-read every head's long K/V last
+    // Not for d256, whose light blocks would re-read every head's long K/V last
     while (Dp != 256 && s_k > kTailMinSk && cut < num_m_blocks - 1 &&
            (cut + 1ll) * num_bh <= static_cast<long long>(kTailWaves) * num_sms() && 2 * blocks(cut) <= heaviest)
       ++cut;
   }
   const int grid = num_tiles < num_sms() ? num_tiles : num_sms();
-  int split_from = num_tiles, run_tiles = num_tiles;  // v46: the last part-empty wave in 64-row pieces
+  int split_from = num_tiles, run_tiles = num_tiles;  // the last part-empty wave in 64-row pieces
   if (kSplitTail<Dp, Config<Dp, kM, kN>::kConsumers, kHalfDiag> && num_tiles > grid && num_tiles % grid > 0 &&
       3 * (num_tiles % grid) <= grid) {
     split_from = num_tiles - num_tiles % grid;
@@ -1624,32 +1625,32 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
              int h_kv, int d, int causal, float scale, int dtype, cudaStream_t st) {
   // <padded head dim, 16-column steps of Q K^T>; columns past d are zero-filled by the TMA.
   // The O epilogue through shared memory and a TMA store pays off where tiles are short (few key
-  // blocks; measured +8% at s <= 1024). Unmasked d64 uses it up to kTmaEpilogueMaxSk keys, d96/d128 at every
-  // s_k (v36: long d128 had lost 6-10% on v11's form of it); d256 (O staged in 32 KB of its own since v33) on its
-  // 128- and 64-key blocks, i.e. unmasked up to s_k 1024 and causal up to 4096 (v41-v42; v34: every causal s_k).
+  // blocks; measured +8% at s <= 1024). Unmasked d64 uses it up to kTmaEpilogueMaxSk keys (past that it lost 1-4%
+  // on h32-8), d96/d128 at every s_k (+2..+3% on their long launches); d256 (O staged in 32 KB of its own) on its
+  // 128- and 64-key blocks, i.e. unmasked up to s_k 1024 and causal up to 4096 (80-key blocks leave no room for O).
   constexpr int kTmaEpilogueMaxSk = 2048;
   const bool tma = s_k <= kTmaEpilogueMaxSk;
-  // d64 causal: 192-row tiles at every s_q since v28 (v12-v27 ran s_q <= 1024 on 128-row tiles), TMA epilogue at
-  // every s_k since v37 (+1% kernel time on the long causal launches)
+  // d64 causal: 192-row tiles at every s_q (see Config<64, 192>), TMA epilogue at
+  // every s_k (+1% kernel time on the long causal launches)
   if (d <= 64 && causal) return launch<T, 64, 192, 4, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   // unmasked d64: the instantiations without the skipped / half-width first block
   if (d <= 64)
     return tma ? launch<T, 64, 192, 4, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                : launch<T, 64, 192, 4, false, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  // d96/d128 on 192x128 tiles (v6's loop, 3 consumers: a third fewer K/V copies per FLOP), else 128-row tiles.
+  // d96/d128 on 192x128 tiles (the in-order loop, 3 consumers: a third fewer K/V copies per FLOP), else 128-row tiles.
   // Unmasked tiles all cost the same, so a launch takes ceil(tiles / SMs) tile-times: 192 rows where those
-  // wave-rows are at most 3.5% above 128's (v30; on the grid: every unmasked s_q 2031-4096 and s_q >= 8175 launch
-  // but q8192-k32768's 16 heads). v45: a 192-row tile's dead warpgroups cost nothing, so it counts in live 64-row
-  // units, three a tile (the square short launches s495-s1024 move to 192 rows). Causal tiles differ in cost and the
-  // scheduler hands out the heavy ones first, so causal launches keep v29's rule: 192 rows where they pad s_q by at
-  // most 1% more than 128-row tiles (s_k > 2048 only), and since v45 every square one past s_k 2048 (s4079-s4096: the
+  // wave-rows are at most 3.5% above 128's (on the grid: every unmasked s_q 2031-4096 and s_q >= 8175 launch
+  // but q8192-k32768's 16 heads). A 192-row tile's dead warpgroups cost nothing, so it counts in live 64-row
+  // units, three a tile (the square short launches s495-s1024 take 192 rows). Causal tiles differ in cost and the
+  // scheduler hands out the heavy ones first, so causal launches go by padding: 192 rows where they pad s_q by at
+  // most 1% more than 128-row tiles (s_k > 2048 only), and every square one past s_k 2048 (s4079-s4096: the
   // padding is dead warpgroups).
   const long long bh = static_cast<long long>(b) * h_q, sms = num_sms();
   const long long waves192 = (bh * ((s_q + 63) / 64) + 3 * sms - 1) / (3 * sms) * 192;  // dead warpgroups skip
   const long long waves128 = (bh * ((s_q + 127) / 128) + sms - 1) / sms * 128;
   const bool rows192 = causal ? s_q == s_k || (s_q + 191) / 192 * 192 * 100 <= (s_q + 127) / 128 * 128 * 101
                               : waves192 * 1000 <= waves128 * 1035;
-  // v36: long keys (s_k > 2048) on the TMA epilogue too; every other d96/d128 launch below, on 128-key blocks
+  // Long keys (s_k > 2048) on the TMA epilogue too; every other d96/d128 launch below, on 128-key blocks
   if (d <= 128 && !tma && rows192) {
     if (d <= 96)
       return causal ? launch<T, 128, 192, 6, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
@@ -1657,24 +1658,24 @@ int dispatch(const void* q, const void* k, const void* v, void* o, int b, int s_
     return causal ? launch<T, 128, 192, 8, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                   : launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
-  // Short keys, unmasked, by the wave rule (v30): TMA epilogue with O staged in the Q buffer, as d64's 192-row tiles.
+  // Short keys, unmasked, by the wave rule: TMA epilogue with O staged in the Q buffer, as d64's 192-row tiles.
   if (d <= 128 && !causal && rows192) {
     if (d <= 96) return launch<T, 128, 192, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
     return launch<T, 128, 192, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   }
-  // Every other d96/d128 launch: 128-row tiles at any s_k (v36); unmasked launches run their own functions.
+  // Every other d96/d128 launch: 128-row tiles at any s_k; unmasked launches run their own functions.
   if (d <= 96)
     return causal ? launch<T, 128, 128, 6, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                   : launch<T, 128, 128, 6, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
   if (d <= 128)
     return causal ? launch<T, 128, 128, 8, true>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
                   : launch<T, 128, 128, 8, true, 128, false>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st);
-  // d256 (v41): 80-key blocks, the FA3 order and the register epilogue for causal launches past s_k 4096 (s8192-s32768
+  // d256: 80-key blocks, the FA3 order and the register epilogue for causal launches past s_k 4096 (s8192-s32768
   // +3.5..+11.7% kernel time, s4096 level, s_k <= 2048 -16%: the TMA epilogue and the half-width diagonal block
-  // paid there) and unmasked ones past 1024 (s2048 +4..+5%, s1024 -1..-4%, s512 -13..-18%). v42: 64-key blocks, the
+  // pay there) and unmasked ones past 1024 (s2048 +4..+5%, s1024 -1..-4%, s512 -13..-18%). 64-key blocks, the
   // FA3 order and the TMA epilogue for causal 1024 < s_k <= 4096 (+1..+6%) and unmasked 512 < s_k <= 1024 (+2..+8%);
-  // the shortest keep v40's 128-key functions (there the 64-key form read -11..+2%). v43: with warpgroup 0's masked
-  // diagonal block skipped, causal 512 < s_k <= 1024 on 64 keys too (s495-s512 read -4..+1% so, and stay).
+  // the shortest keep the 128-key functions (there the 64-key form read -11..+2%). With warpgroup 0's masked
+  // diagonal block skipped, causal 512 < s_k <= 1024 on 64 keys too (s495-s512 read -4..+1% so, and stay on 128).
   if (causal)
     return s_k > 4096 ? launch<T, 256, 128, 16, false, 80>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
          : s_k > 512 ? launch<T, 256, 128, 16, true, 64>(q, k, v, o, b, s_q, s_k, h_q, h_kv, d, causal, scale, dtype, st)
