@@ -550,7 +550,7 @@ template <typename T> constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 // S(64 x N) = Q K^T step (both operands in shared memory, K-major).
 template <typename T, int N>
 __device__ __forceinline__ void mma_qk(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  static_assert(N == 64 || N == 80 || N == 128, "128-key blocks, 64: half a block, 80: d256's long launches (v41)");
+  static_assert(N == 64 || N == 80 || N == 128, "128-key blocks, 64: half a block, 80: d256's long launches");
   if constexpr (N == 80) {
     if constexpr (kIsBf16<T>) wgmma_ss_n80_bf16(d, da, db, acc); else wgmma_ss_n80_f16(d, da, db, acc);
   } else if constexpr (N == 64) {
