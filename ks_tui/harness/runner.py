@@ -345,10 +345,17 @@ class Runner:
 
     def _last_draws(self, ref, fn) -> None:
         """A bench that timed nothing (a scenario failed its check): the scenarios that passed are judged on the
-        draws that were left for after timing, so every `ok` still means every draw."""
-        for sc, entry in zip(self.scenarios, self.result["scenarios"]):
+        draws that were left for after timing, so every `ok` still means every draw (a second pass of the check: its
+        seconds count as the check's; its progress shows as "recheck", so the check's count does not go back)."""
+        t0 = time.monotonic()
+        n = len(self.scenarios)
+        for i, (sc, entry) in enumerate(zip(self.scenarios, self.result["scenarios"])):
             if entry["ok"]:
+                self._progress(i, sc.id, "recheck")
                 self._judge_draws(ref, fn, sc, range(self.check_draws, self.task.timing.draws), entry)
+                emit("partial", {"scenario": entry})
+        self._progress(n, "", "recheck")
+        self.timings["check_s"] = round(self.timings.get("check_s", 0.0) + time.monotonic() - t0, 4)
 
     def _check_all(self, ref, fn) -> None:
         self._phase = "check"

@@ -41,9 +41,15 @@ def test_a_kernel_caching_by_pointer_is_caught_after_timing_in_a_bench(cpu_task,
 
 
 def test_a_bench_that_times_nothing_still_judges_every_draw_of_the_passing_scenarios(cpu_task, planted_dir):
-    r = run_harness(cpu_task, planted_dir / "no_causal.cpp", scenarios=SUBSET, mode="bench")
+    seen = []
+    r = run_harness(cpu_task, planted_dir / "no_causal.cpp", scenarios=SUBSET, mode="bench", on_progress=seen.append)
     assert r["status"] == "incorrect" and "not timed" in r["message"]
     by_id = {s["id"]: s for s in r["scenarios"]}
     assert [by_id[i]["ok"] for i in SUBSET] == [False, False, True]
     assert by_id[SUBSET[2]]["draws"] == cpu_task.timing.draws and by_id[SUBSET[0]]["draws"] == 1
     assert not any(s["time_ms"] for s in r["scenarios"])
+    # The second pass shows as a re-check of the passing scenario alone, after the check's own count is done.
+    phases = [(p["phase"], p["done"], p["scenario"]) for p in seen if p["phase"] != "compile"]
+    tail = phases[phases.index(("check", len(SUBSET), "")) + 1:]
+    assert tail == [("recheck", 2, SUBSET[2]), ("recheck", len(SUBSET), "")]
+    assert "bench" not in {p[0] for p in phases}
