@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Issue 63's measurements in one device call (repository root, .whl carried), each step capped by what is left of
 # KS_CALL_SECONDS (default 560):
-#   refs   lab/flash_attn_fwd/device/reference_probe.py --split: what each reference costs, and an fp32 one whose
-#          P V runs on the tensor cores (P in two bf16 parts), with its distance to fp64
+#   refs   lab/flash_attn_fwd/device/reference_probe.py: what each reference costs, and a fused low-precision one
 #   quick  a cold quick bench (fresh cache), then warm quick benches with the libraries' warm-up off and on in
 #          alternating order (KS_QUICK_PAIRS pairs, default 2), then a warm quick check
 #   pool   two quick benches through the engine's pre-started child (loop_speed.py), KS_POOL_GAP s apart
@@ -35,12 +34,12 @@ timed() {  # timed NAME LIMIT CMD...: wall seconds to $OUT/times.txt
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 for step in ${1:-refs quick pool gputest full}; do
   case $step in
-  refs) timed refs 120 python3 lab/flash_attn_fwd/device/reference_probe.py --split > "$OUT/refs.jsonl"
+  refs) timed refs 120 python3 lab/flash_attn_fwd/device/reference_probe.py > "$OUT/refs.jsonl"
     python3 -c "
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 for r in rows[:-1]:
-    print(f\"{r['id']:34} ref {r['ref_ms']:7.1f} split {r['split_ms']:7.1f} lowp {r['now_ms']:7.1f} ms  err64 ref {r['err64_ref']:.1e} split {r['err64_split']:.1e} lowp {r['err_now']:.1e}\")
+    print(f\"{r['id']:34} ref {r['ref_ms']:7.1f} lowp was {r['lowp_ms']:7.1f} now {r['now_ms']:7.1f} ms  error ratio now/was {r['ratio']}\")
 print(rows[-1])" "$OUT/refs.jsonl" ;;
   pool) timed pool 150 python3 lab/flash_attn_fwd/device/loop_speed.py flash_attn_fwd --source $BEST --quick --mode bench \
       --runs 2 --gap "${KS_POOL_GAP:-20}" --out "$OUT/pool" ;;
