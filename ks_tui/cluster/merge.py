@@ -7,7 +7,7 @@ from ks_tui.harness.result import failure_message, geomean, skeleton, summarize
 
 # The worse status wins: a crash on one shard is a crash of the run.
 _RANK = {"compile_error": 0, "crashed": 1, "timeout": 2, "cancelled": 3, "incorrect": 4, "correct": 5}
-_TIMED = ("time_ms", "tflops", "baseline", "speedup", "timing")
+_TIMED = ("time_ms", "tflops", "baseline", "speedup", "speedup_of_medians", "timing")
 
 
 def worker_entries(results: list[dict]) -> list[dict]:

@@ -53,6 +53,16 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
+def speedup_vs(s: dict, name: str) -> float | None:
+    """A scenario's speedup against one library: as its `speedup` is against the fastest, the paired ratio
+    where they took turns (timing.paired), else the library's median time over the kernel's."""
+    paired = ((s.get("timing") or {}).get("paired") or {}).get(name)
+    if paired:
+        return float(paired)
+    t, bt = s.get("time_ms"), (s.get("baselines") or {}).get(name)
+    return bt / t if t and bt else None
+
+
 def summarize(result: dict, total: int | None = None) -> dict:
     """Fill `correct`, `geomean_speedup` and `geomean_by_baseline` from the scenarios."""
     scen = result["scenarios"]
@@ -66,10 +76,10 @@ def summarize(result: dict, total: int | None = None) -> dict:
     result["geomean_speedup"] = geomean([s.get("speedup") for s in valid])
     by_name: dict[str, list[float]] = {}
     for s in valid:
-        t = s.get("time_ms")
-        for name, bt in (s.get("baselines") or {}).items():
-            if t and bt:
-                by_name.setdefault(name, []).append(bt / t)
+        for name in s.get("baselines") or {}:
+            r = speedup_vs(s, name)
+            if r:
+                by_name.setdefault(name, []).append(r)
     result["geomean_by_baseline"] = {n: geomean(v) for n, v in sorted(by_name.items())}
     timed = [s for s in valid if s.get("time_ms")]
     bare = [s for s in timed if not s.get("speedup")]

@@ -530,7 +530,15 @@ class Runner:
         if entry["baselines"]:
             best = min(entry["baselines"], key=entry["baselines"].get)
             entry["baseline"] = {"name": best, "time_ms": entry["baselines"][best]}
-            entry["speedup"] = entry["baselines"][best] / entry["time_ms"]
+            medians = entry["baselines"][best] / entry["time_ms"]
+            paired = (kt.get("paired") or {}).get(best)
+            if paired:
+                # Taking turns, the median of each turn's library/kernel ratio: the two calls of a turn share the
+                # machine's state, so its drift cancels. On an H100 two benches of 182 scenarios moved per
+                # scenario by p95 1.9% this way against 3.4% with the ratio of the medians, geomeans unbiased.
+                entry["speedup"], entry["speedup_of_medians"] = paired, medians
+            else:  # no turns (CPU, cached baselines): the ratio of the medians
+                entry["speedup"] = medians
         # Re-check after timing: the scenario's last draw, data the kernel has not seen, in the same buffers the
         # timed calls used (a kernel that replays old answers once warmed up fails here).
         self._judge_draws(ref, fn, sc, range(self.check_draws, self.task.timing.draws), entry, sets[0])

@@ -18,6 +18,7 @@ import statistics
 from typing import Any, Iterable, Sequence
 
 from ks_tui import best_rule
+from ks_tui.harness.result import speedup_vs
 
 FA3 = "fa3"
 FASTEST = "fastest"  # the per-scenario `speedup`: against the fastest baseline that ran
@@ -298,8 +299,7 @@ def _speedups(scenarios: Iterable[dict], column: str) -> list[float | None]:
         if column == FASTEST:
             out.append(_num(s.get("speedup")))
         else:
-            b = _num((s.get("baselines") or {}).get(column))
-            out.append(b / t if b else None)
+            out.append(_num(speedup_vs(s, column)))
     return out
 
 

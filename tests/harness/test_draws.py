@@ -27,6 +27,9 @@ def test_a_bench_judges_the_same_draws_as_a_check_and_the_last_after_timing(cpu_
     assert benched["timings"]["ref_prefetched"] == len(TWO) * (draws - 1)  # the last waits for the timed buffers
     assert "recheck_reference_s" in benched["timings"]
     assert all(s["time_ms"] for s in benched["scenarios"])
+    # No turns on the CPU: the speedup is the medians' ratio, and no second speedup is recorded.
+    assert all(s["speedup"] == s["baseline"]["time_ms"] / s["time_ms"] and "speedup_of_medians" not in s
+               and not s["timing"].get("paired") for s in benched["scenarios"])
     # The same seed, the same draws, the same verdicts and worst errors: the after-timing draw is the check's last.
     assert verdicts(benched) == verdicts(checked)
     assert all(s["draws"] == draws for s in benched["scenarios"])

@@ -45,6 +45,8 @@ def test_an_honest_bench_has_speed_of_light_clocks_and_the_persisting_l2_reset(p
         assert s["timing"]["alone_ms"] > 0 and s["timing"]["mixed_hidden_ms"] < 0.05  # the kernel took turns
         paired = s["timing"]["paired"]  # ... so each library's calls were paired with its calls of the same turn
         assert set(paired) == {n for n, t in s["baselines"].items() if t} and all(x > 0 for x in paired.values())
+        assert s["speedup"] == paired[s["baseline"]["name"]]  # the scenario's speedup is the paired ratio
+        assert s["speedup_of_medians"] == s["baseline"]["time_ms"] / s["time_ms"]
         assert s["draws"] == 2 and s["error"]["draw"] in (0, 1)  # the last draw judged after timing, counted once
     assert r["geomean_speedup"] is not None and r["invalid"] == 0
     peaks = r["peaks"]

@@ -242,3 +242,19 @@ def test_compute_line_is_the_theoretical_rate_where_the_device_is_known():
     assert "peak compute rate" in sol.above_light(beyond)
     # memory has no datasheet figure here: the measured copy rate with its tolerance
     assert sol.above_light({"fraction": 1.2, "bound": "memory", "limit_ms": 1.0, "ceiling_fraction": 0.2})
+
+
+# ------------------------------------------------------------------ paired speedups
+
+def test_the_geomean_by_baseline_takes_the_paired_ratio_where_the_calls_took_turns():
+    # "a" took turns (paired ratios differ from the medians' ratio on purpose); "b" did not (CPU, cached).
+    a = {"id": "a", "ok": True, "time_ms": 1.0, "baselines": {"lib": 1.2, "other": 2.0},
+         "baseline": {"name": "lib", "time_ms": 1.2}, "speedup": 1.1, "speedup_of_medians": 1.2,
+         "timing": {"median_ms": 1.0, "paired": {"lib": 1.1, "other": 1.9}}}
+    b = {"id": "b", "ok": True, "time_ms": 2.0, "baselines": {"lib": 3.0, "other": 5.0},
+         "baseline": {"name": "lib", "time_ms": 3.0}, "speedup": 1.5, "timing": {"median_ms": 2.0}}
+    result = summarize({"scenarios": [a, b], "warnings": [], "mode": "bench", "status": "correct"})
+    assert result["geomean_speedup"] == pytest.approx(math.sqrt(1.1 * 1.5))
+    by = result["geomean_by_baseline"]
+    assert by == {"lib": pytest.approx(math.sqrt(1.1 * 1.5)), "other": pytest.approx(math.sqrt(1.9 * 2.5))}
+    assert by["lib"] == pytest.approx(result["geomean_speedup"])  # one library fastest everywhere: the same number

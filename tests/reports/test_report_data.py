@@ -137,3 +137,13 @@ def _attempts(speedups: list[float | None]) -> list[dict]:
              "mode": "bench", "device": "cpu", "summary": f"attempt {i + 1}",
              "best": s == max(x for x in speedups if x)}
             for i, s in enumerate(speedups)]
+
+
+def test_the_families_table_takes_the_paired_ratio_per_baseline_where_there_is_one():
+    scenarios = results_for("attention_cpu", {"fa3": 0.9, "torch_sdpa": 1.3})
+    for s in scenarios[::2]:  # half of them took turns, each paired ratio 1% off the medians' ratio
+        s["timing"] = {"paired": {n: bt / s["time_ms"] * 1.01 for n, bt in s["baselines"].items()}}
+    t = family_table(scenarios, scenario_grid(scenarios), {})
+    want = statistics.geometric_mean((s.get("timing") or {}).get("paired", {}).get("fa3") or
+                                     s["baselines"]["fa3"] / s["time_ms"] for s in scenarios)
+    assert math.isclose(t["overall"][FA3], want)
