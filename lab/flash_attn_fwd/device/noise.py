@@ -31,6 +31,11 @@ def paired(r: dict) -> dict[str, float]:
     return out
 
 
+def _medians(s: dict) -> float:
+    """The ratio of the medians (the harness's `speedup` before it took the paired ratio where calls took turns)."""
+    return s.get("speedup_of_medians") or s["speedup"]
+
+
 def _geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
@@ -39,9 +44,9 @@ def compare(a: dict, b: dict) -> dict:
     sa = {s["id"]: s for s in a.get("scenarios") or []}
     sb = {s["id"]: s for s in b.get("scenarios") or []}
     both = [i for i in sa if i in sb and sa[i].get("speedup") and sb[i].get("speedup")]
-    speed = {i: sb[i]["speedup"] / sa[i]["speedup"] - 1 for i in both}
+    speed = {i: _medians(sb[i]) / _medians(sa[i]) - 1 for i in both}
     ktime = {i: sb[i]["time_ms"] / sa[i]["time_ms"] - 1 for i in both}
-    ga, gb = a.get("geomean_speedup"), b.get("geomean_speedup")
+    ga, gb = _geomean([_medians(sa[i]) for i in both]), _geomean([_medians(sb[i]) for i in both])
     pa, pb = paired(a), paired(b)
     pboth = [i for i in both if i in pa and i in pb]
     pspeed = {i: pb[i] / pa[i] - 1 for i in pboth}
