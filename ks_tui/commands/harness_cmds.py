@@ -196,9 +196,7 @@ def standby_cmd(args) -> int:
     from ks_tui.harness import standby
 
     if args.action == "stop":
-        import argparse
-
-        task_dir = _load(argparse.Namespace(task=args.task, workspace=args.workspace)).dir if args.task else None
+        task_dir = _load(args).dir if args.task else None
         said = standby.stop(task_dir)
         if args.json:
             print(json.dumps({"stopped": said}, indent=1))
