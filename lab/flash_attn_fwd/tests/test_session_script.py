@@ -27,9 +27,19 @@ def _patch(folder: Path, name: str, text: str, question: str) -> None:
 
 
 def _run(tmp_path: Path, out: str, attempts: str, **env: str) -> subprocess.CompletedProcess:
-    full = dict(os.environ, OUT=str(tmp_path / out), KS_WORKSPACE=str(tmp_path / "ws"), KS_TASK="attention_cpu",
-                KS_BASE_KERNEL=KERNEL, KS_PATCH_DIR=str(tmp_path / "patches"), KS_TRY_ARGS="--quick",
-                KS_TRY_SECONDS="5", KS_ATTEMPTS=attempts, KS_STANDBY="0", **env)
+    full = dict(
+        os.environ,
+        OUT=str(tmp_path / out),
+        KS_WORKSPACE=str(tmp_path / "ws"),
+        KS_TASK="attention_cpu",
+        KS_BASE_KERNEL=KERNEL,
+        KS_PATCH_DIR=str(tmp_path / "patches"),
+        KS_TRY_ARGS="--quick",
+        KS_TRY_SECONDS="5",
+        KS_ATTEMPTS=attempts,
+        KS_STANDBY="0",
+        **env,
+    )
     return subprocess.run(["bash", str(SCRIPT)], cwd=REPO, env=full, capture_output=True, text=True, timeout=600)
 
 
@@ -39,7 +49,9 @@ def test_a_session_runs_its_tries_and_goes_on_in_the_next_call(tmp_path):
     _patch(tmp_path / "patches", "note", "a first line", "limit-floor")
     first = _run(tmp_path, "call1", "best note")
     assert first.returncode == 0, first.stderr
-    attempts = [json.loads((tmp_path / "call1" / f"try-{i}-{n}.json").read_text()) for i, n in ((1, "best"), (2, "note"))]
+    attempts = [
+        json.loads((tmp_path / "call1" / f"try-{i}-{n}.json").read_text()) for i, n in ((1, "best"), (2, "note"))
+    ]
     assert all(a["result"]["status"] == "correct" for a in attempts), attempts
     log = (tmp_path / "call1" / "log.txt").read_text()
     assert "note: a first line [q:limit-floor]" in log
@@ -55,9 +67,11 @@ def test_a_session_runs_its_tries_and_goes_on_in_the_next_call(tmp_path):
     numbers = [int(m.group(1)) for m in re.finditer(r"^\*?\s+(\d+)\s+[0-9a-f]{8}\s", log, re.M)]
     assert numbers == [1, 2, 3], log
 
+
 def test_a_patch_that_does_not_apply_stops_the_call_before_any_try(tmp_path):
     (tmp_path / "patches").mkdir()
-    (tmp_path / "patches" / "bad.patch").write_text("Summary: x\n\n--- a/kernel.cpp\n+++ b/kernel.cpp\n@@ -1,1 +1,1 @@\n-no such line\n+x\n")
+    bad = "Summary: x\n\n--- a/kernel.cpp\n+++ b/kernel.cpp\n@@ -1,1 +1,1 @@\n-no such line\n+x\n"
+    (tmp_path / "patches" / "bad.patch").write_text(bad)
     out = _run(tmp_path, "call", "best bad")
     assert out.returncode == 2
     assert "bad.patch does not apply" in out.stderr
