@@ -25,7 +25,8 @@ Usage (repo root):
         where it is large the line does not fit (long launches: a key block costs less the longer the launch,
         which the intercept then absorbs).
 
-A file that cannot be read, or holds no scenarios, gives one line and exit code 2.
+A file may be a result JSON or a `ks try --json` document (the attempt and its result). A file that cannot be read,
+or holds no scenarios, gives one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def load(path: str) -> dict[str, dict]:
         raise InputError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as ex:
         raise InputError(f"{path}: not a result JSON ({ex})") from None
+    if isinstance(data, dict) and isinstance(data.get("result"), dict):  # `ks try --json`: the attempt and its result
+        data = data["result"]
     scenarios = data.get("scenarios") if isinstance(data, dict) else None
     if not isinstance(scenarios, list):
         raise InputError(f"{path}: not a result JSON (no scenario list)")

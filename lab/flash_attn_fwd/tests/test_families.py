@@ -166,3 +166,19 @@ def test_rows_splits_the_d96_d128_families_by_tile_height_as_the_dispatch_picks_
             "d96/d128 128r unmasked s_k <= 2048", "d96/d128 192r unmasked s_k <= 2048"} <= names
     plain = run(write(tmp_path, "p.json", runs)).stdout
     assert "128r" not in plain and "d96/d128 causal s_k > 2048" in plain
+
+
+def test_a_ks_try_document_reads_as_its_result(tmp_path):
+    """`ks try --json` writes the attempt beside its result: the table reads the result."""
+    scenarios = [scenario(256, False, 512, 512, 64, 8, 0.2, 1.0), scenario(128, True, 4096, 4096, 8, 16, 1.0, 1.3)]
+    plain = write(tmp_path, "plain.json", scenarios)
+    tried = tmp_path / "try.json"
+    tried.write_text(json.dumps({"attempt": {"number": 2}, "result": json.loads(Path(plain).read_text())}))
+    out = run(plain, str(tried))
+    assert out.returncode == 0, out.stderr
+    both = [line for line in out.stdout.splitlines() if line.startswith("all")]
+    assert len(both) == 1 and both[0].split()[1:5] == ["2", "1.1402", "1.1402", "1.000"], out.stdout  # same times
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"attempt": {}, "result": {"status": "error"}}))
+    out = run(str(bad))
+    assert out.returncode == 2 and "no scenario list" in out.stderr + out.stdout
