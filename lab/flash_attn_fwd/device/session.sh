@@ -15,6 +15,7 @@
 #      KS_CALL_SECONDS  wall budget of the call (default 540); a try starts only while KS_TRY_SECONDS (default 135)
 #                       are left, so the call ends with its export
 #      KS_WORKSPACE     where the workspace lives (default /tmp/ks-ws; removed first)
+#      KS_EDGE_ATTEMPTS names whose kernels then run tests/flash/test_gpu_best_edges.py (beside best), time left
 #      KS_TASK, KS_BASE_KERNEL, KS_PATCH_DIR, KS_TRY_ARGS (e.g. --quick): another task or scope (the lab test
 #                       runs this on the CPU task)
 # $OUT gets: try-N-NAME.json (each try's attempt and result), log.txt, next.txt, clock.txt, session.tgz (`ks session
@@ -112,3 +113,12 @@ $KS lab next -s "$SID" > "$OUT/next.txt" 2>&1
 $KS session export "$SID" "$OUT/session.tgz" || fail "ks session export failed"
 tar czf "$OUT/workspace.tgz" -C "$(dirname "$WS")" "$(basename "$WS")"
 echo "exported: $OUT/session.tgz ($(( $(date +%s) - T0 )) s)"
+
+# ---- the edge shapes the grid never makes, on the kernels named (the pytest wheels carried too) ---------------------
+cd "$REPO" || exit 2
+if [[ -n ${KS_EDGE_ATTEMPTS:-} ]] && (( $(left) > 40 )); then
+  srcs=$(for a in $KS_EDGE_ATTEMPTS; do echo -n "$PLAN/$a/$(basename "$BASE"):"; done)
+  KS_EDGE_SOURCES=${srcs%:} timeout $(left) python3 -m pytest -m gpu -q -rs -p no:cacheprovider -n 0 \
+    tests/flash/test_gpu_best_edges.py > "$OUT/pytest-edges.txt" 2>&1
+  echo "edges ($KS_EDGE_ATTEMPTS): rc $?; $(tail -1 "$OUT/pytest-edges.txt")"
+fi
