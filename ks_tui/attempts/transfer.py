@@ -6,7 +6,8 @@ which a clone of main brings along; a fresh checkout would lose the history. The
   session.json    the session (id, task, branch, base, created)
   session.bundle  a git bundle of base..branch: only the session's own commits, so the importing
                   repository must already have the base (it is a commit of the branch the session
-                  started from)
+                  started from); with `--whole`, of the branch and all its history, so any repository
+                  takes it (a session made in a workspace on a GPU box, brought home)
   results.json    {commit sha: result} for every attempt that has a stored result (the notes)
   remarks.json    {commit sha: remarks note} for every attempt with remarks (`ks remark`)
   trace.jsonl     the session trace (questions, agent events), when there is one
@@ -34,8 +35,10 @@ _MEMBERS = ("session.json", "session.bundle", "results.json", "remarks.json", "t
 _MAX_MEMBER_BYTES = 512 * 1024 * 1024
 
 
-def export_session(store, sid: str, dest: Path) -> tuple[SessionInfo, int]:
-    """Write the session to dest (.tar.gz); returns the session and its number of attempts."""
+def export_session(store, sid: str, dest: Path, whole: bool = False) -> tuple[SessionInfo, int]:
+    """Write the session to dest (.tar.gz); returns the session and its number of attempts.
+
+    whole: the bundle holds the base's history too (the importing repository needs none of it)."""
     info = store.session(sid)
     attempts = store.attempts(info.id)
     if not attempts:
@@ -49,7 +52,8 @@ def export_session(store, sid: str, dest: Path) -> tuple[SessionInfo, int]:
     dest = Path(dest)
     with tempfile.TemporaryDirectory() as tmp:
         bundle = Path(tmp) / "session.bundle"
-        store._run(store.repo, "bundle", "create", "--quiet", str(bundle), f"refs/heads/{info.branch}", f"^{base}",
+        own = [] if whole else [f"^{base}"]
+        store._run(store.repo, "bundle", "create", "--quiet", str(bundle), f"refs/heads/{info.branch}", *own,
                    what=f"bundling session {info.id}")
         trace = store.trace_path(info.id)
         part = dest.with_name(dest.name + ".part")
@@ -92,7 +96,8 @@ def import_session(store, src: Path) -> tuple[SessionInfo, int]:
         except KsError as e:
             raise KsError(f"cannot import session {sid}: {e}",
                           hint=f"the session started from commit {meta['base'][:12]}, which this repository must have "
-                               "(fetch or pull the branch it was made on)") from None
+                               "(fetch or pull the branch it was made on), or export it with `ks session export --whole` "
+                               "where it was made") from None
         store._run(store.repo, "fetch", "--quiet", "--no-tags", str(bundle), f"refs/heads/{branch}:refs/heads/{branch}",
                    what=f"fetching session {sid} from the bundle")
     sdir = store._session_dir(sid)

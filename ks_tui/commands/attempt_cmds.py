@@ -31,6 +31,9 @@ def register(sub) -> None:
                                          "to carry it to another checkout")
     exp.add_argument("session", metavar="ID", help="session id")
     exp.add_argument("file", metavar="FILE", help="the file to write")
+    exp.add_argument("--whole", action="store_true",
+                     help="bundle the history the session started from too, so a repository without it (another "
+                          "machine's workspace) can import it")
     exp.set_defaults(func=cmd_session_export)
     imp = ssub.add_parser("import", help="recreate a session from `ks session export`'s file (branch, worktree, "
                                          "results, trace)")
@@ -156,7 +159,7 @@ def cmd_session_export(args) -> int:
     from ks_tui.attempts.transfer import export_session
 
     store = _store(args)
-    info, n = export_session(store, args.session, Path(args.file))
+    info, n = export_session(store, args.session, Path(args.file), whole=args.whole)
     print(f"session {info.id}: {n} attempts written to {args.file}")
     with contextlib.suppress(KsError):  # no worktree here: nothing unrecorded to warn about
         if store.unchanged_since(info.id) is None:

@@ -389,8 +389,17 @@ def test_a_session_exported_from_one_checkout_is_imported_into_a_fresh_clone(toy
     (other / "kernels" / "f").write_text("x")
     git(other, "add", "kernels/f")
     git(other, "commit", "--quiet", "-m", "unrelated")
-    bad_input(ks("session", "import", str(tmp_path / "s.tgz"), cwd=other), "must have")
+    refused = ks("session", "import", str(tmp_path / "s.tgz"), cwd=other)
+    bad_input(refused, "must have")
+    assert "--whole" in refused.stderr
     assert not (other / "sessions" / sid).exists()
+    # Exported whole (the history it started from too), the same session goes into that unrelated workspace.
+    out = ks("session", "export", "--whole", sid, str(tmp_path / "w.tgz"), cwd=ws)
+    assert out.returncode == 0, out.stderr
+    out = ks("session", "import", str(tmp_path / "w.tgz"), cwd=other)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(ks("log", "-s", sid, "--json", cwd=other).stdout)["attempts"] == before
+    assert git(other, "log", "-1", "--format=%s").strip() == "unrelated"  # its own branch is left as it was
 
 
 @pytest.mark.slow
