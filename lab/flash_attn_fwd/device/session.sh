@@ -110,7 +110,7 @@ $KS standby stop > /dev/null 2>&1
 # ---- what the session says now, and the session itself -----------------------------------------------------------
 $KS log -s "$SID" | tee "$OUT/log.txt"
 $KS lab next -s "$SID" > "$OUT/next.txt" 2>&1
-$KS session export "$SID" "$OUT/session.tgz" || fail "ks session export failed"
+$KS session export --whole "$SID" "$OUT/session.tgz" || fail "ks session export failed"
 tar czf "$OUT/workspace.tgz" -C "$(dirname "$WS")" "$(basename "$WS")"
 echo "exported: $OUT/session.tgz ($(( $(date +%s) - T0 )) s)"
 
