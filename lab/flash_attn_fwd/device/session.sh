@@ -19,7 +19,8 @@
 #      KS_TASK, KS_BASE_KERNEL, KS_PATCH_DIR, KS_TRY_ARGS (e.g. --quick): another task or scope (the lab test
 #                       runs this on the CPU task)
 # $OUT gets: try-N-NAME.json (each try's attempt and result), log.txt, next.txt, clock.txt, session.tgz (`ks session
-# export`'s file: the attempts, results and trace) and workspace.tgz (for the next call).
+# export --whole`'s file: the attempts, results and trace, which `ks session import` takes into any repository) and
+# workspace.tgz (for the next call).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/ks-out}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
