@@ -7,7 +7,7 @@
 # that fire (`ks lab next`) and `ks session export` into $OUT, for the next call or for the lab's results.
 # Run from the repository root on the GPU machine, the wheels carried in .whl/ (carry: [".whl"]: fa3-fwd for the
 # anchor, gitpython + gitdb + smmap for the session's git, nvidia-ml-py for the clock record):
-#   KS_ATTEMPTS="best asc192" bash lab/flash_attn_fwd/device/session.sh
+#   KS_ATTEMPTS="best narrow2" bash lab/flash_attn_fwd/device/session.sh
 # env: KS_ATTEMPTS      names, in order: `best` is KS_BASE_KERNEL as it is; any other NAME is
 #                       KS_PATCH_DIR/NAME.patch applied to it (`git apply`); the patch's own lines before the diff
 #                       give the try's summary ("Summary: ...") and the bank question it answers ("Question: QID")
