@@ -14,6 +14,11 @@ Usage (repo root):
         the d96/d128 families split by tile height (128 or 192 rows, best/kernel.cu's dispatch, `rows_of`):
         the functions a change to the 128-row or the 192-row code touches, so one full-grid A/B of a file that
         changes disjoint functions reads each change on its own rows.
+    python3 -m lab.flash_attn_fwd.scripts.families --against fa3 A.json
+        per task family (head configuration and mask, the grid's own names): the geomean of the paired ratio
+        against that library, the kernel's and the library's fraction of the speed of light (the harness's
+        roofline time over the measured time) and the ceiling (the library's time over the roofline time: the
+        speedup a kernel at the speed of light would have), with the family's lowest scenario.
     python3 -m lab.flash_attn_fwd.scripts.families --fit A.json [B.json ...]
         per tile kind of the unmasked launches, a least-squares fit of the time a tile takes per wave,
         t = a + b x key blocks: b is a key block's cost, a what a tile costs besides its blocks (start,
@@ -139,6 +144,41 @@ def family_rows(runs: list[tuple[str, dict[str, dict]]], goal: float | None = No
     return lines
 
 
+def against_rows(run: dict[str, dict], lib: str) -> list[str]:
+    """Per task family (the grid's own `family` names: head configuration and mask): the geomean of the paired ratio
+    against library `lib` (its call over the kernel's of the same turn; the medians' ratio where a run has no pairs),
+    the kernel's and the library's fraction of the scenario's speed of light (the harness's roofline time over the
+    measured time), and the ceiling: the speedup over `lib` of a kernel at the speed of light."""
+    groups: dict[str, list[dict]] = {}
+    for s in run.values():
+        lib_ms = (s.get("baselines") or {}).get(lib)
+        limit = (s.get("speed_of_light") or {}).get("limit_ms")
+        if lib_ms and limit:
+            groups.setdefault(s.get("family") or family(s["shape"]), []).append(s)
+    if not groups:
+        raise InputError(f"no scenario has a {lib} time and a speed-of-light limit")
+
+    def ratio(s: dict) -> float:
+        paired = (s.get("timing") or {}).get("paired") or {}
+        return paired.get(lib) or s["baselines"][lib] / s["time_ms"]
+
+    head = f"{'family':28s}{'n':>4s}{'vs ' + lib:>10s}{'ours/SoL':>10s}{lib + '/SoL':>10s}{'ceiling':>9s}   lowest vs {lib}"
+    lines = [head]
+
+    def row(name: str, ss: list[dict]) -> str:
+        low = min(ss, key=ratio)
+        return (f"{name:28s}{len(ss):4d}{geomean([ratio(s) for s in ss]):10.4f}"
+                f"{geomean([s['speed_of_light']['limit_ms'] / s['time_ms'] for s in ss]):10.3f}"
+                f"{geomean([s['speed_of_light']['limit_ms'] / s['baselines'][lib] for s in ss]):10.3f}"
+                f"{geomean([s['baselines'][lib] / s['speed_of_light']['limit_ms'] for s in ss]):9.3f}"
+                f"   {low['id']} {ratio(low):.3f}")
+
+    for name in sorted(groups, key=lambda n: (int(n.split("-")[0][1:]), n)):
+        lines.append(row(name, groups[name]))
+    lines.append(row("all", [s for ss in groups.values() for s in ss]))
+    return lines
+
+
 def tile_kind(shape: dict) -> tuple[int, int]:
     """(rows a tile, keys a block) of best/kernel.cu's dispatch (v36: 128-key blocks everywhere; v15-v35 ran 160 on
     d96/d128's long 128-row tiles) for an unmasked launch."""
@@ -217,6 +257,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("files", nargs="+", metavar="RESULT.json")
     parser.add_argument("--fit", action="store_true", help="per-tile cost fit of the unmasked launches")
     parser.add_argument("--rows", action="store_true", help="split the d96/d128 families by tile height (128 / 192)")
+    parser.add_argument("--against", metavar="LIB",
+                        help="per task family of the last file: the paired ratio against library LIB (e.g. fa3) and "
+                             "each side's fraction of the speed of light")
     parser.add_argument("--goal", type=float, metavar="G",
                         help="add what the grid gains if a family alone reached speedup G (the last file's)")
     args = parser.parse_args(argv)
@@ -228,7 +271,15 @@ def main(argv: list[str]) -> int:
     except InputError as ex:
         print(f"families.py: {ex}", file=sys.stderr)
         return 2
-    print("\n".join(fit_rows(runs) if args.fit else family_rows(runs, args.goal, args.rows)))
+    try:
+        if args.against:
+            lines = against_rows(runs[-1][1], args.against)
+        else:
+            lines = fit_rows(runs) if args.fit else family_rows(runs, args.goal, args.rows)
+    except InputError as ex:
+        print(f"families.py: {ex}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
     return 0
 
 

@@ -182,3 +182,30 @@ def test_a_ks_try_document_reads_as_its_result(tmp_path):
     bad.write_text(json.dumps({"attempt": {}, "result": {"status": "error"}}))
     out = run(str(bad))
     assert out.returncode == 2 and "no scenario list" in out.stderr + out.stdout
+
+
+def test_against_a_library_per_task_family_with_the_speed_of_light(tmp_path):
+    """--against fa3: the paired ratio per task family, each side's fraction of the speed of light, the ceiling."""
+
+    def with_fa3(s, fa3_ms, paired, limit_ms, fam):
+        timing = {"paired": {"fa3": paired}} if paired else {}
+        return dict(s, family=fam, baselines={"fa3": fa3_ms, "sdpa_cudnn": 9.0}, timing=timing,
+                    speed_of_light={"limit_ms": limit_ms})
+
+    scenarios = [
+        with_fa3(scenario(128, True, 4096, 4096, 8, 16, 1.0, 1.0), 0.9, 0.88, 0.8, "d128-h16-16-causal"),
+        with_fa3(scenario(128, True, 8192, 8192, 4, 16, 2.0, 1.0), 2.2, None, 1.6, "d128-h16-16-causal"),  # no pairs
+        with_fa3(scenario(256, False, 512, 512, 64, 8, 0.5, 1.0), 0.6, 1.25, 0.4, "d256-h8-8"),
+        scenario(64, False, 512, 512, 64, 8, 0.5, 1.0),  # no FA3 time (fp16): left out
+    ]
+    out = run("--against", "fa3", write(tmp_path, "r.json", scenarios))
+    assert out.returncode == 0, out.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[1:]}
+    n, vs, ours, lib, ceiling, low, low_vs = rows["d128-h16-16-causal"]
+    assert n == "2" and float(vs) == pytest.approx((0.88 * 1.1) ** 0.5, abs=1e-4)  # the medians' ratio where unpaired
+    assert float(ours) == pytest.approx(0.8, abs=1e-3) and float(lib) == pytest.approx((0.8 / 0.9 * 1.6 / 2.2) ** 0.5, abs=1e-3)
+    assert float(ceiling) == pytest.approx((0.9 / 0.8 * 2.2 / 1.6) ** 0.5, abs=1e-3)
+    assert low == "d128-h16-16-q4096-k4096-causal" and float(low_vs) == pytest.approx(0.88)
+    assert list(rows) == ["d128-h16-16-causal", "d256-h8-8", "all"] and rows["all"][0] == "3"
+    none = run("--against", "fa4", write(tmp_path, "r2.json", scenarios))
+    assert none.returncode == 2 and "no scenario has a fa4 time" in none.stderr
