@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # One device call of a KernelSeek session, run the way a user runs one on a GPU box (issue 60): a workspace made
-# here (`ks init`, `ks session new`), or the workspace an earlier call left (KS_WORKSPACE_FILE, restored to the same
-# path, since a session's worktree is registered there: `ks session import` needs the workspace's base commit, which a
-# fresh `ks init` does not have); then each kernel of KS_ATTEMPTS written into the session's worktree and tried with `ks try` (the whole grid: every
+# here (`ks init`) and a new session (`ks session new`), or the session an earlier call exported (KS_SESSION_FILE,
+# `ks session import`: the export is whole, so it carries the history a fresh workspace lacks); then each kernel of KS_ATTEMPTS written into the session's worktree and tried with `ks try` (the whole grid: every
 # scenario checked and timed, FA3 beside cuDNN), each try a commit of the session; then `ks log`, the decision points
 # that fire (`ks lab next`) and `ks session export` into $OUT, for the next call or for the lab's results.
 # Run from the repository root on the GPU machine, the wheels carried in .whl/ (carry: [".whl"]: fa3-fwd for the
@@ -11,23 +10,24 @@
 # env: KS_ATTEMPTS      names, in order: `best` is KS_BASE_KERNEL as it is; any other NAME is
 #                       KS_PATCH_DIR/NAME.patch applied to it (`git apply`); the patch's own lines before the diff
 #                       give the try's summary ("Summary: ...") and the bank question it answers ("Question: QID")
-#      KS_WORKSPACE_FILE  workspace.tgz of an earlier call, to go on with its session (default: a new session)
+#      KS_SESSION_FILE  session.tgz of an earlier call, to go on with that session (default: a new session)
 #      KS_CALL_SECONDS  wall budget of the call (default 540); a try starts only while KS_TRY_SECONDS (default 135)
 #                       are left, so the call ends with its export
-#      KS_WORKSPACE     where the workspace lives (default /tmp/ks-ws; removed first)
+#      KS_WORKSPACE     where the workspace is made (default /tmp/ks-ws; removed first)
 #      KS_EDGE_ATTEMPTS names whose kernels then run tests/flash/test_gpu_best_edges.py (beside best), time left
 #      KS_TASK, KS_BASE_KERNEL, KS_PATCH_DIR, KS_TRY_ARGS (e.g. --quick): another task or scope (the lab test
 #                       runs this on the CPU task)
-# $OUT gets: try-N-NAME.json (each try's attempt and result), log.txt, next.txt, clock.txt, session.tgz (`ks session
-# export --whole`'s file: the attempts, results and trace, which `ks session import` takes into any repository) and
-# workspace.tgz (for the next call).
+# $OUT gets: log.txt (`ks log`), session.tgz (`ks session export --whole`'s file: the attempts, results and trace,
+# which `ks session import` takes into any repository, the next call's included) and run.tgz (run/: try-N-NAME.json,
+# each try's attempt and result, and its stderr; clock.txt, prebuild.txt, next.txt, pytest-edges.txt).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/ks-out}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 # a bare machine has no git identity; the session's commits need one
 export GIT_AUTHOR_NAME=${GIT_AUTHOR_NAME:-kernelseek} GIT_AUTHOR_EMAIL=${GIT_AUTHOR_EMAIL:-kernelseek@localhost}
 export GIT_COMMITTER_NAME=${GIT_COMMITTER_NAME:-kernelseek} GIT_COMMITTER_EMAIL=${GIT_COMMITTER_EMAIL:-kernelseek@localhost}
-mkdir -p "$OUT"
+RUN=$OUT/run  # everything but the session and the log, tarred at the end: a call returns only a few files
+mkdir -p "$RUN"
 REPO=$PWD
 T0=$(date +%s)
 END=$(( T0 + ${KS_CALL_SECONDS:-540} ))
@@ -41,7 +41,7 @@ KS="python3 -m ks_tui"
 fail() { echo "session.sh: $*" >&2; exit 2; }
 
 # ---- the plan, checked before anything runs: every patch exists and applies ---------------------------------------
-PLAN=$OUT/plan
+PLAN=$RUN/plan
 mkdir -p "$PLAN"
 for a in $ATTEMPTS; do
   mkdir -p "$PLAN/$a"
@@ -55,7 +55,7 @@ done
 clock() {  # clock LABEL: the SM clock, power and temperature, to clock.txt
   local line
   line=$(nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader 2>/dev/null | head -1)
-  printf '%-24s +%4ds  %s\n' "$1" $(( $(date +%s) - T0 )) "${line:-no nvidia-smi}" >> "$OUT/clock.txt"
+  printf '%-24s +%4ds  %s\n' "$1" $(( $(date +%s) - T0 )) "${line:-no nvidia-smi}" >> "$RUN/clock.txt"
 }
 clock start
 [[ -f lab/flash_attn_fwd/device/with_fa3.sh ]] && source lab/flash_attn_fwd/device/with_fa3.sh
@@ -63,21 +63,20 @@ clock start
 # every kernel built at once into the harness's build cache, where each try then finds it (flash_attn_fwd's builds take
 # ~11 s apiece, one core each)
 if [[ $TASK == flash_attn_fwd ]]; then
-  python3 -m lab.flash_attn_fwd.scripts.prebuild "$PLAN"/*/kernel.cu 2>&1 | tee "$OUT/prebuild.txt"
+  python3 -m lab.flash_attn_fwd.scripts.prebuild "$PLAN"/*/kernel.cu 2>&1 | tee "$RUN/prebuild.txt"
   clock built
 fi
 
 # ---- the workspace and the session ------------------------------------------------------------------------------
-WS=${KS_WORKSPACE:-/tmp/ks-ws}  # the same path in every call: worktrees are registered by absolute path
+WS=${KS_WORKSPACE:-/tmp/ks-ws}
 rm -rf "$WS"
-if [[ -n ${KS_WORKSPACE_FILE:-} ]]; then
-  tar xzf "$(abs "$KS_WORKSPACE_FILE")" -C "$(dirname "$WS")" || fail "cannot restore $KS_WORKSPACE_FILE"
-  cd "$WS" || exit 2
-  SID=$($KS sessions --json | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d.get("sessions", d) if isinstance(d, dict) else d; print(d[0]["id"])') \
-    || fail "no session in $KS_WORKSPACE_FILE"
+$KS init "$WS" > /dev/null || fail "ks init failed"
+cd "$WS" || exit 2
+if [[ -n ${KS_SESSION_FILE:-} ]]; then  # an earlier call's session, exported whole: it imports into this workspace
+  $KS session import "$(abs "$KS_SESSION_FILE")" > "$RUN/import.txt" || fail "ks session import $KS_SESSION_FILE failed"
+  SID=$(sed -n 's/^session \([^ ]*\) .*/\1/p' "$RUN/import.txt" | head -1)
+  [[ -n $SID ]] || fail "no session in $KS_SESSION_FILE"
 else
-  $KS init "$WS" > /dev/null || fail "ks init failed"
-  cd "$WS" || exit 2
   SID=$($KS session new "$TASK") || fail "ks session new $TASK failed"
 fi
 WT=$WS/sessions/$SID/worktree
@@ -87,7 +86,7 @@ echo "session $SID ($TASK), worktree $WT"
 n=0
 for a in $ATTEMPTS; do
   if (( $(left) < ${KS_TRY_SECONDS:-135} )); then
-    echo "session.sh: $(left) s left: $a and the rest not tried" | tee -a "$OUT/skipped.txt"
+    echo "session.sh: $(left) s left: $a and the rest not tried" | tee -a "$RUN/skipped.txt"
     continue
   fi
   n=$((n + 1))
@@ -102,7 +101,7 @@ for a in $ATTEMPTS; do
   clock "try $n $a"
   t=$(date +%s)
   $KS try -s "$SID" --summary "$summary" "${question[@]}" ${KS_TRY_ARGS:-} --timeout $(( $(left) - 15 )) --json \
-    > "$OUT/try-$n-$a.json" 2> "$OUT/try-$n-$a.err"
+    > "$RUN/try-$n-$a.json" 2> "$RUN/try-$n-$a.err"
   echo "try $n $a: rc $? in $(( $(date +%s) - t )) s"
   clock "done $n $a"
 done
@@ -110,9 +109,8 @@ $KS standby stop > /dev/null 2>&1
 
 # ---- what the session says now, and the session itself -----------------------------------------------------------
 $KS log -s "$SID" | tee "$OUT/log.txt"
-$KS lab next -s "$SID" > "$OUT/next.txt" 2>&1
+$KS lab next -s "$SID" > "$RUN/next.txt" 2>&1
 $KS session export --whole "$SID" "$OUT/session.tgz" || fail "ks session export failed"
-tar czf "$OUT/workspace.tgz" -C "$(dirname "$WS")" "$(basename "$WS")"
 echo "exported: $OUT/session.tgz ($(( $(date +%s) - T0 )) s)"
 
 # ---- the edge shapes the grid never makes, on the kernels named (the pytest wheels carried too) ---------------------
@@ -120,6 +118,8 @@ cd "$REPO" || exit 2
 if [[ -n ${KS_EDGE_ATTEMPTS:-} ]] && (( $(left) > 40 )); then
   srcs=$(for a in $KS_EDGE_ATTEMPTS; do echo -n "$PLAN/$a/$(basename "$BASE"):"; done)
   KS_EDGE_SOURCES=${srcs%:} timeout $(left) python3 -m pytest -m gpu -q -rs -p no:cacheprovider -n 0 \
-    tests/flash/test_gpu_best_edges.py > "$OUT/pytest-edges.txt" 2>&1
-  echo "edges ($KS_EDGE_ATTEMPTS): rc $?; $(tail -1 "$OUT/pytest-edges.txt")"
+    tests/flash/test_gpu_best_edges.py > "$RUN/pytest-edges.txt" 2>&1
+  echo "edges ($KS_EDGE_ATTEMPTS): rc $?; $(tail -1 "$RUN/pytest-edges.txt")"
 fi
+rm -rf "$PLAN"
+tar czf "$OUT/run.tgz" -C "$OUT" run && rm -rf "$RUN"

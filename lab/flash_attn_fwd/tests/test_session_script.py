@@ -49,19 +49,20 @@ def test_a_session_runs_its_tries_and_goes_on_in_the_next_call(tmp_path):
     _patch(tmp_path / "patches", "note", "a first line", "limit-floor")
     first = _run(tmp_path, "call1", "best note")
     assert first.returncode == 0, first.stderr
-    attempts = [
-        json.loads((tmp_path / "call1" / f"try-{i}-{n}.json").read_text()) for i, n in ((1, "best"), (2, "note"))
-    ]
+    # What a call returns: the log, the session, and one archive of the rest
+    assert sorted(p.name for p in (tmp_path / "call1").iterdir()) == ["log.txt", "run.tgz", "session.tgz"]
+    with tarfile.open(tmp_path / "call1" / "run.tgz") as tar:
+        tar.extractall(tmp_path / "call1", filter="data")
+    run = tmp_path / "call1" / "run"
+    attempts = [json.loads((run / f"try-{i}-{n}.json").read_text()) for i, n in ((1, "best"), (2, "note"))]
     assert all(a["result"]["status"] == "correct" for a in attempts), attempts
+    assert "no decision point fires" in (run / "next.txt").read_text()
     log = (tmp_path / "call1" / "log.txt").read_text()
     assert "note: a first line [q:limit-floor]" in log
     assert f"{KERNEL} as it is" in log
-    with tarfile.open(tmp_path / "call1" / "session.tgz") as tar:
-        assert tar.getnames()  # `ks session export`'s file
 
-    # The next call restores the workspace and goes on with the same session: attempt 3
-    (tmp_path / "ws").rename(tmp_path / "gone")  # a fresh machine has no workspace
-    second = _run(tmp_path, "call2", "best", KS_WORKSPACE_FILE=str(tmp_path / "call1" / "workspace.tgz"))
+    # The next call starts from a fresh workspace and imports the session the first exported (whole): attempt 3
+    second = _run(tmp_path, "call2", "best", KS_SESSION_FILE=str(tmp_path / "call1" / "session.tgz"))
     assert second.returncode == 0, second.stderr
     log = (tmp_path / "call2" / "log.txt").read_text()
     numbers = [int(m.group(1)) for m in re.finditer(r"^\*?\s+(\d+)\s+[0-9a-f]{8}\s", log, re.M)]
