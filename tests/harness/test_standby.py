@@ -23,8 +23,11 @@ ONE = "d24-h2-1-q31-k45-b4"
 @pytest.fixture
 def standby_env(monkeypatch):
     """Standby on (the suite turns it off), its sockets in a private folder of this test (short: a socket's path
-    has 107 bytes at most), no sandbox."""
+    has 107 bytes at most), no sandbox. The runs' scratch folders go to a private TMPDIR too, so a test can see that
+    its own runs left none (another process's leftovers in /tmp are not this test's)."""
     folder = Path(tempfile.mkdtemp(prefix="ks-sb-"))
+    scratch = Path(tempfile.mkdtemp(prefix="ks-sbt-"))
+    monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setenv("KS_STANDBY", "1")
     monkeypatch.setenv("KS_STANDBY_DIR", str(folder))
     monkeypatch.setenv("KS_STANDBY_IDLE_S", "120")
@@ -37,6 +40,12 @@ def standby_env(monkeypatch):
         if not wait_gone(pid, 20):
             os.kill(pid, signal.SIGKILL)
     shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch_results() -> list[Path]:
+    """result.json files left in the runs' scratch folders (standby_env's private TMPDIR)."""
+    return list(Path(os.environ["TMPDIR"]).glob("ks-harness-*/result.json"))
 
 
 def _servers() -> list[dict]:
@@ -77,7 +86,7 @@ def test_the_next_command_is_served_by_the_child_the_last_one_left_waiting(stand
     assert third["timings"]["warm_start"] is True and third["timings"]["warm_pid"] != second["timings"]["warm_pid"]
     live = _servers()
     assert live[0]["runs"] == 2 and live[0]["busy"] is False
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("ks-harness-*/result.json"))
+    assert not _scratch_results()
 
     stopped = run_ks("standby", "stop")
     assert stopped.returncode == 0 and "asked 1" in stopped.stdout
@@ -226,7 +235,7 @@ def test_under_a_sandbox_the_standby_child_runs_inside_it(standby_env, monkeypat
     second, _ = _bench()
     assert first["status"] == second["status"] == "correct", second["message"]
     assert second["sandbox"] == box.mode and second["timings"]["warm_start"] is True
-    assert not list(Path(tempfile.gettempdir()).glob("ks-harness-*/result.json"))  # its scratch went with the run
+    assert not _scratch_results()  # its scratch went with the run
     if box.mode == "bwrap":
         # A source outside the task's workspace is not visible to the waiting child: that run starts cold.
         cold, _ = _bench("--source", str(planted_dir / "naive.cpp"))
