@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One device call of a KernelSeek session, run the way a user runs one on a GPU box (issue 60): a workspace made
 # here (`ks init`) and a new session (`ks session new`), or the session an earlier call exported (KS_SESSION_FILE,
-# `ks session import`: the export is whole, so it carries the history a fresh workspace lacks); then each kernel of KS_ATTEMPTS written into the session's worktree and tried with `ks try` (the whole grid: every
-# scenario checked and timed, FA3 beside cuDNN), each try a commit of the session; then `ks log`, the decision points
-# that fire (`ks lab next`) and `ks session export` into $OUT, for the next call or for the lab's results.
+# `ks session import`: the export is whole, so it carries the history a fresh workspace lacks); then each kernel of
+# KS_ATTEMPTS written into the session's worktree and tried with `ks try` (the whole grid: every scenario checked and
+# timed, FA3 beside cuDNN), each try a commit of the session; then `ks log`, the decision points that fire
+# (`ks lab next`) and `ks session export --whole` into $OUT, for the next call or for the lab's results.
 # Run from the repository root on the GPU machine, the wheels carried in .whl/ (carry: [".whl"]: fa3-fwd for the
 # anchor, gitpython + gitdb + smmap for the session's git, nvidia-ml-py for the clock record):
 #   KS_ATTEMPTS="best narrow2" bash lab/flash_attn_fwd/device/session.sh
