@@ -22,6 +22,7 @@ from typing import Callable
 
 from ks_tui.errors import KsError
 from ks_tui.harness import sandbox, taskguard
+from ks_tui.harness import scratch as scratch_folders
 from ks_tui.harness.build import cache_root
 from ks_tui.harness.leftovers import end_leftovers, marked_environ, new_mark
 from ks_tui.harness.result import skeleton, summarize, where_text
@@ -145,6 +146,7 @@ def run_harness(task, source: Path | None = None, *, mode: str = "check", quick:
 
     box = sandbox.current()  # KsError when KS_SANDBOX asks for a mode this machine lacks
     guard = taskguard.TaskGuard(taskguard.protected_files(task, source))
+    scratch_folders.sweep_once()  # what killed runs left in the temporary folder (a day old)
     with tempfile.TemporaryDirectory(prefix="ks-harness-") as tmp:
         # A profiler or sanitizer run (wrapper) is a person's explicit request and needs the GPU's counters
         # and its own report files: it runs unboxed, with the scrubbed environment all the same.
