@@ -19,7 +19,7 @@ def register(sub) -> None:
     p.add_argument("target", metavar="TASK|ATTEMPT",
                    help="a task (its kernel, or --source) or an attempt of a session (number, hash, best, latest)")
     p.add_argument("--scenario", required=True, metavar="ID", help="the scenario whose launch is profiled")
-    p.add_argument("--session", metavar="ID", help="the attempt's session (default: the latest)")
+    p.add_argument("--session", "-s", metavar="ID", help="the attempt's session (default: the latest)")
     p.add_argument("--source", metavar="FILE", help="with a TASK: profile this kernel file instead of the task's")
     p.add_argument("--timeout", type=float, metavar="S", help="kill the run after S seconds")
     p.add_argument("--json", action="store_true", help="print only the result JSON on stdout")

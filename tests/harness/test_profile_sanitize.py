@@ -144,6 +144,8 @@ def test_missing_tools_and_cpu_tasks_get_one_line_and_exit_2():
         (("profile", "flash_attn_fwd", "--scenario", "d64-h32-32-s512"), "Nsight Compute (ncu) not found"),
         (("check", "flash_attn_fwd", "--sanitize"), "compute-sanitizer not found"),
         (("profile", "attention_cpu", "--scenario", "d24-h2-1-q31-k45-b4"), "attention_cpu is a CPU task"),
+        # -s names the session as in every other attempt command (it was refused: "unrecognized arguments")
+        (("profile", "attention_cpu", "-s", "any", "--scenario", "d24-h2-1-q31-k45-b4"), "goes with an ATTEMPT"),
         (("check", "attention_cpu", "--sanitize"), "attention_cpu is a CPU task"),
         (("profile", "flash_attn_fwd", "--scenario", "nope"), "has no scenario 'nope'"),
     ]
