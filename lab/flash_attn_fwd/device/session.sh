@@ -16,11 +16,13 @@
 #                       are left, so the call ends with its export
 #      KS_WORKSPACE     where the workspace is made (default /tmp/ks-ws; removed first)
 #      KS_EDGE_ATTEMPTS names whose kernels then run tests/flash/test_gpu_best_edges.py (beside best), time left
+#      KS_PROFILE       scenario ids: `ks profile` of the first try's attempt on each (Nsight Compute), time left
 #      KS_TASK, KS_BASE_KERNEL, KS_PATCH_DIR, KS_TRY_ARGS (e.g. --quick): another task or scope (the lab test
 #                       runs this on the CPU task)
 # $OUT gets: log.txt (`ks log`), session.tgz (`ks session export --whole`'s file: the attempts, results and trace,
 # which `ks session import` takes into any repository, the next call's included) and run.tgz (run/: try-N-NAME.json,
-# each try's attempt and result, and its stderr; clock.txt, prebuild.txt, next.txt, pytest-edges.txt).
+# each try's attempt and result, and its stderr; profile-N-ID.json; clock.txt, prebuild.txt, next.txt,
+# pytest-edges.txt).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/ks-out}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
@@ -107,6 +109,16 @@ for a in $ATTEMPTS; do
   clock "done $n $a"
 done
 $KS standby stop > /dev/null 2>&1
+
+# ---- Nsight Compute on the first try's attempt, one scenario of KS_PROFILE at a time (`ks profile N`) -------------
+first=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["attempt"]["number"])' "$RUN"/try-1-*.json \
+  2> /dev/null)
+for id in ${KS_PROFILE:-}; do
+  [[ -n $first ]] && (( $(left) > 60 )) || { echo "session.sh: no profile of $id (no first attempt, or no time)"; continue; }
+  timeout $(( $(left) - 40 )) $KS profile "$first" -s "$SID" --scenario "$id" --json > "$RUN/profile-$first-$id.json" \
+    2> "$RUN/profile-$first-$id.err"
+  echo "profile of attempt $first on $id: rc $?"
+done
 
 # ---- what the session says now, and the session itself -----------------------------------------------------------
 $KS log -s "$SID" | tee "$OUT/log.txt"

@@ -47,8 +47,10 @@ def _run(tmp_path: Path, out: str, attempts: str, **env: str) -> subprocess.Comp
 def test_a_session_runs_its_tries_and_goes_on_in_the_next_call(tmp_path):
     (tmp_path / "patches").mkdir()
     _patch(tmp_path / "patches", "note", "a first line", "limit-floor")
-    first = _run(tmp_path, "call1", "best note")
+    # KS_PROFILE on the CPU task: `ks profile` refuses (no CUDA kernel), which the call records and goes past
+    first = _run(tmp_path, "call1", "best note", KS_PROFILE="d64-h4-4-q128-k128-b2")
     assert first.returncode == 0, first.stderr
+    assert "profile of attempt 1 on d64-h4-4-q128-k128-b2: rc 2" in first.stdout
     # What a call returns: the log, the session, and one archive of the rest
     assert sorted(p.name for p in (tmp_path / "call1").iterdir()) == ["log.txt", "run.tgz", "session.tgz"]
     with tarfile.open(tmp_path / "call1" / "run.tgz") as tar:
@@ -57,6 +59,7 @@ def test_a_session_runs_its_tries_and_goes_on_in_the_next_call(tmp_path):
     attempts = [json.loads((run / f"try-{i}-{n}.json").read_text()) for i, n in ((1, "best"), (2, "note"))]
     assert all(a["result"]["status"] == "correct" for a in attempts), attempts
     assert "no decision point fires" in (run / "next.txt").read_text()
+    assert "attention_cpu is a CPU task" in (run / "profile-1-d64-h4-4-q128-k128-b2.err").read_text()
     log = (tmp_path / "call1" / "log.txt").read_text()
     assert "note: a first line [q:limit-floor]" in log
     assert f"{KERNEL} as it is" in log
