@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -32,12 +33,10 @@ def sweep_stale(root: Path | None = None, older_than_s: float = STALE_AFTER_S, n
             continue
         for folder in folders:
             try:
-                st = folder.lstat()
-                if not folder.is_dir() or folder.is_symlink() or now - st.st_mtime < older_than_s:
-                    continue
-                if st.st_uid != os.getuid():
-                    continue
+                st = folder.lstat()  # a link is not a folder here: never followed
             except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or now - st.st_mtime < older_than_s:
                 continue
             shutil.rmtree(folder, ignore_errors=True)
             if not folder.exists():
