@@ -14,6 +14,8 @@
 #      KS_SESSION_FILE  session.tgz of an earlier call, to go on with that session (default: a new session)
 #      KS_CALL_SECONDS  wall budget of the call (default 540); a try starts only while KS_TRY_SECONDS (default 135)
 #                       are left, so the call ends with its export
+#      KS_TRY_TIMEOUT   the most seconds one try may take (default: what the call has left), so a kernel that hangs
+#                       costs one try, not the call
 #      KS_WORKSPACE     where the workspace is made (default /tmp/ks-ws; removed first)
 #      KS_EDGE_ATTEMPTS names whose kernels then run tests/flash/test_gpu_best_edges.py (beside best), time left
 #      KS_PROFILE       scenario ids: `ks profile` of the first try's attempt on each (Nsight Compute), time left
@@ -103,7 +105,8 @@ for a in $ATTEMPTS; do
   fi
   clock "try $n $a"
   t=$(date +%s)
-  $KS try -s "$SID" --summary "$summary" "${question[@]}" ${KS_TRY_ARGS:-} --timeout $(( $(left) - 15 )) --json \
+  limit=$(( $(left) - 15 )); (( ${KS_TRY_TIMEOUT:-0} > 0 && KS_TRY_TIMEOUT < limit )) && limit=$KS_TRY_TIMEOUT
+  $KS try -s "$SID" --summary "$summary" "${question[@]}" ${KS_TRY_ARGS:-} --timeout "$limit" --json \
     > "$RUN/try-$n-$a.json" 2> "$RUN/try-$n-$a.err"
   echo "try $n $a: rc $? in $(( $(date +%s) - t )) s"
   clock "done $n $a"
