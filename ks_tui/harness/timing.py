@@ -186,7 +186,9 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
     see the same clock, temperature and power state (on an H100 a scenario's speedup held 3x steadier so than
     with a block per function, docs/harness.md). Without it the functions take turns block by block. The
     order rotates every round. A block's first call after the device-wide sync runs ~10% slow: taking turns,
-    that is one call of one function per block.
+    that is one call of one function per block. Taking turns, the order inside each turn is chosen so that every
+    function follows every function about as often (`Successions`): under a power cap a call's clock depends on
+    what ran just before it, and a fixed cyclic order would put each function always after the same neighbour.
     The functions in `alone` (the kernel) also get ALONE_BLOCKS short blocks of their own at the end:
     `alone_ms`, the median of their calls but each block's first, for hidden_work_reason's check that work left
     on another stream did not overlap the others' calls; and, taking turns, `paired`: {other function: the
@@ -211,13 +213,14 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
     samples: dict[str, list[float]] = {name: [] for name in plan}
     order = list(plan)
     done = dict.fromkeys(plan, 0)  # each function's calls so far: its input sets rotate on across blocks
+    successions = Successions()
     turns: dict[tuple[int, int], dict[str, float]] = {}  # (round, turn in its block) -> {function: seconds}
     for r in range(rounds):
         shift = r % max(1, len(order))
         turn = [name for name in order[shift:] + order[:shift] if name not in errors]
         counts = {name: plan[name][1] // rounds + (1 if r < plan[name][1] % rounds else 0) for name in turn}
         if getattr(timing, "alternate", False):
-            _alternating_block(plan, turn, counts, done, samples, errors, timed_block, turns, r)
+            _alternating_block(plan, turn, counts, done, samples, errors, timed_block, turns, r, successions)
             continue
         for name in turn:
             call, n = plan[name][0], counts[name]
@@ -258,14 +261,46 @@ def paired_ratios(turns: dict[tuple[int, int], dict[str, float]], mine: str, oth
     return {n: statistics.median(r) for n, r in ratios.items() if r}
 
 
+class Successions:
+    """How often each function's call came right after each function's call (itself included), across the blocks
+    of one scenario, and the order of a turn that evens those counts out.
+
+    Under a power cap the clock a call gets can depend on the power drawn just before it: a 50 ms call after a
+    library that draws less may start at a higher clock than after one that draws more. Rotating one cyclic order
+    round by round would leave each function always after the same neighbour (the kernel always after the last
+    library, the first library always after the kernel), so that neighbour's power would favour or handicap it
+    on every call of the run. Here each call goes, among the functions the turn still needs, to the one that has
+    followed the previous call's function least often (ties: the rotated order), so every function sees about
+    the same mix of predecessors."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}  # (before, after) -> calls
+
+    def order(self, names: list[str], before: str | None) -> list[str]:
+        """One turn: each of `names` once, the first after `before` (None: a block's first turn, in the given
+        order's start, so the block's slow first call still rotates round by round)."""
+        left, out = list(names), []
+        while left:
+            pick = left[0] if before is None else min(left, key=lambda n: self.counts.get((before, n), 0))
+            if before is not None:
+                self.counts[(before, pick)] = self.counts.get((before, pick), 0) + 1
+            left.remove(pick)
+            out.append(pick)
+            before = pick
+        return out
+
+
 def _alternating_block(plan, turn: list[str], counts: dict[str, int], done: dict[str, int],
                        samples: dict[str, list[float]], errors: dict[str, Exception], timed_block,
-                       turns: dict[tuple[int, int], dict[str, float]], r: int) -> None:
+                       turns: dict[tuple[int, int], dict[str, float]], r: int, successions: Successions) -> None:
     """One block in which the functions' calls take turns (one function running out of calls leaves the rest);
-    each call's time also goes to `turns` under (round r, turn j)."""
+    each call's time also goes to `turns` under (round r, turn j); `successions` orders each turn."""
     slots: list[tuple[str, int, int]] = []
+    before: str | None = None
     for j in range(max(counts.values(), default=0)):
-        slots += [(name, done[name] + j, j) for name in turn if j < counts[name]]
+        names = successions.order([name for name in turn if j < counts[name]], before)
+        slots += [(name, done[name] + j, j) for name in names]
+        before = names[-1] if names else before
     if not slots:
         return
     failed: list[str] = []

@@ -96,7 +96,9 @@ def test_taking_turns_call_by_call_rotates_the_order_and_counts_reps():
     timed, errors = interleaved(funcs, timing, 3, _recording_block(blocks), alone=("",))
     assert errors == {} and {k: v["reps"] for k, v in timed.items()} == {"": 6, "a": 6, "b": 6}
     body = trace[3 * 2:]
-    assert body[:18] == ["k", "a", "b"] * 2 + ["a", "b", "k"] * 2 + ["b", "k", "a"] * 2  # one block a round
+    # One block a round, each starting one later in the order (k, a, b); inside a block the second turn's order
+    # goes to the functions that have followed the previous call's least (b -> k, then k -> b: k -> a was taken)
+    assert body[:18] == ["k", "a", "b", "k", "b", "a", "a", "k", "b", "b", "a", "k", "b", "k", "a", "a", "b", "k"]
     assert body[18:] == ["k"] * 4  # then the kernel alone: two blocks of a lead call and one that counts
     assert blocks == [2, 2, 2, 6, 6, 6, 2, 2]
     assert "alone_ms" in timed[""] and "alone_ms" not in timed["a"]
@@ -157,3 +159,48 @@ def test_pairs_only_where_calls_take_turns():
     turns = dataclasses.replace(apart, alternate=True)
     timed, _ = interleaved(funcs, turns, 2, _recording_block([]), alone=("",))
     assert set(timed[""]["paired"]) == {"a"} and "paired" not in timed["a"]
+
+
+def _predecessors(body, names):
+    """name -> {name of the call just before: count}, inside the blocks' call sequence."""
+    out = {n: dict.fromkeys(names, 0) for n in names}
+    for before, after in zip(body, body[1:]):
+        out[after][before] += 1
+    return out
+
+
+@pytest.mark.parametrize("reps", [8, 100])
+def test_taking_turns_every_function_follows_every_other_about_as_often(reps):
+    # A fixed cyclic order (rotated round by round) put the kernel always right after the last library and the
+    # first library always right after the kernel: under a power cap, a neighbour's power draw then favours or
+    # handicaps one function on every call. The grid's longest launches get 8 calls; short ones up to 100.
+    trace, blocks = [], []
+    timing = Timing(warmup=2, min_reps=reps, max_reps=reps, budget_s=1e-9)
+    names = ["k", "cudnn", "flash", "fa3"]
+    funcs = {("" if n == "k" else n): [_counter(trace, n)] for n in names}
+    timed, errors = interleaved(funcs, timing, 4, _recording_block(blocks), alone=("",))
+    assert errors == {} and all(v["reps"] == reps for v in timed.values())
+    body, per_block = trace[4 * 2:4 * 2 + 4 * reps], reps  # the shared blocks, 4 rounds of `reps` calls
+    pred = {n: dict.fromkeys(names, 0) for n in names}
+    for b in range(4):
+        block = body[b * per_block:(b + 1) * per_block]
+        assert block[0] == names[b]  # a block's slow first call still rotates round by round
+        for n, counts in _predecessors(block, names).items():
+            for m, c in counts.items():
+                pred[n][m] += c
+    for n in names:
+        others = [pred[n][m] for m in names if m != n]
+        # 8 calls a function: 7 predecessors a block, 28 calls in all, none of the others more than 3 times
+        assert (min(others) >= 1 and max(others) <= 3) if reps == 8 else max(others) - min(others) <= 3, (n, pred[n])
+    # the old order: the kernel after fa3 on every call but a block's first, fa3 after flash
+    assert pred["k"]["fa3"] < 0.5 * sum(pred["k"].values()) and pred["fa3"]["flash"] < 0.5 * sum(pred["fa3"].values())
+
+
+def test_successions_order_is_a_permutation_that_evens_out_the_counts():
+    from ks_tui.harness.timing import Successions
+
+    s = Successions()
+    assert s.order(["a", "b", "c"], None) == ["a", "b", "c"]  # a block's first turn keeps the given start
+    assert s.order(["a", "b", "c"], "c") == ["a", "c", "b"]  # c -> a (new), a -> b taken, a -> c new
+    assert sorted(s.order(["b", "c"], "b")) == ["b", "c"]  # a function out of calls is left out
+    assert s.order([], "a") == []
