@@ -19,6 +19,13 @@ Usage (repo root):
         against that library, the kernel's and the library's fraction of the speed of light (the harness's
         roofline time over the measured time) and the ceiling (the library's time over the roofline time: the
         speedup a kernel at the speed of light would have), with the family's lowest scenario.
+    python3 -m lab.flash_attn_fwd.scripts.families --by-duration fa3 A.json
+        the scenarios whose kernel call takes at least 5 ms, by that time: the kernel's and the library's median
+        and TFLOP/s, the paired ratio, the kernel's time alone over its median, its clock range; then the paired
+        ratio's geomean per band of call time. Under the power cap a library whose TFLOP/s grows with the call's
+        length while the kernel's does not points at the order of the calls (what ran just before each), not at
+        the code: the harness's order before Successions put the kernel always right after FA3, FA3 right after
+        torch's flash.
     python3 -m lab.flash_attn_fwd.scripts.families --fit A.json [B.json ...]
         per tile kind of the unmasked launches, a least-squares fit of the time a tile takes per wave,
         t = a + b x key blocks: b is a key block's cost, a what a tile costs besides its blocks (start,
@@ -179,6 +186,50 @@ def against_rows(run: dict[str, dict], lib: str) -> list[str]:
     return lines
 
 
+LONG_MS = 5.0  # --by-duration: calls shorter than this see the power cap's clock for a few ms at most
+BANDS_MS = (5.0, 10.0, 20.0, 40.0)
+
+
+def tflops(s: dict, ms: float) -> float:
+    sh = s["shape"]
+    work = 4.0 * sh["b"] * sh["h_q"] * sh["s_q"] * sh["s_k"] * sh["d"]
+    if sh.get("causal"):  # the keys a bottom-right mask leaves: the full square's half where s_q = s_k
+        kept = sum(min(sh["s_k"], max(0, i + 1 + sh["s_k"] - sh["s_q"])) for i in range(sh["s_q"]))
+        work *= kept / (sh["s_q"] * sh["s_k"])
+    return work / ms / 1e9
+
+
+def duration_rows(run: dict[str, dict], lib: str) -> list[str]:
+    """The long calls, by the kernel's median time, against library `lib` (see the module's usage)."""
+    long = sorted((s for s in run.values() if s["time_ms"] >= LONG_MS and (s.get("baselines") or {}).get(lib)),
+                  key=lambda s: s["time_ms"])
+    if not long:
+        raise InputError(f"no scenario of at least {LONG_MS:g} ms has a {lib} time")
+
+    def ratio(s: dict) -> float:
+        paired = (s.get("timing") or {}).get("paired") or {}
+        return paired.get(lib) or s["baselines"][lib] / s["time_ms"]
+
+    lines = [f"{'scenario':32s}{'ours ms':>9s}{'TF':>6s}{lib + ' ms':>9s}{'TF':>6s}{'paired':>8s}"
+             f"{'alone/med':>10s}  clock MHz"]
+    for s in long:
+        lib_ms, timing = s["baselines"][lib], s.get("timing") or {}
+        alone = f"{timing['alone_ms'] / s['time_ms']:.3f}" if timing.get("alone_ms") else "-"
+        clock = "-".join(str(c) for c in s.get("clock_mhz") or []) or "-"
+        lines.append(f"{s['id']:32s}{s['time_ms']:9.3f}{tflops(s, s['time_ms']):6.0f}{lib_ms:9.3f}"
+                     f"{tflops(s, lib_ms):6.0f}{ratio(s):8.3f}{alone:>10s}  {clock}")
+    lines.append("paired ratio by the kernel's call time:")
+    edges = (*BANDS_MS, math.inf)
+    for lo, hi in zip(edges, edges[1:]):
+        band = [s for s in long if lo <= s["time_ms"] < hi]
+        if band:
+            name = f"{lo:g}-{hi:g} ms" if hi != math.inf else f">= {lo:g} ms"
+            lines.append(f"  {name:12s}{len(band):4d} scenarios  {geomean([ratio(s) for s in band]):.4f}"
+                         f"  ours {geomean([tflops(s, s['time_ms']) for s in band]):.0f} TF,"
+                         f" {lib} {geomean([tflops(s, s['baselines'][lib]) for s in band]):.0f} TF")
+    return lines
+
+
 def tile_kind(shape: dict) -> tuple[int, int]:
     """(rows a tile, keys a block) of best/kernel.cu's dispatch (v36: 128-key blocks everywhere; v15-v35 ran 160 on
     d96/d128's long 128-row tiles) for an unmasked launch."""
@@ -260,6 +311,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--against", metavar="LIB",
                         help="per task family of the last file: the paired ratio against library LIB (e.g. fa3) and "
                              "each side's fraction of the speed of light")
+    parser.add_argument("--by-duration", metavar="LIB",
+                        help="the last file's calls of at least 5 ms by their length, against library LIB (e.g. fa3)")
     parser.add_argument("--goal", type=float, metavar="G",
                         help="add what the grid gains if a family alone reached speedup G (the last file's)")
     args = parser.parse_args(argv)
@@ -272,7 +325,9 @@ def main(argv: list[str]) -> int:
         print(f"families.py: {ex}", file=sys.stderr)
         return 2
     try:
-        if args.against:
+        if args.by_duration:
+            lines = duration_rows(runs[-1][1], args.by_duration)
+        elif args.against:
             lines = against_rows(runs[-1][1], args.against)
         else:
             lines = fit_rows(runs) if args.fit else family_rows(runs, args.goal, args.rows)

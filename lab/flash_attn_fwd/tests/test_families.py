@@ -209,3 +209,35 @@ def test_against_a_library_per_task_family_with_the_speed_of_light(tmp_path):
     assert list(rows) == ["d128-h16-16-causal", "d256-h8-8", "all"] and rows["all"][0] == "3"
     none = run("--against", "fa4", write(tmp_path, "r2.json", scenarios))
     assert none.returncode == 2 and "no scenario has a fa4 time" in none.stderr
+
+
+def test_by_duration_lists_the_long_calls_and_bands_the_paired_ratio(tmp_path):
+    """--by-duration fa3: calls of at least 5 ms by their length, TFLOP/s of both sides, and the ratio per band."""
+
+    def long(s, fa3_ms, paired, alone_ms=None):
+        timing = {"paired": {"fa3": paired}, **({"alone_ms": alone_ms} if alone_ms else {})}
+        return dict(s, baselines={"fa3": fa3_ms}, timing=timing, clock_mhz=[1400, 1980])
+
+    scenarios = [
+        long(scenario(128, False, 8192, 8192, 4, 16, 6.0, 1.0), 6.1, 1.02),
+        long(scenario(128, True, 32768, 32768, 1, 64, 25.0, 1.0), 22.5, 0.92, alone_ms=26.0),
+        long(scenario(128, False, 32768, 32768, 1, 64, 50.0, 1.0), 46.0, 0.93),
+        long(scenario(128, False, 1024, 1024, 4, 16, 0.4, 1.0), 0.5, 1.2),  # short: left out
+    ]
+    out = run("--by-duration", "fa3", write(tmp_path, "r.json", scenarios))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    rows = [line.split() for line in lines[1:4]]
+    assert [r[0] for r in rows] == ["d128-h16-16-q8192-k8192", "d128-h64-64-q32768-k32768-causal",
+                                    "d128-h64-64-q32768-k32768"]
+    work = 4.0 * 4 * 16 * 8192 * 8192 * 128
+    assert float(rows[0][2]) == pytest.approx(work / 6.0 / 1e9, abs=1) and float(rows[0][4]) == pytest.approx(
+        work / 6.1 / 1e9, abs=1)
+    causal_work = 4.0 * 64 * 128 * 32768 * 32769 / 2  # the bottom-right mask keeps (s + 1) / 2s of the square
+    assert float(rows[1][2]) == pytest.approx(causal_work / 25.0 / 1e9, abs=1)
+    assert rows[1][6] == "1.040" and rows[0][6] == "-" and rows[0][7] == "1400-1980"
+    bands = {line.split()[0]: line.split() for line in lines[5:]}
+    assert float(bands["5-10"][4]) == pytest.approx(1.02) and float(bands["20-40"][4]) == pytest.approx(0.92)
+    assert bands[">="][:2] == [">=", "40"] and float(bands[">="][5]) == pytest.approx(0.93)
+    none = run("--by-duration", "fa4", write(tmp_path, "r2.json", scenarios))
+    assert none.returncode == 2 and "no scenario of at least 5 ms has a fa4 time" in none.stderr
