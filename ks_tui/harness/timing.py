@@ -242,6 +242,8 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
                     continue
                 out[name]["alone_ms"] = statistics.median(lone) * 1e3
                 out[name]["paired"] = paired_ratios(turns, name, [n for n in out if n != name])
+        for name in out:
+            out[name]["after"] = successions.after_ms(name)
     return out, errors
 
 
@@ -271,10 +273,14 @@ class Successions:
     library, the first library always after the kernel), so that neighbour's power would favour or handicap it
     on every call of the run. Here each call goes, among the functions the turn still needs, to the one that has
     followed the previous call's function least often (ties: the rotated order), so every function sees about
-    the same mix of predecessors."""
+    the same mix of predecessors. It also keeps each call's time by its predecessor (`after_ms`), so a run shows
+    whether the predecessor moved a function's time at all."""
+
+    SYNC = "sync"  # the predecessor of a block's first call: the device-wide synchronize before the block
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str, str], int] = {}  # (before, after) -> calls
+        self.times: dict[str, dict[str, list[float]]] = {}  # function -> its predecessor -> its calls' seconds
 
     def order(self, names: list[str], before: str | None) -> list[str]:
         """One turn: each of `names` once, the first after `before` (None: a block's first turn, in the given
@@ -288,6 +294,13 @@ class Successions:
             out.append(pick)
             before = pick
         return out
+
+    def record(self, name: str, before: str | None, seconds: float) -> None:
+        self.times.setdefault(name, {}).setdefault(self.SYNC if before is None else before, []).append(seconds)
+
+    def after_ms(self, name: str) -> dict[str, float]:
+        """{predecessor: the median of `name`'s calls right after it, ms} (SYNC: a block's first call)."""
+        return {b: statistics.median(s) * 1e3 for b, s in sorted(self.times.get(name, {}).items())}
 
 
 def _alternating_block(plan, turn: list[str], counts: dict[str, int], done: dict[str, int],
@@ -321,8 +334,9 @@ def _alternating_block(plan, turn: list[str], counts: dict[str, int], done: dict
             errors[failed[-1]] = e
             return
         raise
-    for (name, _, j), t in zip(slots, times):
+    for i, ((name, _, j), t) in enumerate(zip(slots, times)):
         samples[name].append(t)
         turns.setdefault((r, j), {})[name] = t
+        successions.record(name, slots[i - 1][0] if i else None, t)
     for name in turn:
         done[name] += counts[name]

@@ -46,6 +46,12 @@ def test_an_honest_bench_has_speed_of_light_clocks_and_the_persisting_l2_reset(p
         paired = s["timing"]["paired"]  # ... so each library's calls were paired with its calls of the same turn
         assert set(paired) == {n for n, t in s["baselines"].items() if t} and all(x > 0 for x in paired.values())
         assert s["speedup"] == paired[s["baseline"]["name"]]  # the scenario's speedup is the paired ratio
+        # each function's median by the function that ran just before it (the kernel as "kernel", a block's first
+        # call after "sync"), the kernel's and each library's
+        libs = {n for n, t in s["baselines"].items() if t}
+        assert set(s["timing"]["after"]) <= {"kernel", "sync", *libs} and len(s["timing"]["after"]) >= 2
+        assert set(s["timing"]["baselines_after"]) == libs
+        assert all(ms > 0 for a in (s["timing"]["after"], *s["timing"]["baselines_after"].values()) for ms in a.values())
         assert s["speedup_of_medians"] == s["baseline"]["time_ms"] / s["time_ms"]
         assert s["draws"] == 2 and s["error"]["draw"] in (0, 1)  # the last draw judged after timing, counted once
     assert r["geomean_speedup"] is not None and r["invalid"] == 0

@@ -204,3 +204,27 @@ def test_successions_order_is_a_permutation_that_evens_out_the_counts():
     assert s.order(["a", "b", "c"], "c") == ["a", "c", "b"]  # c -> a (new), a -> b taken, a -> c new
     assert sorted(s.order(["b", "c"], "b")) == ["b", "c"]  # a function out of calls is left out
     assert s.order([], "a") == []
+
+
+def test_taking_turns_each_function_s_median_by_the_call_before_it():
+    # The kernel runs 30% slower right after the "hot" library (a power-state carry-over, say): its medians by
+    # predecessor show it, where its overall median only mixes the two.
+    trace = []
+
+    def block(call, n):
+        out = []
+        for i in range(n):
+            before = trace[-1] if i else None
+            call(i)
+            slow = 1.3 if trace[-1] == "k" and before == "hot" else 1.0
+            out.append(1e-3 * slow)
+        return out
+
+    timing = Timing(warmup=2, min_reps=24, max_reps=24, budget_s=1e-9)
+    funcs = {"": [_counter(trace, "k")], "hot": [_counter(trace, "hot")], "cool": [_counter(trace, "cool")]}
+    timed, errors = interleaved(funcs, timing, 4, block, alone=("",))
+    assert errors == {}
+    after = timed[""]["after"]
+    assert after["hot"] == pytest.approx(1.3) and after["cool"] == pytest.approx(1.0)
+    assert set(after) <= {"hot", "cool", "", "sync"} and "sync" in after  # the kernel starts a block in round 0
+    assert set(timed["hot"]["after"]) >= {"", "cool"} and all(ms == pytest.approx(1.0) for ms in timed["hot"]["after"].values())
