@@ -233,7 +233,7 @@ def test_by_duration_lists_the_long_calls_and_bands_the_paired_ratio(tmp_path):
     work = 4.0 * 4 * 16 * 8192 * 8192 * 128
     assert float(rows[0][2]) == pytest.approx(work / 6.0 / 1e9, abs=1) and float(rows[0][4]) == pytest.approx(
         work / 6.1 / 1e9, abs=1)
-    causal_work = 4.0 * 64 * 128 * 32768 * 32769 / 2  # the bottom-right mask keeps (s + 1) / 2s of the square
+    causal_work = 4.0 * 64 * 128 * 32768 * 32768 / 2  # FlashAttention's count: half the square where s_q = s_k
     assert float(rows[1][2]) == pytest.approx(causal_work / 25.0 / 1e9, abs=1)
     assert rows[1][6] == "1.040" and rows[0][6] == "-" and rows[0][7] == "1400-1980"
     bands = {line.split()[0]: line.split() for line in lines[5:]}
