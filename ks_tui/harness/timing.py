@@ -187,7 +187,7 @@ def interleaved(funcs: dict[str, list[Callable[[], object]]], timing, rounds: in
     with a block per function, docs/harness.md). Without it the functions take turns block by block. The
     order rotates every round. A block's first call after the device-wide sync runs ~10% slow: taking turns,
     that is one call of one function per block. Taking turns, the order inside each turn is chosen so that every
-    function follows every function about as often (`Successions`): under a power cap a call's clock depends on
+    function follows every function about as often (`Successions`): under a power cap a call's clock can depend on
     what ran just before it, and a fixed cyclic order would put each function always after the same neighbour.
     The functions in `alone` (the kernel) also get ALONE_BLOCKS short blocks of their own at the end:
     `alone_ms`, the median of their calls but each block's first, for hidden_work_reason's check that work left

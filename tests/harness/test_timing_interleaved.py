@@ -190,7 +190,7 @@ def test_taking_turns_every_function_follows_every_other_about_as_often(reps):
                 pred[n][m] += c
     for n in names:
         others = [pred[n][m] for m in names if m != n]
-        # 8 calls a function: 7 predecessors a block, 28 calls in all, none of the others more than 3 times
+        # 8 calls a function: 7 successions a block, 28 in all, none of the others before it more than 3 times
         assert (min(others) >= 1 and max(others) <= 3) if reps == 8 else max(others) - min(others) <= 3, (n, pred[n])
     # the old order: the kernel after fa3 on every call but a block's first, fa3 after flash
     assert pred["k"]["fa3"] < 0.5 * sum(pred["k"].values()) and pred["fa3"]["flash"] < 0.5 * sum(pred["fa3"].values())
