@@ -25,7 +25,8 @@ Usage (repo root):
         ratio's geomean per band of call time. Under the power cap a library whose TFLOP/s grows with the call's
         length while the kernel's does not points at the order of the calls (what ran just before each), not at
         the code: the harness's order before Successions put the kernel always right after FA3, FA3 right after
-        torch's flash.
+        torch's flash. Runs that kept each function's median by the call before it (`timing.after`, since then)
+        add, per band, each side's median after each predecessor over its own.
     python3 -m lab.flash_attn_fwd.scripts.families --fit A.json [B.json ...]
         per tile kind of the unmasked launches, a least-squares fit of the time a tile takes per wave,
         t = a + b x key blocks: b is a key block's cost, a what a tile costs besides its blocks (start,
@@ -226,6 +227,37 @@ def duration_rows(run: dict[str, dict], lib: str) -> list[str]:
             lines.append(f"  {name:12s}{len(band):4d} scenarios  {geomean([ratio(s) for s in band]):.4f}"
                          f"  ours {geomean([tflops(s, s['time_ms']) for s in band]):.0f} TF,"
                          f" {lib} {geomean([tflops(s, s['baselines'][lib]) for s in band]):.0f} TF")
+    lines += carryover_rows(long, lib, edges)
+    return lines
+
+
+def carryover_rows(long: list[dict], lib: str, edges: tuple[float, ...]) -> list[str]:
+    """Where the run kept each function's median by the call just before it (the harness's `timing.after` and
+    `timing.baselines_after`, since the seventh stop): per band, the geomean of that median over the function's
+    own, for the kernel and for `lib`, by predecessor (`sync`: a block's first call). A predecessor that moves one
+    side and not the other is the carry-over the balanced order spreads evenly."""
+    def side(s: dict, who: str) -> tuple[dict, float] | None:
+        timing = s.get("timing") or {}
+        after = timing.get("after") if who == "kernel" else (timing.get("baselines_after") or {}).get(who)
+        median = s["time_ms"] if who == "kernel" else s["baselines"][who]
+        return (after, median) if after else None
+
+    if not any(side(s, "kernel") for s in long):
+        return []
+    lines = ["each side's median by the call just before it, over its own median (timing.after):"]
+    for lo, hi in zip(edges, edges[1:]):
+        band = [s for s in long if lo <= s["time_ms"] < hi]
+        for who in ("kernel", lib):
+            got = [x for x in (side(s, who) for s in band) if x]
+            if not got:
+                continue
+            before = sorted({b for after, _ in got for b in after})
+            cells = []
+            for b in before:
+                ratios = [after[b] / median for after, median in got if b in after]
+                cells.append(f"{b} {geomean(ratios):.3f}")
+            name = f"{lo:g}-{hi:g} ms" if hi != math.inf else f">= {lo:g} ms"
+            lines.append(f"  {name:12s}{who:>12s} after: " + ", ".join(cells))
     return lines
 
 

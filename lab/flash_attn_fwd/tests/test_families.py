@@ -241,3 +241,32 @@ def test_by_duration_lists_the_long_calls_and_bands_the_paired_ratio(tmp_path):
     assert bands[">="][:2] == [">=", "40"] and float(bands[">="][5]) == pytest.approx(0.93)
     none = run("--by-duration", "fa4", write(tmp_path, "r2.json", scenarios))
     assert none.returncode == 2 and "no scenario of at least 5 ms has a fa4 time" in none.stderr
+
+
+def test_by_duration_shows_each_side_s_median_by_its_predecessor_where_the_run_kept_it(tmp_path):
+    """A run of the balanced order keeps timing.after / timing.baselines_after: --by-duration adds, per band, each
+    side's median after each predecessor over its own median; a run without them (the committed ones) shows none."""
+
+    def long(s, fa3_ms, after, fa3_after):
+        timing = {"paired": {"fa3": fa3_ms / s["time_ms"]}, "after": after, "baselines_after": {"fa3": fa3_after}}
+        return dict(s, baselines={"fa3": fa3_ms}, timing=timing)
+
+    scenarios = [
+        long(scenario(128, False, 32768, 32768, 1, 64, 50.0, 1.0), 46.0,
+             {"fa3": 52.0, "sdpa_flash": 48.0, "sync": 50.0}, {"kernel": 47.0, "sdpa_flash": 44.0}),
+        long(scenario(128, False, 16384, 16384, 2, 64, 25.0, 1.0), 24.0,
+             {"fa3": 26.0, "sdpa_flash": 24.0}, {"kernel": 24.0, "sdpa_flash": 24.0}),
+    ]
+    out = run("--by-duration", "fa3", write(tmp_path, "r.json", scenarios))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    at = lines.index("each side's median by the call just before it, over its own median (timing.after):")
+    rows = lines[at + 1:]
+    assert rows[0].split()[:4] == ["20-40", "ms", "kernel", "after:"] and "fa3 1.040" in rows[0]
+    assert "sdpa_flash 0.960" in rows[0] and "sync" not in rows[0]
+    assert rows[1].split()[2] == "fa3" and "kernel 1.000" in rows[1]
+    assert rows[2].startswith("  >= 40 ms") and "fa3 1.040, sdpa_flash 0.960, sync 1.000" in rows[2]
+    assert f"kernel {47 / 46:.3f}, sdpa_flash {44 / 46:.3f}" in rows[3]
+    plain = [dict(s, timing={"paired": s["timing"]["paired"]}) for s in scenarios]
+    out = run("--by-duration", "fa3", write(tmp_path, "plain.json", plain))
+    assert out.returncode == 0 and "timing.after" not in out.stdout
