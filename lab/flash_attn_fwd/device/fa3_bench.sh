@@ -3,7 +3,8 @@
 # with FA3 timed beside them, and the inner loop's times (cold and warm quick, full) recorded.
 # Run from the repository root on the GPU machine, with .whl carried (the fa3-fwd wheel):
 #   bash lab/flash_attn_fwd/device/fa3_bench.sh [steps]     steps: default "doctor quick full seed gputest"
-# Files land in $OUT; a short table is printed last.
+# Files land in $OUT, packed into one archive at the end (fa3-bench.tgz: a device call returns at most 8 files);
+# a short table is printed last.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/ks-out}
 mkdir -p "$OUT"
@@ -64,3 +65,5 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
           f"compile {t.get('compile_s', 0):.1f}s | {r.get('baseline_caveat') or ''}")
 PY
 cat "$OUT/times.txt"
+# the device returns few files: everything in one archive
+tar czf /tmp/fa3-bench.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/fa3-bench.tgz "$OUT/"
