@@ -313,7 +313,7 @@ def _alternating_block(plan, turn: list[str], counts: dict[str, int], done: dict
     for j in range(max(counts.values(), default=0)):
         names = successions.order([name for name in turn if j < counts[name]], before)
         slots += [(name, done[name] + j, j) for name in names]
-        before = names[-1] if names else before
+        before = names[-1]  # j < max(counts): some function has a call in every turn
     if not slots:
         return
     failed: list[str] = []

@@ -152,6 +152,13 @@ def family_rows(runs: list[tuple[str, dict[str, dict]]], goal: float | None = No
     return lines
 
 
+def paired_ratio(s: dict, lib: str) -> float:
+    """The scenario's ratio against library `lib`: its call over the kernel's of the same turn (the medians' ratio
+    where the run has no pairs)."""
+    paired = (s.get("timing") or {}).get("paired") or {}
+    return paired.get(lib) or s["baselines"][lib] / s["time_ms"]
+
+
 def against_rows(run: dict[str, dict], lib: str) -> list[str]:
     """Per task family (the grid's own `family` names: head configuration and mask): the geomean of the paired ratio
     against library `lib` (its call over the kernel's of the same turn; the medians' ratio where a run has no pairs),
@@ -166,20 +173,16 @@ def against_rows(run: dict[str, dict], lib: str) -> list[str]:
     if not groups:
         raise InputError(f"no scenario has a {lib} time and a speed-of-light limit")
 
-    def ratio(s: dict) -> float:
-        paired = (s.get("timing") or {}).get("paired") or {}
-        return paired.get(lib) or s["baselines"][lib] / s["time_ms"]
-
     head = f"{'family':28s}{'n':>4s}{'vs ' + lib:>10s}{'ours/SoL':>10s}{lib + '/SoL':>10s}{'ceiling':>9s}   lowest vs {lib}"
     lines = [head]
 
     def row(name: str, ss: list[dict]) -> str:
-        low = min(ss, key=ratio)
-        return (f"{name:28s}{len(ss):4d}{geomean([ratio(s) for s in ss]):10.4f}"
+        low = min(ss, key=lambda s: paired_ratio(s, lib))
+        return (f"{name:28s}{len(ss):4d}{geomean([paired_ratio(s, lib) for s in ss]):10.4f}"
                 f"{geomean([s['speed_of_light']['limit_ms'] / s['time_ms'] for s in ss]):10.3f}"
                 f"{geomean([s['speed_of_light']['limit_ms'] / s['baselines'][lib] for s in ss]):10.3f}"
                 f"{geomean([s['baselines'][lib] / s['speed_of_light']['limit_ms'] for s in ss]):9.3f}"
-                f"   {low['id']} {ratio(low):.3f}")
+                f"   {low['id']} {paired_ratio(low, lib):.3f}")
 
     for name in sorted(groups, key=lambda n: (int(n.split("-")[0][1:]), n)):
         lines.append(row(name, groups[name]))
@@ -192,23 +195,17 @@ BANDS_MS = (5.0, 10.0, 20.0, 40.0)
 
 
 def tflops(s: dict, ms: float) -> float:
-    """FLOPs as FlashAttention counts them (the harness's `flops`): 4 b h_q s_q avg_k d, avg_k = s_k unmasked and
-    (max(0, s_k - s_q) + s_k) / 2 causal."""
-    sh = s["shape"]
-    avg_k = (max(0, sh["s_k"] - sh["s_q"]) + sh["s_k"]) / 2 if sh.get("causal") else sh["s_k"]
-    return 4.0 * sh["b"] * sh["h_q"] * sh["s_q"] * avg_k * sh["d"] / ms / 1e9
+    """TFLOP/s of a call of `ms` on the scenario, from the harness's own count (the kernel's `tflops` at its median)."""
+    return s["tflops"] * s["time_ms"] / ms
 
 
 def duration_rows(run: dict[str, dict], lib: str) -> list[str]:
     """The long calls, by the kernel's median time, against library `lib` (see the module's usage)."""
-    long = sorted((s for s in run.values() if s["time_ms"] >= LONG_MS and (s.get("baselines") or {}).get(lib)),
+    long = sorted((s for s in run.values()
+                   if s["time_ms"] >= LONG_MS and s.get("tflops") and (s.get("baselines") or {}).get(lib)),
                   key=lambda s: s["time_ms"])
     if not long:
         raise InputError(f"no scenario of at least {LONG_MS:g} ms has a {lib} time")
-
-    def ratio(s: dict) -> float:
-        paired = (s.get("timing") or {}).get("paired") or {}
-        return paired.get(lib) or s["baselines"][lib] / s["time_ms"]
 
     lines = [f"{'scenario':32s}{'ours ms':>9s}{'TF':>6s}{lib + ' ms':>9s}{'TF':>6s}{'paired':>8s}"
              f"{'alone/med':>10s}  clock MHz"]
@@ -217,14 +214,14 @@ def duration_rows(run: dict[str, dict], lib: str) -> list[str]:
         alone = f"{timing['alone_ms'] / s['time_ms']:.3f}" if timing.get("alone_ms") else "-"
         clock = "-".join(str(c) for c in s.get("clock_mhz") or []) or "-"
         lines.append(f"{s['id']:32s}{s['time_ms']:9.3f}{tflops(s, s['time_ms']):6.0f}{lib_ms:9.3f}"
-                     f"{tflops(s, lib_ms):6.0f}{ratio(s):8.3f}{alone:>10s}  {clock}")
+                     f"{tflops(s, lib_ms):6.0f}{paired_ratio(s, lib):8.3f}{alone:>10s}  {clock}")
     lines.append("paired ratio by the kernel's call time:")
     edges = (*BANDS_MS, math.inf)
     for lo, hi in zip(edges, edges[1:]):
         band = [s for s in long if lo <= s["time_ms"] < hi]
         if band:
             name = f"{lo:g}-{hi:g} ms" if hi != math.inf else f">= {lo:g} ms"
-            lines.append(f"  {name:12s}{len(band):4d} scenarios  {geomean([ratio(s) for s in band]):.4f}"
+            lines.append(f"  {name:12s}{len(band):4d} scenarios  {geomean([paired_ratio(s, lib) for s in band]):.4f}"
                          f"  ours {geomean([tflops(s, s['time_ms']) for s in band]):.0f} TF,"
                          f" {lib} {geomean([tflops(s, s['baselines'][lib]) for s in band]):.0f} TF")
     lines += carryover_rows(long, lib, edges)

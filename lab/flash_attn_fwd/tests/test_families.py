@@ -211,18 +211,26 @@ def test_against_a_library_per_task_family_with_the_speed_of_light(tmp_path):
     assert none.returncode == 2 and "no scenario has a fa4 time" in none.stderr
 
 
+def flops(s):
+    """The harness's FLOP count (FlashAttention's), as its result JSON's `tflops` holds it."""
+    sh = s["shape"]
+    avg_k = (max(0, sh["s_k"] - sh["s_q"]) + sh["s_k"]) / 2 if sh["causal"] else sh["s_k"]
+    return 4.0 * sh["b"] * sh["h_q"] * sh["s_q"] * avg_k * sh["d"]
+
+
 def test_by_duration_lists_the_long_calls_and_bands_the_paired_ratio(tmp_path):
     """--by-duration fa3: calls of at least 5 ms by their length, TFLOP/s of both sides, and the ratio per band."""
 
     def long(s, fa3_ms, paired, alone_ms=None):
         timing = {"paired": {"fa3": paired}, **({"alone_ms": alone_ms} if alone_ms else {})}
-        return dict(s, baselines={"fa3": fa3_ms}, timing=timing, clock_mhz=[1400, 1980])
+        return dict(s, baselines={"fa3": fa3_ms}, timing=timing, clock_mhz=[1400, 1980], tflops=flops(s) / s["time_ms"] / 1e9)
 
     scenarios = [
         long(scenario(128, False, 8192, 8192, 4, 16, 6.0, 1.0), 6.1, 1.02),
         long(scenario(128, True, 32768, 32768, 1, 64, 25.0, 1.0), 22.5, 0.92, alone_ms=26.0),
         long(scenario(128, False, 32768, 32768, 1, 64, 50.0, 1.0), 46.0, 0.93),
         long(scenario(128, False, 1024, 1024, 4, 16, 0.4, 1.0), 0.5, 1.2),  # short: left out
+        dict(long(scenario(128, False, 16384, 16384, 2, 16, 7.0, 1.0), 7.1, 1.0), tflops=None),  # no TFLOP/s: out
     ]
     out = run("--by-duration", "fa3", write(tmp_path, "r.json", scenarios))
     assert out.returncode == 0, out.stderr
@@ -249,7 +257,7 @@ def test_by_duration_shows_each_side_s_median_by_its_predecessor_where_the_run_k
 
     def long(s, fa3_ms, after, fa3_after):
         timing = {"paired": {"fa3": fa3_ms / s["time_ms"]}, "after": after, "baselines_after": {"fa3": fa3_after}}
-        return dict(s, baselines={"fa3": fa3_ms}, timing=timing)
+        return dict(s, baselines={"fa3": fa3_ms}, timing=timing, tflops=flops(s) / s["time_ms"] / 1e9)
 
     scenarios = [
         long(scenario(128, False, 32768, 32768, 1, 64, 50.0, 1.0), 46.0,
