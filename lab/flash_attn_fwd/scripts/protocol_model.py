@@ -170,6 +170,16 @@ class Variant:
     # next_qk1early (session 18, d128 FA3 order, tiles of two or more blocks): S_0 and S_1 issued together, K_0 released
     # once S_0 has completed, P_0 V_0 issued, K_1 released once S_1 has, V_0 once P_0 V_0 has; the loop from block 2.
     qk1early: bool = False
+    # v25/v26 (d96/d128 128-row causal tiles): a warpgroup whose rows see none of the diagonal block's last 64 keys
+    # runs that block first, whole and at half width (Q K^T, wait, release K; P V, wait, release V), then the FA3 order
+    # from the next block. Which warpgroups do depends on the launch's diagonal offset: here warpgroup 0 in even
+    # tiles, warpgroup 1 in tiles divisible by 3 (so none, one or both), where the tile has two or more blocks.
+    half_diag: bool = False
+    # pingpong (attempts/pingpong.patch): FA3's turn between the two consumer warpgroups. A warpgroup issues each key
+    # block's wgmmas (the half-width block's Q K^T too) only in its turn: bar.sync on its own 256-thread barrier, then
+    # bar.arrive on the other's; warpgroup 0's arrival on its own at the start gives it the first turn. The checker
+    # also fails if both warpgroups are ever inside their turns at once.
+    turn: bool = False
     runs: int = 0           # at least this many random schedules (a rare race needs more than the default)
 
 
@@ -207,6 +217,11 @@ class Machine:
         self.pair_full, self.pair_empty = MBar(f"{c}pairFull", 1), MBar(f"{c}pairEmpty", 1)
         self.mailbox = Region(f"{c}mailbox")
         self.epi_v_barrier = NamedBarrier(consumers)
+        # pingpong's turn barriers (one per consumer warpgroup); warpgroup 0's own arrival gives it the first turn.
+        self.turn_bar = [NamedBarrier(2) for _ in range(2)]
+        self.turn_holder: int | None = None
+        if variant.turn and variant.bug != "turn_no_first_arrive":
+            self.turn_bar[0].arrive()
         self.o_stage = [Region(f"{c}O.{h}") for h in range(consumers)]  # next_d256ostage
         self.events: list[tuple[str, Callable[[], None]]] = []
         self.stored: dict[tuple[int, int], int] = {}   # (tile, warpgroup) -> times stored
@@ -375,6 +390,25 @@ class Consumer:
             for r in self.groups.pop(0):
                 r.end_read(self.name)
 
+    def take_turn(self) -> Iterator:
+        """pingpong: bar.sync on this warpgroup's turn barrier (the other's hand-over completes it)."""
+        m = self.m
+        if not m.v.turn:
+            return
+        bar = m.turn_bar[self.wg]
+        gen = bar.arrive()
+        yield lambda: bar.passed(gen)
+        if m.turn_holder is not None:
+            raise ModelError(f"{self.name} takes the turn while wg{m.turn_holder} holds it")
+        m.turn_holder = self.wg
+
+    def pass_turn(self) -> None:
+        """pingpong: bar.arrive on the other warpgroup's turn barrier, once this one's wgmmas are issued."""
+        m = self.m
+        if m.v.turn:
+            m.turn_holder = None
+            m.turn_bar[self.wg ^ 1].arrive()
+
     def qk(self, b: int, t: int, s: int, blk: int) -> None:
         self.issue([(self.m.q[b][self.wg], ("Q", t))] + [(k, ("K", t, blk)) for k in self.m.k_regions(s)])
 
@@ -410,13 +444,45 @@ class Consumer:
         self.staged_q = b
 
 
-def fa3_first_block(c: Consumer, b: int, t: int, n: int) -> Iterator:
-    """S_0 of tile t (n key blocks): issue, wait, release K; then the staged O store's Q buffer."""
+def fa3_half_block(c: Consumer, b: int, t: int, n: int) -> Iterator:
+    """v25/v26's half-width diagonal block (block n-1 of tile t): Q K^T, wait, release K; P V, wait, release V."""
+    m = c.m
+    s, p = c.next_stage()
+    yield lambda: m.full_k[s].done(p)
+    if m.v.bug != "half_no_turn":
+        yield from c.take_turn()
+    c.qk(b, t, s, n - 1)
+    if m.v.bug != "half_no_turn":
+        c.pass_turn()
+    yield READY
+    c.wait_groups(0)
+    m.release(m.empty, s)
+    yield READY
+    if m.v.tma_epi:
+        yield from c.release_staged()
+    yield lambda: m.full_v[s].done(p)
+    c.pv(s, t, n - 1)
+    yield READY
+    c.wait_groups(0)
+    m.release(m.empty_v, s)
+    yield READY
+
+
+def half_diag_runs(t: int, wg: int, n: int) -> bool:
+    """Whether warpgroup wg runs tile t's diagonal block at half width (Variant.half_diag)."""
+    return n > 1 and (t % 2 == 0 if wg == 0 else t % 3 == 0)
+
+
+def fa3_first_block(c: Consumer, b: int, t: int, n: int, blk: int | None = None) -> Iterator:
+    """S_0 of tile t (n key blocks; block blk, n-1 unless a half-width block came first): issue, wait, release K;
+    then the staged O store's Q buffer."""
     m = c.m
     s, p = c.next_stage()
     if not (m.v.early_tests and c.k0_hint):
         yield lambda: m.full_k[s].done(p)
-    c.qk(b, t, s, n - 1)
+    yield from c.take_turn()
+    c.qk(b, t, s, n - 1 if blk is None else blk)
+    c.pass_turn()
     yield READY  # the warpgroup may be slow here
     c.wait_groups(0)
     m.release(m.empty, s)
@@ -467,9 +533,11 @@ def fa3_steady(c: Consumer, b: int, t: int, n: int, s: int, p: int, *, release_a
         s, p = c.next_stage()
         yield lambda s=s, p=p: m.full_k[s].done(p)
         yield lambda s=prev, p=pprev: m.full_v[s].done(p)
+        yield from c.take_turn()
         c.qk(b, t, s, n - 1 - i)
         yield READY
         c.pv(prev, t, n - i)
+        c.pass_turn()
         yield READY
         c.wait_groups(1)
         m.release(m.empty, s)
@@ -490,6 +558,10 @@ def consumer_fa3(self: Machine, wg: int) -> Iterator:
         b = yield from c.wait_q()
         if v.qk1early and n > 1:
             s, p = yield from fa3_first_two(c, b, t, n)
+            s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False, start=2)
+        elif v.half_diag and half_diag_runs(t, wg, n):
+            yield from fa3_half_block(c, b, t, n)
+            s, p = yield from fa3_first_block(c, b, t, n, blk=n - 2)
             s, p = yield from fa3_steady(c, b, t, n, s, p, release_at_first=False, start=2)
         else:
             s, p = yield from fa3_first_block(c, b, t, n)
@@ -789,7 +861,8 @@ def run_once(variant: Variant, tiles: list[int], rng: random.Random, max_steps: 
 
 def barrier_state(m: Machine) -> str:
     bars = m.full_k + m.full_v + m.empty + m.empty_v + m.q_full + m.q_empty + m.tile_full + m.tile_empty
-    return " ".join(f"{b.name}:ph{b.phase}/pend{b.pending}" for b in bars)
+    turns = [f"turn{i}:gen{b.generation}/arrived{b.arrived}" for i, b in enumerate(m.turn_bar)] if m.v.turn else []
+    return " ".join([f"{b.name}:ph{b.phase}/pend{b.pending}" for b in bars] + turns)
 
 
 def tile_lists(rng: random.Random) -> list[list[int]]:
@@ -865,6 +938,16 @@ VARIANTS = [
     # the tile's last Q K^T.
     Variant("next_d256n64t: d256 on 64-key blocks, FA3 order, 2 stages, 1 Q buffer, O in its own region", 128, True,
             stages=2, qbufs=1, ostage=True),
+    # v26-v46's d96/d128 128-row tiles as they ship: the causal half-width diagonal block, both epilogues.
+    Variant("v26 d128 128-row, half-width diagonal block, TMA epilogue", 128, True, half_diag=True),
+    Variant("v26 d128 128-row, half-width diagonal block, register epilogue", 128, False, half_diag=True),
+    # attempts/pingpong and pingc128 (2026-12-08): v46's 128-row d96/d128 tiles with FA3's turn; the half-width block
+    # takes a turn too, so both warpgroups take one per key block of every tile.
+    Variant("pingpong: 128-row d96/d128 with the turn, half-width diagonal block, TMA epilogue", 128, True,
+            half_diag=True, turn=True),
+    Variant("pingpong: 128-row d96/d128 with the turn, half-width diagonal block, register epilogue", 128, False,
+            half_diag=True, turn=True),
+    Variant("pingpong: unmasked 128-row d96/d128 with the turn, TMA epilogue", 128, True, turn=True),
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
@@ -905,6 +988,9 @@ CONTROLS = [
             bug="cluster_local_release"),
     Variant("control: the mailbox's leader posting without waiting for the follower to read", 128, False,
             cluster=True, mailbox=True, bug="mailbox_no_empty_wait"),
+    Variant("control: pingpong with the half-width diagonal block taking no turn (turn counts differ)", 128, True,
+            half_diag=True, turn=True, bug="half_no_turn"),
+    Variant("control: pingpong without warpgroup 0's first arrival", 128, True, turn=True, bug="turn_no_first_arrive"),
 ]
 
 
