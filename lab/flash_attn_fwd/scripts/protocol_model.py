@@ -445,21 +445,11 @@ class Consumer:
 
 
 def fa3_half_block(c: Consumer, b: int, t: int, n: int) -> Iterator:
-    """v25/v26's half-width diagonal block (block n-1 of tile t): Q K^T, wait, release K; P V, wait, release V."""
+    """v25/v26's half-width diagonal block (block n-1 of tile t): the first block's Q K^T steps, then P V, wait,
+    release V."""
     m = c.m
-    s, p = c.next_stage()
-    yield lambda: m.full_k[s].done(p)
-    if m.v.bug != "half_no_turn":
-        yield from c.take_turn()
-    c.qk(b, t, s, n - 1)
-    if m.v.bug != "half_no_turn":
-        c.pass_turn()
-    yield READY
-    c.wait_groups(0)
-    m.release(m.empty, s)
-    yield READY
-    if m.v.tma_epi:
-        yield from c.release_staged()
+    s, p = yield from fa3_first_block(c, b, t, n, turn=m.v.bug != "half_no_turn")
+    c.k0_hint = False  # early_tests' hint was this block's K; the next block waits for its own
     yield lambda: m.full_v[s].done(p)
     c.pv(s, t, n - 1)
     yield READY
@@ -473,16 +463,18 @@ def half_diag_runs(t: int, wg: int, n: int) -> bool:
     return n > 1 and (t % 2 == 0 if wg == 0 else t % 3 == 0)
 
 
-def fa3_first_block(c: Consumer, b: int, t: int, n: int, blk: int | None = None) -> Iterator:
-    """S_0 of tile t (n key blocks; block blk, n-1 unless a half-width block came first): issue, wait, release K;
-    then the staged O store's Q buffer."""
+def fa3_first_block(c: Consumer, b: int, t: int, n: int, blk: int | None = None, turn: bool = True) -> Iterator:
+    """S_0 of tile t (n key blocks; block blk, n-1 unless a half-width block came first): issue (in its turn, with
+    pingpong), wait, release K; then the staged O store's Q buffer."""
     m = c.m
     s, p = c.next_stage()
     if not (m.v.early_tests and c.k0_hint):
         yield lambda: m.full_k[s].done(p)
-    yield from c.take_turn()
+    if turn:
+        yield from c.take_turn()
     c.qk(b, t, s, n - 1 if blk is None else blk)
-    c.pass_turn()
+    if turn:
+        c.pass_turn()
     yield READY  # the warpgroup may be slow here
     c.wait_groups(0)
     m.release(m.empty, s)
