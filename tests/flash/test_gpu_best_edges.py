@@ -117,6 +117,13 @@ EDGE_SHAPES = [
     _shape(96, 500, 500, False, h_q=46, h_kv=2, b=1),
     _shape(128, 1000, 1100, False, h_q=23, h_kv=1, b=1, dtype="fp16"),
     _shape(128, 999, 1000, False, h_q=23, h_kv=23, b=2),
+    # Prefill chunks of few waves (288 tiles on 132 SMs), GQA over three batches, s_k off the block grid: the launches
+    # that lab/flash_attn_fwd/attempts/lanes.patch hands out by its lane plan (a table of tiles) rather than by
+    # sections; 192-row d128, 128-row d96, 192-row d64 in fp16, d256 on 64-key blocks
+    _shape(128, 1500, 3037, True, h_q=12, h_kv=4, b=3),
+    _shape(96, 1000, 2037, True, h_q=12, h_kv=4, b=3),
+    _shape(64, 1500, 3037, True, h_q=12, h_kv=4, b=3, dtype="fp16"),
+    _shape(256, 1000, 2037, True, h_q=12, h_kv=4, b=3),
 ]
 
 

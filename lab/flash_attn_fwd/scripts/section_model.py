@@ -15,7 +15,11 @@ with d256 s512 level where the open K/V hardly moves; at causal s4096 4 MB lost 
 The rule `tail` is next_tail's order (v38's sections, then the lightest query blocks of every head last: tail_cut);
 `tail8k` is next_tail8k's and v40's (v39's sections, that order only past TAIL_MIN_SK keys). Session 32 measured
 next_tail: the long launches gained as the tail predicts (+0.8% past s_k 4096), the short ones lost 1.7% where it
-predicted gains: what the order costs in memory is not in the model.
+predicted gains: what the order costs in memory is not in the model. The rule `lanes` is next_lanes's: v44's order,
+or, where the model makes the launch at least 2% shorter, the lane plan (`lane_order`), which the host code computes
+with the same cost model and hands to the kernel as a table (a "heads" of 0 marks it). A launch of few waves whose
+tiles cost about the same (a prefill chunk: q8192-k32768 on 192 rows, 5.21 waves) ends on a part-wave of whole
+tiles under heaviest-first; the plan gives the CTAs that run one tile more the lightest ones.
 
     python3 -m lab.flash_attn_fwd.scripts.section_model causal_short
     python3 -m lab.flash_attn_fwd.scripts.section_model d64-h32-32-s512-causal d128-h16-16-s4096-causal
@@ -28,7 +32,6 @@ import heapq
 import sys
 from bisect import bisect_right
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 from lab.flash_attn_fwd.scripts import families  # rows_of: the tile height the dispatch picks
@@ -160,12 +163,69 @@ class Schedule:
 
 
 def simulate(la: Launch, sec: int, sms: int = SMS, samples: int = 400, cut: int = 0) -> Schedule:
+    return simulate_order(la, tile_order(la, sec, cut), sms, samples, cut)
+
+
+def cost(la: Launch, m: int) -> float:
+    """A tile's cost in block-times: its key blocks and the fixed part."""
+    return la.blocks(m) + TILE_FIXED
+
+
+def makespan(la: Launch, order: list[tuple[int, int]], sms: int = SMS) -> float:
+    """The list schedule's end: CTA i takes tile i first, then whichever CTA is free first (the lowest index among
+    equals) takes the next tile. The host code's plan_makespan, addition for addition."""
+    free = [(0.0, i) for i in range(sms)]
+    for _, m in order:
+        t, cta = heapq.heappop(free)
+        heapq.heappush(free, (t + cost(la, m), cta))
+    return max(t for t, _ in free)
+
+
+def lane_order(la: Launch, sms: int = SMS) -> list[tuple[int, int]]:
+    """next_lanes's plan for a launch of few waves: the N mod SMs CTAs that run one tile more than the others
+    (N = the tiles) get the lightest tiles, the others the rest, each class head by head and heaviest first in a
+    head (a head's tiles run together, for L2); the order hands the tiles out as those two kinds of lane would ask
+    for them under the cost model. Where the tiles cost about the same (a prefill chunk), the lanes that run more
+    tiles run lighter ones, and the launch does not end on a part-wave of whole tiles."""
+    tiles = [(bh, m) for bh in range(la.num_bh) for m in range(la.m_blocks)]
+    q, r = divmod(len(tiles), sms)
+    by_cost = sorted(tiles, key=lambda x: (la.blocks(x[1]), x[0], x[1]))
+    light = sorted(by_cost[:r * (q + 1)], key=lambda x: (x[0], -x[1]))
+    heavy = sorted(by_cost[r * (q + 1):], key=lambda x: (x[0], -x[1]))
+    queues = (light, heavy)
+    lanes = [(0.0, 0, i) for i in range(r)] + [(0.0, 1, i) for i in range(sms - r)]
+    heapq.heapify(lanes)
+    taken = [0, 0]
+    order = []
+    while lanes:
+        t, kind, i = heapq.heappop(lanes)
+        if taken[kind] == len(queues[kind]):
+            continue  # this lane has run its share
+        bh, m = queues[kind][taken[kind]]
+        taken[kind] += 1
+        order.append((bh, m))
+        heapq.heappush(lanes, (t + cost(la, m), kind, i))
+    return order
+
+
+PLAN_GAIN = 1.02  # next_lanes (kPlanGain): the lane plan where the model makes the launch at least 2% shorter
+
+
+def uses_lanes(la: Launch, rule: str = "v44", sms: int = SMS) -> bool:
+    """Whether next_lanes's host code takes the lane plan for this launch (against `rule`'s order, v44's by
+    default: the kernel it edits)."""
+    current = makespan(la, tile_order(la, section_heads(la, rule, sms), rule_cut(la, rule, sms)), sms)
+    return makespan(la, lane_order(la, sms), sms) * PLAN_GAIN <= current
+
+
+def simulate_order(la: Launch, order: list[tuple[int, int]], sms: int = SMS, samples: int = 400,
+                   cut: int = 0) -> Schedule:
     free = [(0.0, i) for i in range(sms)]
     first: dict[int, float] = {}
     last: dict[int, float] = {}
-    for bh, m in tile_order(la, sec, cut):
+    for bh, m in order:
         t, cta = heapq.heappop(free)
-        end = t + la.blocks(m) + TILE_FIXED
+        end = t + cost(la, m)
         first.setdefault(bh, t)
         if m >= cut:  # the tail's light tiles read the first `cut` blocks only: they do not keep the head open
             last[bh] = max(last.get(bh, 0.0), end)
@@ -181,7 +241,8 @@ def simulate(la: Launch, sec: int, sms: int = SMS, samples: int = 400, cut: int 
 
 
 def table(ids: list[str], rules: list[str], sms: int) -> list[str]:
-    from lab.flash_attn_fwd.scripts import compare  # the task's grid; here, not at the top: compare's `tail` subset imports this module
+    # the task's grid; imported here, not at the top: compare's `tail` subset imports this module
+    from lab.flash_attn_fwd.scripts import compare
     params = {s["id"]: s["params"] for s in compare.grid()}
     unknown = [i for i in ids if i not in params]
     if unknown:
@@ -195,8 +256,12 @@ def table(ids: list[str], rules: list[str], sms: int) -> list[str]:
         la = Launch.of(p)
         ref = simulate(la, section_heads(la, "16MB", sms), sms).makespan
         for r in rules:
-            sec = section_heads(la, r, sms)
-            s = simulate(la, sec, sms, cut=rule_cut(la, r, sms))
+            base = "v44" if r == "lanes" else r  # next_lanes: v44's order unless the plan is 2% shorter
+            sec = section_heads(la, base, sms)
+            if r == "lanes" and uses_lanes(la, base, sms):
+                s, sec = simulate_order(la, lane_order(la, sms), sms), 0  # heads a section: none (0)
+            else:
+                s = simulate(la, sec, sms, cut=rule_cut(la, base, sms))
             lines.append(f"{i:34s} {r:8s} {sec:6d} {sec * la.m_blocks / sms:6.2f} {s.makespan:9.1f} "
                          f"{s.makespan / ref:8.3f} {s.head_span:9.1f} {s.open_kv / MB:7.1f}MB")
     return lines
@@ -205,7 +270,7 @@ def table(ids: list[str], rules: list[str], sms: int) -> list[str]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenarios", nargs="+", help="scenario ids or a compare.py subset (causal ones are modelled)")
-    known = [*RULES, *TILE_RULES]
+    known = [*RULES, *TILE_RULES, "lanes"]
     ap.add_argument("--rules", default=",".join(known), help=f"comma-separated, of: {', '.join(known)}")
     ap.add_argument("--sms", type=int, default=SMS)
     a = ap.parse_args(argv)
