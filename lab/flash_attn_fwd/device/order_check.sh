@@ -9,8 +9,10 @@
 # env: KS_CLOCK_SCENARIOS  scenario ids (default: d128-h64-8-s32768 d128-h16-16-s32768)
 #      KS_PHASES           clock_log's phases (default: kernel,fa3,sdpa_flash,kernel,fa3; `kernel` is KS_KERNEL)
 #      KS_PHASE_SECONDS    seconds a phase (default 5)
-#      KS_PROFILE          scenario ids for `ks profile` (default: the prefill q8192-k32768 launches, both masks;
-#                          empty for none)
+#      KS_PROFILE          scenario ids for `ks profile` (default: the prefill q8192-k32768 launches and the square
+#                          d128-h16-16-s8192 ones, both masks: where the causal launches' time per key block goes
+#                          beyond the work above the diagonal, L2 hits and stall reasons beside the unmasked; empty
+#                          for none)
 #      KS_KERNEL           the kernel file (default kernels/flash_attn_fwd/best/kernel.cu)
 #      KS_CALL_SECONDS     wall budget (default 300): a step starts only while 30 s are left
 # $OUT gets summary.txt (each clock table, each profile's exit code) and run.tgz (clock-ID.txt / .json,
@@ -40,7 +42,7 @@ for s in ${KS_CLOCK_SCENARIOS:-d128-h64-8-s32768 d128-h16-16-s32768}; do
   { echo "== clock_log $s: rc $r"; cat "$RUN/clock-$s.txt"; } >> "$SUMMARY"
 done
 
-for id in ${KS_PROFILE-d128-h16-16-q8192-k32768 d128-h16-16-q8192-k32768-causal}; do
+for id in ${KS_PROFILE-d128-h16-16-q8192-k32768 d128-h16-16-q8192-k32768-causal d128-h16-16-s8192 d128-h16-16-s8192-causal}; do
   if (( $(left) < 30 )); then echo "order_check.sh: no time left for the profile of $id" | tee -a "$SUMMARY"; continue; fi
   timeout $(( $(left) - 10 )) python3 -m ks_tui profile flash_attn_fwd --source "$KERNEL" --scenario "$id" --json \
     > "$RUN/profile-$id.json" 2> "$RUN/profile-$id.err"
