@@ -145,7 +145,7 @@ def rule_cut(la: Launch, rule: str, sms: int = SMS) -> int:
 def tile_order(la: Launch, sec: int, cut: int = 0) -> list[tuple[int, int]]:
     """(bh, query block) in the order the tile counter hands them out (decode_tile, causal): the query blocks from
     `cut` up by sections, heaviest first in each; then blocks cut - 1 .. 0 over every head (next_tail)."""
-    order = []
+    order: list[tuple[int, int]] = []
     for start in range(0, la.num_bh, sec):
         width = min(sec, la.num_bh - start)
         for m in range(la.m_blocks - 1, cut - 1, -1):
@@ -209,12 +209,16 @@ def lane_order(la: Launch, sms: int = SMS) -> list[tuple[int, int]]:
 
 
 PLAN_GAIN = 1.02  # next_lanes (kPlanGain): the lane plan where the model makes the launch at least 2% shorter
+PLAN_MAX_WAVES = 16  # ... (kPlanMaxWaves) and the launch holds more than one wave of tiles and at most this many
 
 
-def uses_lanes(la: Launch, rule: str = "v44", sms: int = SMS) -> bool:
-    """Whether next_lanes's host code takes the lane plan for this launch (against `rule`'s order, v44's by
-    default: the kernel it edits)."""
-    current = makespan(la, tile_order(la, section_heads(la, rule, sms), rule_cut(la, rule, sms)), sms)
+def uses_lanes(la: Launch, rule: str = "v44", sms: int = SMS, sec_cut: tuple[int, int] | None = None) -> bool:
+    """Whether next_lanes's host code takes the lane plan for this launch, against `rule`'s order (v44's by default:
+    the kernel it edits) or the order of the sections and tail given as `sec_cut`."""
+    if not sms < la.num_bh * la.m_blocks <= PLAN_MAX_WAVES * sms:
+        return False
+    sec, cut = sec_cut or (section_heads(la, rule, sms), rule_cut(la, rule, sms))
+    current = makespan(la, tile_order(la, sec, cut), sms)
     return makespan(la, lane_order(la, sms), sms) * PLAN_GAIN <= current
 
 

@@ -50,8 +50,10 @@ int run(int num_bh, int num_m, int sec, int cut, int s_q, int s_k, int sms) {
   const std::vector<uint32_t> order = lane_order(num_bh, blocks, sms);
   std::vector<double> costs;
   for (const uint32_t e : order) costs.push_back(blocks[e & 0xffffu] + kTileFixed);
-  printf("%%.17g %%.17g %%d\n", plan_makespan(sections, sms), plan_makespan(costs, sms),
-         plan_makespan(costs, sms) * kPlanGain <= plan_makespan(sections, sms) ? 1 : 0);
+  const long long tiles = static_cast<long long>(num_bh) * num_m;  // plan_order's test, less the device's part
+  const bool takes = tiles > sms && tiles <= static_cast<long long>(kPlanMaxWaves) * sms &&
+                     plan_makespan(costs, sms) * kPlanGain <= plan_makespan(sections, sms);
+  printf("%%.17g %%.17g %%d\n", plan_makespan(sections, sms), plan_makespan(costs, sms), takes ? 1 : 0);
   for (const uint32_t e : order) printf("%%u %%u\n", e >> 16, e & 0xffffu);
   return 0;
 }
@@ -124,7 +126,7 @@ def test_the_kernels_plan_is_the_models(planner, num_bh, rows, s_q, s_k, sms):
     assert sorted(order) == sorted((bh, m) for bh in range(la.num_bh) for m in range(la.m_blocks))  # each tile once
     assert lanes == model.makespan(la, want, sms)  # the same additions in the same order: equal, not close
     assert sections == model.makespan(la, model.tile_order(la, sec, cut), sms)
-    assert takes == (lanes * model.PLAN_GAIN <= sections)
+    assert takes == (lanes * model.PLAN_GAIN <= sections) == model.uses_lanes(la, sec_cut=(sec, cut), sms=sms)
 
 
 def _keys(p: dict) -> int:
@@ -155,6 +157,7 @@ def test_constants_match_the_kernels(planner):
     text = (planner.parent / "kernel.cu").read_text()
     assert f"constexpr double kTileFixed = {model.TILE_FIXED};" in text
     assert f"constexpr double kPlanGain = {model.PLAN_GAIN};" in text
+    assert f"constexpr int kPlanMaxWaves = {model.PLAN_MAX_WAVES};" in text
 
 
 def test_cli_rule_lanes_shows_the_plan_where_it_is_taken():
