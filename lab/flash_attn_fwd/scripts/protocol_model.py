@@ -180,6 +180,10 @@ class Variant:
     # bar.arrive on the other's; warpgroup 0's arrival on its own at the start gives it the first turn. The checker
     # also fails if both warpgroups are ever inside their turns at once.
     turn: bool = False
+    # pingpong2 (attempts/pingpong2.patch): with the turn, FA3's rule for the waits: only warpgroup 0 waits for a K / V
+    # stage before a turn's wgmmas; warpgroup 1's turn for the same key block comes after warpgroup 0's, so it issues
+    # without testing the mbarriers. Its waits outside a turn (the half-width block's V, the last P V's) stay.
+    turn_waits: bool = False
     runs: int = 0           # at least this many random schedules (a rare race needs more than the default)
 
 
@@ -390,6 +394,13 @@ class Consumer:
             for r in self.groups.pop(0):
                 r.end_read(self.name)
 
+    def waits_before_turn(self) -> bool:
+        """pingpong2: whether this warpgroup tests the K / V mbarriers before a turn's wgmmas (warpgroup 0 only)."""
+        m = self.m
+        if m.v.bug == "turn_waits_none":
+            return False
+        return not (m.v.turn_waits and m.v.turn) or self.wg == 0
+
     def take_turn(self) -> Iterator:
         """pingpong: bar.sync on this warpgroup's turn barrier (the other's hand-over completes it)."""
         m = self.m
@@ -450,7 +461,8 @@ def fa3_half_block(c: Consumer, b: int, t: int, n: int) -> Iterator:
     m = c.m
     s, p = yield from fa3_first_block(c, b, t, n, turn=m.v.bug != "half_no_turn")
     c.k0_hint = False  # early_tests' hint was this block's K; the next block waits for its own
-    yield lambda: m.full_v[s].done(p)
+    if not (m.v.bug == "turn_waits_half_v" and c.wg == 1):  # outside the turn: every warpgroup waits
+        yield lambda: m.full_v[s].done(p)
     c.pv(s, t, n - 1)
     yield READY
     c.wait_groups(0)
@@ -468,7 +480,7 @@ def fa3_first_block(c: Consumer, b: int, t: int, n: int, blk: int | None = None,
     pingpong), wait, release K; then the staged O store's Q buffer."""
     m = c.m
     s, p = c.next_stage()
-    if not (m.v.early_tests and c.k0_hint):
+    if not (m.v.early_tests and c.k0_hint) and (c.waits_before_turn() or not turn):
         yield lambda: m.full_k[s].done(p)
     if turn:
         yield from c.take_turn()
@@ -523,8 +535,9 @@ def fa3_steady(c: Consumer, b: int, t: int, n: int, s: int, p: int, *, release_a
     for i in range(start, n):
         prev, pprev = s, p
         s, p = c.next_stage()
-        yield lambda s=s, p=p: m.full_k[s].done(p)
-        yield lambda s=prev, p=pprev: m.full_v[s].done(p)
+        if c.waits_before_turn():
+            yield lambda s=s, p=p: m.full_k[s].done(p)
+            yield lambda s=prev, p=pprev: m.full_v[s].done(p)
         yield from c.take_turn()
         c.qk(b, t, s, n - 1 - i)
         yield READY
@@ -873,7 +886,8 @@ VARIANTS = [
     Variant("xtile3q candidate: xtile with 3 Q buffers, TMA epilogue", 128, True, cross_tile=True, qbufs=3),
     Variant("d64fa3 (attempt 17, dropped) 128-row d64 (3 stages), TMA epilogue", 128, True, stages=3),
     Variant("d64fa3 (attempt 17, dropped) 128-row d64 (3 stages), register epilogue", 128, False, stages=3),
-    Variant("xd64 (attempt 19, dropped): the xtile loop with 3 stages on 128-row d64, TMA epilogue", 128, True, cross_tile=True, stages=3),
+    Variant("xd64 (attempt 19, dropped): the xtile loop with 3 stages on 128-row d64, TMA epilogue", 128, True,
+            cross_tile=True, stages=3),
     Variant("v12 d64 192-row (3 warpgroups), TMA epilogue", 64, True, consumers=3),
     Variant("v12 d64 192-row (3 warpgroups), register epilogue", 64, False, consumers=3),
     Variant("v12 d64 128-row (causal s_q <= 1024), TMA epilogue", 64, True),
@@ -940,6 +954,13 @@ VARIANTS = [
     Variant("pingpong: 128-row d96/d128 with the turn, half-width diagonal block, register epilogue", 128, False,
             half_diag=True, turn=True),
     Variant("pingpong: unmasked 128-row d96/d128 with the turn, TMA epilogue", 128, True, turn=True),
+    # attempts/pingpong2: the same with FA3's waits (warpgroup 1 relies on warpgroup 0's, through the turn)
+    Variant("pingpong2: 128-row d96/d128 with the turn and warpgroup 0's waits, half-width diagonal block, TMA "
+            "epilogue", 128, True, half_diag=True, turn=True, turn_waits=True),
+    Variant("pingpong2: 128-row d96/d128 with the turn and warpgroup 0's waits, half-width diagonal block, register "
+            "epilogue", 128, False, half_diag=True, turn=True, turn_waits=True),
+    Variant("pingpong2: unmasked 128-row d96/d128 with the turn and warpgroup 0's waits, TMA epilogue", 128, True,
+            turn=True, turn_waits=True),
 ]
 CONTROLS = [
     Variant("control: V released before its P V completes", 128, False, bug="early_v_release"),
@@ -983,6 +1004,10 @@ CONTROLS = [
     Variant("control: pingpong with the half-width diagonal block taking no turn (turn counts differ)", 128, True,
             half_diag=True, turn=True, bug="half_no_turn"),
     Variant("control: pingpong without warpgroup 0's first arrival", 128, True, turn=True, bug="turn_no_first_arrive"),
+    Variant("control: pingpong2 with neither warpgroup waiting before its turn", 128, True, turn=True,
+            turn_waits=True, bug="turn_waits_none"),
+    Variant("control: pingpong2 with warpgroup 1 also skipping the half-width block's V wait (outside its turn)", 128,
+            True, half_diag=True, turn=True, turn_waits=True, bug="turn_waits_half_v"),
 ]
 
 

@@ -18,7 +18,7 @@ QUESTIONS = {q["id"] for q in yaml.safe_load((REPO / "question_bank.yaml").read_
 
 
 def test_there_are_prepared_attempts():
-    assert {"pingpong", "pingc128", "gqa4mb", "narrow2", "lanes"} <= {p.stem for p in PATCHES}
+    assert {"pingpong", "pingpong2", "pingc128", "pingc2128", "gqa4mb", "narrow2", "lanes"} <= {p.stem for p in PATCHES}
 
 
 @pytest.mark.parametrize("patch", PATCHES, ids=lambda p: p.stem)
