@@ -54,7 +54,11 @@ int run(int num_bh, int num_m, int sec, int cut, int s_q, int s_k, int sms) {
   const bool takes = tiles > sms && tiles <= static_cast<long long>(kPlanMaxWaves) * sms &&
                      plan_makespan(costs, sms) * kPlanGain <= plan_makespan(sections, sms);
   printf("%%.17g %%.17g %%d\n", plan_makespan(sections, sms), plan_makespan(costs, sms), takes ? 1 : 0);
-  for (const uint32_t e : order) printf("%%u %%u\n", e >> 16, e & 0xffffu);
+  // the tiles as the kernel's decode_tile hands them out from the table (h_q = 3: head and batch split each bh)
+  for (int t = 0; t < static_cast<int>(order.size()); ++t) {
+    const Tile w = decode_tile<BN, kBlockM, true>(t, num_m, num_bh, sec, 3, s_q, s_k, 1 + cut, order.data());
+    printf("%%d %%d %%d\n", w.batch * 3 + w.head, w.m_block, w.n_blocks);
+  }
   return 0;
 }
 // argv: rows keys num_bh num_m sec cut s_q s_k sms (keys: a key block's, 64, 80 or 128) -> the two makespans, the
@@ -95,6 +99,8 @@ def planner(tmp_path_factory) -> Path:
 
 
 def _plan(exe: Path, la: model.Launch, sec: int, cut: int, sms: int, keys: int = 128):
+    """The section order's makespan, the plan's, whether the host takes the plan, and the plan's tiles as
+    decode_tile reads them from its table: (bh, m_block, key blocks) a tile."""
     out = subprocess.run([str(exe), *map(str, (la.rows, keys, la.num_bh, la.m_blocks, sec, cut, la.s_q, la.s_k, sms))],
                          check=True, capture_output=True, text=True).stdout.splitlines()
     sections, lanes, takes = out[0].split()
@@ -120,9 +126,10 @@ def test_the_kernels_plan_is_the_models(planner, num_bh, rows, s_q, s_k, sms):
     la = _launch(num_bh, rows, s_q, s_k)
     sec = max(1, min(num_bh, 2))
     cut = 1 if la.m_blocks > 2 else 0
-    sections, lanes, takes, order = _plan(planner, la, sec, cut, sms)
+    sections, lanes, takes, decoded = _plan(planner, la, sec, cut, sms)
     want = model.lane_order(la, sms)
-    assert order == want
+    assert decoded == [(bh, m, la.blocks(m)) for bh, m in want]  # the table's entries, decoded by the kernel's code
+    order = [(bh, m) for bh, m, _ in decoded]
     assert sorted(order) == sorted((bh, m) for bh in range(la.num_bh) for m in range(la.m_blocks))  # each tile once
     assert lanes == model.makespan(la, want, sms)  # the same additions in the same order: equal, not close
     assert sections == model.makespan(la, model.tile_order(la, sec, cut), sms)
