@@ -17,7 +17,6 @@ eviction priority. It says which orders keep a head's K/V resident and which re-
 from __future__ import annotations
 
 import argparse
-import heapq
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -47,24 +46,13 @@ class Traffic:
         return self.misses / self.unique if self.unique else 1.0
 
 
-def schedule(la: sm.Launch, order: list[tuple[int, int]], sms: int = sm.SMS) -> list[tuple[float, int, int]]:
-    """(start, bh, m_block) of each tile under the list schedule (section_model.makespan's)."""
-    free = [(0.0, i) for i in range(sms)]
-    out = []
-    for bh, m in order:
-        t, cta = heapq.heappop(free)
-        out.append((t, bh, m))
-        heapq.heappush(free, (t + sm.cost(la, m), cta))
-    return out
-
-
 def replay(la: sm.Launch, order: list[tuple[int, int]], causal: bool, l2_bytes: int, upward: bool = False,
            sms: int = sm.SMS) -> Traffic:
     d = la.d
     block_bytes = 2 * sm.BLOCK_N * d * 2           # K and V of one key block, bf16
     q_bytes = la.rows * d * 2                       # a tile's Q (and its O)
     events: list[tuple[float, int, tuple]] = []     # (time, kind: 0 write O / 1 read Q / 2 read K/V, key)
-    for start, bh, m in schedule(la, order, sms):
+    for start, end, bh, m in sm.list_schedule(la, order, sms):
         kv = bh // la.group
         n = la.blocks(m) if causal else -(-la.s_k // sm.BLOCK_N)
         if causal:
@@ -74,7 +62,7 @@ def replay(la: sm.Launch, order: list[tuple[int, int]], causal: bool, l2_bytes: 
         events.append((start, 1, ("Q", bh, m)))
         t0 = start + sm.TILE_FIXED / 2
         events.extend((t0 + i, 2, ("KV", kv, j)) for i, j in enumerate(blocks))
-        events.append((start + sm.cost(la, m), 0, ("O", bh, m)))
+        events.append((end, 0, ("O", bh, m)))
     events.sort(key=lambda e: (e[0], e[1]))
     cache: OrderedDict[tuple, int] = OrderedDict()
     used = reads = misses = 0

@@ -171,14 +171,22 @@ def cost(la: Launch, m: int) -> float:
     return la.blocks(m) + TILE_FIXED
 
 
-def makespan(la: Launch, order: list[tuple[int, int]], sms: int = SMS) -> float:
-    """The list schedule's end: CTA i takes tile i first, then whichever CTA is free first (the lowest index among
-    equals) takes the next tile. The host code's plan_makespan, addition for addition."""
+def list_schedule(la: Launch, order: list[tuple[int, int]], sms: int = SMS) -> list[tuple[float, float, int, int]]:
+    """(start, end, bh, query block) of each tile: CTA i takes tile i first, then whichever CTA is free first (the
+    lowest index among equals) takes the next tile. The host code's plan_makespan, addition for addition."""
     free = [(0.0, i) for i in range(sms)]
-    for _, m in order:
+    out = []
+    for bh, m in order:
         t, cta = heapq.heappop(free)
-        heapq.heappush(free, (t + cost(la, m), cta))
-    return max(t for t, _ in free)
+        end = t + cost(la, m)
+        out.append((t, end, bh, m))
+        heapq.heappush(free, (end, cta))
+    return out
+
+
+def makespan(la: Launch, order: list[tuple[int, int]], sms: int = SMS) -> float:
+    """The list schedule's end."""
+    return max((end for _, end, _, _ in list_schedule(la, order, sms)), default=0.0)
 
 
 def lane_order(la: Launch, sms: int = SMS) -> list[tuple[int, int]]:
@@ -224,23 +232,20 @@ def uses_lanes(la: Launch, rule: str = "v44", sms: int = SMS, sec_cut: tuple[int
 
 def simulate_order(la: Launch, order: list[tuple[int, int]], sms: int = SMS, samples: int = 400,
                    cut: int = 0) -> Schedule:
-    free = [(0.0, i) for i in range(sms)]
     first: dict[int, float] = {}
     last: dict[int, float] = {}
-    for bh, m in order:
-        t, cta = heapq.heappop(free)
-        end = t + cost(la, m)
+    tiles = list_schedule(la, order, sms)
+    for t, end, bh, m in tiles:
         first.setdefault(bh, t)
         if m >= cut:  # the tail's light tiles read the first `cut` blocks only: they do not keep the head open
             last[bh] = max(last.get(bh, 0.0), end)
-        heapq.heappush(free, (end, cta))
-    makespan = max(t for t, _ in free)
+    span = max(end for _, end, _, _ in tiles)
     starts, ends = sorted(first.values()), sorted(last.values())
     open_heads = [bisect_right(starts, t) - bisect_right(ends, t)
-                  for t in (makespan * (k + 0.5) / samples for k in range(samples))]
+                  for t in (span * (k + 0.5) / samples for k in range(samples))]
     # GQA: a kv head's group shares its K/V; count it once per group of open query heads
     per_head = la.kv_bytes / la.group
-    return Schedule(makespan, sum(last[h] - first[h] for h in first) / len(first),
+    return Schedule(span, sum(last[h] - first[h] for h in first) / len(first),
                     sum(open_heads) / samples * per_head)
 
 
