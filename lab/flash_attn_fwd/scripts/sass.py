@@ -57,19 +57,24 @@ class SassError(Exception):
     pass
 
 
-def disassembler() -> list[str]:
-    """nvdisasm from PATH, else the one pip's nvidia-cuda-nvdisasm puts under nvidia/cu*/bin."""
-    exe = shutil.which("nvdisasm")
+def cuda_tool(name: str) -> str:
+    """A CUDA binary from PATH, else the one NVIDIA's pip wheel puts under nvidia/cu*/bin (nvidia-cuda-nvdisasm,
+    nvidia-cuda-cuobjdump: the lab extra)."""
+    exe = shutil.which(name)
     if exe:
-        return [exe, "-c"]
+        return exe
     try:
-        import nvidia  # namespace package of NVIDIA's pip wheels
+        import nvidia  # type: ignore[import-untyped]  # namespace package of NVIDIA's pip wheels
     except ImportError:
         nvidia = None
     for root in getattr(nvidia, "__path__", []):
-        for cand in sorted(Path(root).glob("cu*/bin/nvdisasm")) + sorted(Path(root).glob("cuda_nvdisasm/bin/nvdisasm")):
-            return [str(cand), "-c"]
-    raise SassError("nvdisasm not found: put it on PATH or `pip install nvidia-cuda-nvdisasm`")
+        for cand in sorted(Path(root).glob(f"cu*/bin/{name}")) + sorted(Path(root).glob(f"cuda_{name}/bin/{name}")):
+            return str(cand)
+    raise SassError(f"{name} not found: put it on PATH or `pip install nvidia-cuda-{name}` (the lab extra)")
+
+
+def disassembler() -> list[str]:
+    return [cuda_tool("nvdisasm"), "-c"]
 
 
 def disassemble(source: Path) -> str:
@@ -184,7 +189,9 @@ def loop_bodies(text: str, match: str, ops: tuple[str, ...]) -> dict[str, list[l
     `ops`, smallest first, each body once."""
     tests = [_holds(op) for op in ops]
     bodies: dict[str, list[list[str]]] = collections.OrderedDict()
-    name, labels, insns = None, {}, []
+    name: str | None = None
+    labels: dict[str, int] = {}
+    insns: list[str] = []
 
     def close() -> None:
         if name is None or not re.search(match, name):
