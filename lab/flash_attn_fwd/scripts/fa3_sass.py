@@ -116,21 +116,6 @@ def steady_loop(text: str, name: str) -> list[str]:
     return min(steady, key=len)
 
 
-def flow(body: list[str]) -> str:
-    runs: list[list] = []
-    for insn in body:
-        for key, rx in (*sass._FLOW, *EXTRA_FLOW):
-            m = re.search(rx, insn)
-            if m:
-                tok = f"{key}:{m.group(1)}" if key == "DEPBAR" else key
-                if runs and runs[-1][0] == tok:
-                    runs[-1][1] += 1
-                else:
-                    runs.append([tok, 1])
-                break
-    return " ".join(f"{t}x{n}" if n > 1 else t for t, n in runs)
-
-
 def opcodes(body: list[str]) -> collections.Counter:
     return collections.Counter(sass.opcode(i).replace(".FTZ", "") for i in body)
 
@@ -140,7 +125,8 @@ def report(loops: dict[str, list[str]]) -> list[str]:
     for label, body in loops.items():
         ops = opcodes(body)
         hgmma = sum(n for op, n in ops.items() if op.startswith("HGMMA"))
-        lines.append(f"{label:24s} {len(body):5d} instructions  HGMMA {hgmma:3d}  EX2 {ops['MUFU.EX2']:3d}  {flow(body)}")
+        order = sass.flow_line(body, (*sass._FLOW, *EXTRA_FLOW))
+        lines.append(f"{label:24s} {len(body):5d} instructions  HGMMA {hgmma:3d}  EX2 {ops['MUFU.EX2']:3d}  {order}")
     pairs = [("ours unmasked 128x128", "FA3 causal 128x128")]
     for a, b in pairs:
         oa, ob = opcodes(loops[a]), opcodes(loops[b])

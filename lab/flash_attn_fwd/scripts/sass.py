@@ -155,23 +155,27 @@ def diff(a: dict[str, list[str]], b: dict[str, list[str]], match: str) -> list[s
     return rows
 
 
+def flow_line(insns: list[str], kinds: tuple[tuple[str, str], ...] = tuple(_FLOW)) -> str:
+    """The instructions of `kinds` (name, regex) in order, runs of one kind counted (HGMMAx18)."""
+    runs: list[list] = []
+    for insn in insns:
+        for key, rx in kinds:
+            m = re.search(rx, insn)
+            if m:
+                tok = f"{key}:{m.group(1)}" if key == "DEPBAR" else key
+                if runs and runs[-1][0] == tok:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([tok, 1])
+                break
+    return " ".join(f"{t}x{n}" if n > 1 else t for t, n in runs)
+
+
 def flow(funcs: dict[str, list[str]], match: str) -> list[str]:
     rows = []
     for name, insns in funcs.items():
-        if not re.search(match, name):
-            continue
-        runs: list[list] = []
-        for insn in insns:
-            for key, rx in _FLOW:
-                m = re.search(rx, insn)
-                if m:
-                    tok = f"{key}:{m.group(1)}" if key == "DEPBAR" else key
-                    if runs and runs[-1][0] == tok:
-                        runs[-1][1] += 1
-                    else:
-                        runs.append([tok, 1])
-        rows.append(name)
-        rows.append("   " + " ".join(f"{t}x{n}" if n > 1 else t for t, n in runs))
+        if re.search(match, name):
+            rows += [name, "   " + flow_line(insns)]
     return rows
 
 
