@@ -23,9 +23,11 @@ def test_without_a_gpu_each_step_says_why_and_the_call_still_returns_its_files(t
     summary = (tmp_path / "out" / "summary.txt").read_text()
     assert "== clock_log d128-h16-16-s512: rc 2" in summary and "needs an NVIDIA GPU" in summary
     assert "== profile d128-h16-16-s512: rc 2" in summary
+    assert "== fa3 profile d128-h16-16-s512: rc 2" in summary  # no ncu here: profile_baseline says so
     with tarfile.open(tmp_path / "out" / "run.tgz") as tar:
         names = set(tar.getnames())
-    assert {"run/clock-d128-h16-16-s512.txt", "run/profile-d128-h16-16-s512.err"} <= names
+    assert {"run/clock-d128-h16-16-s512.txt", "run/profile-d128-h16-16-s512.err",
+            "run/profile-fa3-d128-h16-16-s512.txt"} <= names
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run.tgz", "summary.txt"]
 
 
